@@ -1,0 +1,46 @@
+# The single entry point. `make run` brings everything up on a local Kubernetes built from source;
+# `make test` runs every tier. Area-specific targets live in mk/*.mk (one file per area).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+export LOCALKUBE_DIR ?= $(ROOT)/.localkube
+JEST := node --experimental-vm-modules $(ROOT)/node_modules/jest/bin/jest.js
+
+include mk/deps.mk
+include mk/cluster.mk
+include mk/images.mk
+include mk/e2e.mk
+include mk/chart.mk
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN{FS=":.*## "}{printf "  %-22s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: node-deps ## Compile every TypeScript workspace (tsc -b)
+	npx tsc -b
+
+.PHONY: generate
+generate: node-deps ## Regenerate the TS types and the chart's CRD copy from crds/*.yaml
+	node crds/scripts/generate.mjs
+
+.PHONY: verify
+verify: node-deps ## Fail when generated files drifted from crds/*.yaml
+	node crds/scripts/generate.mjs --check
+
+.PHONY: lint
+lint: node-deps ## eslint, prettier and a type check of sources and tests
+	npx eslint .
+	npx prettier --check .
+	for p in crds sandbox-agent operator api-gateway test-e2e; do npx tsc -p $$p/tsconfig.test.json || exit 1; done
+
+.PHONY: test-unit
+test-unit: node-deps ## Unit tests of every workspace (no cluster)
+	for p in crds sandbox-agent operator api-gateway; do (cd $$p && $(JEST)) || exit 1; done
+
+.PHONY: test
+test: verify lint test-unit test-integration test-e2e ## Every tier: verify, lint, unit, integration, e2e
+	@echo "make test: all tiers passed"

@@ -1,0 +1,105 @@
+/**
+ * The SandboxSession API vocabulary: one module, one doc comment per constant. The operator, the
+ * gateway and the tests import these; nothing spells a label, annotation or reason by hand.
+ */
+
+/** API group of SandboxSession. */
+export const GROUP = 'sandbox.dev';
+/** The only served (and storage) version. */
+export const VERSION = 'v1alpha1';
+/** apiVersion string of objects of this API. */
+export const API_VERSION = `${GROUP}/${VERSION}`;
+/** Kind of the custom resource. */
+export const KIND = 'SandboxSession';
+/** Plural resource name, as used in URLs and RBAC rules. */
+export const PLURAL = 'sandboxsessions';
+
+/** Label value of app.kubernetes.io/managed-by on every child the operator creates. */
+export const MANAGER_NAME = 'sandbox-operator';
+
+export const LABELS = {
+  /** Set on every child to MANAGER_NAME; informers select on it. */
+  managedBy: 'app.kubernetes.io/managed-by',
+  /** Set on every child to the session name (or its hash when the name is no valid label value). */
+  session: 'sandbox.dev/session',
+  /** Set on the sandbox Pod; NetworkPolicies select sandbox pods with it. */
+  component: 'app.kubernetes.io/component',
+} as const;
+
+/** Value of LABELS.component on sandbox Pods. */
+export const SANDBOX_COMPONENT = 'sandbox';
+
+export const ANNOTATIONS = {
+  /**
+   * RFC 3339 time of the last exec or file call, written by the gateway (throttled). The operator
+   * mirrors it into status.lastActivityTime and computes the idle deadline from it.
+   */
+  lastActivity: 'sandbox.dev/last-activity',
+  /**
+   * Set by the gateway to the number of exec calls running in the session when it is above zero,
+   * with an RFC 3339 time after which the value is stale ("<count>@<time>"). The operator never
+   * collects a session whose in-flight marker is fresh.
+   */
+  inFlight: 'sandbox.dev/in-flight',
+  /** On the Secret: the session UID the token was derived from. */
+  sessionUID: 'sandbox.dev/session-uid',
+} as const;
+
+/** Condition types. There is deliberately no Running condition: running is desired state. */
+export const CONDITIONS = {
+  /** True only when the Pod is Running, PodReady, has an IP, and the token Secret exists. */
+  ready: 'Ready',
+  /** Mirrors the Pod's PodScheduled condition; absent while there is no Pod. */
+  podScheduled: 'PodScheduled',
+} as const;
+
+/** Stable reasons of the Ready condition. Clients may switch on these. */
+export const REASONS = {
+  /** Ready=True: the Pod is Running and Ready with an IP, and the Secret exists. */
+  ready: 'SandboxReady',
+  /** The Secret or Pod is being created. */
+  creating: 'Creating',
+  /** The Pod exists but is not Ready yet (image starting, probe not passing). */
+  podPending: 'PodPending',
+  /** The scheduler cannot place the Pod. */
+  unschedulable: 'Unschedulable',
+  /** The image cannot be pulled (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName). */
+  imagePullFailed: 'ImagePullFailed',
+  /** The Pod failed or its container keeps crashing. */
+  podFailed: 'PodFailed',
+  /** The session was idle for spec.idleTimeoutSeconds (shutdownPolicy Retain). */
+  idleTimeout: 'IdleTimeout',
+  /** The session outlived spec.maxLifetimeSeconds (shutdownPolicy Retain). */
+  lifetimeExceeded: 'LifetimeExceeded',
+  /** A Pod or Secret with the deterministic name exists but is not owned by this session. */
+  nameConflict: 'NameConflict',
+  /** The operator failed to reconcile; the message is generic, details are in the operator log. */
+  reconcileError: 'ReconcileError',
+  /** The session is being deleted. */
+  terminating: 'Terminating',
+} as const;
+
+export type ReadyReason = (typeof REASONS)[keyof typeof REASONS];
+
+/** Summary phase for the printer column only (derived from the conditions). */
+export const PHASES = {
+  pending: 'Pending',
+  ready: 'Ready',
+  terminated: 'Terminated',
+  failed: 'Failed',
+} as const;
+
+/** Port the in-pod agent listens on. */
+export const AGENT_PORT = 8090;
+/** Key of the token in the session Secret. */
+export const TOKEN_SECRET_KEY = 'token';
+/** Directory the token Secret is mounted at inside the sandbox container. */
+export const TOKEN_MOUNT_DIR = '/var/run/sandbox';
+/** Path of the token file inside the sandbox container. */
+export const TOKEN_FILE = `${TOKEN_MOUNT_DIR}/${TOKEN_SECRET_KEY}`;
+/** Env var that also carries the token into the sandbox container (from the Secret). */
+export const TOKEN_ENV = 'SANDBOX_TOKEN';
+/** The writable workspace of the sandbox container. */
+export const WORKSPACE_DIR = '/workspace';
+/** Name of the sandbox container in the Pod. */
+export const SANDBOX_CONTAINER = 'sandbox';

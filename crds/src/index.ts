@@ -1,0 +1,6 @@
+/** @sandbox-platform/api: the SandboxSession API shared by the operator, the gateway and the tests. */
+export * from './constants.js';
+export * from './names.js';
+export * from './token.js';
+export type * from './generated/types.js';
+export { sandboxSessionSchema } from './generated/schema.js';

@@ -1,0 +1,14 @@
+package main
+
+import (
+	_ "go.etcd.io/etcd/server/v3/embed"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-proxy/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	_ "k8s.io/kubernetes/cmd/kubelet/app"
+	_ "k8s.io/kubectl/pkg/cmd"
+	_ "k8s.io/component-base/cli"
+)
+
+func main() {}
