@@ -31,16 +31,12 @@ export const SANDBOX_COMPONENT = 'sandbox';
 
 export const ANNOTATIONS = {
   /**
-   * RFC 3339 time of the last exec or file call, written by the gateway (throttled). The operator
-   * mirrors it into status.lastActivityTime and computes the idle deadline from it.
+   * RFC 3339 time of the last exec or file call, written by the gateway: at most once per
+   * throttle interval per session, again at the end of a call, and as a heartbeat while an exec
+   * is still running, so a session in use is never idle-collected. The operator mirrors it into
+   * status.lastActivityTime and computes the idle deadline from it.
    */
   lastActivity: 'sandbox.dev/last-activity',
-  /**
-   * Set by the gateway to the number of exec calls running in the session when it is above zero,
-   * with an RFC 3339 time after which the value is stale ("<count>@<time>"). The operator never
-   * collects a session whose in-flight marker is fresh.
-   */
-  inFlight: 'sandbox.dev/in-flight',
   /** On the Secret: the session UID the token was derived from. */
   sessionUID: 'sandbox.dev/session-uid',
 } as const;
