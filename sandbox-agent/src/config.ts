@@ -1,0 +1,181 @@
+/**
+ * Agent configuration: typed, validated once at boot, failing fast with every problem listed.
+ * Only main.ts reads the environment (loadConfig); tests and other packages build a config with
+ * agentConfig() and the same validation.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+
+import { AGENT_PORT, TOKEN_ENV, TOKEN_FILE, WORKSPACE_DIR } from '@sandbox-platform/api';
+
+import { LOG_LEVELS, type LogLevel } from './log.js';
+
+const MIB = 1024 * 1024;
+
+/** Shortest accepted token: derived tokens are 64 hex characters; anything this short is a mistake. */
+export const MIN_TOKEN_LENGTH = 16;
+
+/** Everything the agent needs; see {@link ENV} for the environment variable behind each key. */
+export interface AgentConfig {
+  /** TCP port to listen on (0 = ephemeral, for tests). Default 8090, the pod's agent port. */
+  port: number;
+  /** Address to bind. Default 0.0.0.0: the gateway reaches the agent on the pod IP. */
+  host: string;
+  /** Bearer token every call but /healthz must present. Never logged. */
+  token: string;
+  /** Root of every file path and the shell's starting directory. Default /workspace. */
+  workspace: string;
+  /** Bytes kept per output stream (stdout, stderr) of one command; the rest is drained and dropped. */
+  outputCapBytes: number;
+  /** Largest file PUT accepts (413 beyond). */
+  fileMaxBytes: number;
+  /** Largest exec request body (413 beyond); the command text lives in it. */
+  execBodyMaxBytes: number;
+  /** On shutdown, how long the running command may still run before its processes are killed. */
+  shutdownGraceMs: number;
+  /** Time allowed to receive a whole request (headers and body); generous for large uploads. */
+  requestTimeoutMs: number;
+  /** Time allowed to receive request headers (slowloris guard). */
+  headersTimeoutMs: number;
+  /** Idle keep-alive lifetime; above the gateway's pool idle timeout so the pool closes first. */
+  keepAliveTimeoutMs: number;
+  /** The bash binary (PATH lookup unless absolute). */
+  bashPath: string;
+  /** Minimum log level. */
+  logLevel: LogLevel;
+}
+
+/** Defaults of every key but the token, which has none. */
+export const DEFAULT_CONFIG: Omit<AgentConfig, 'token'> = {
+  port: AGENT_PORT,
+  host: '0.0.0.0',
+  workspace: WORKSPACE_DIR,
+  outputCapBytes: MIB,
+  fileMaxBytes: 32 * MIB,
+  execBodyMaxBytes: MIB,
+  shutdownGraceMs: 20_000,
+  requestTimeoutMs: 120_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 65_000,
+  bashPath: 'bash',
+  logLevel: 'info',
+};
+
+/** Environment variables read by {@link loadConfig}. */
+export const ENV = {
+  /** Listen port (default 8090). */
+  port: 'SANDBOX_AGENT_PORT',
+  /** Bind address (default 0.0.0.0). */
+  host: 'SANDBOX_AGENT_HOST',
+  /** File holding the token (default /var/run/sandbox/token, the mounted Secret); wins over the env token. */
+  tokenFile: 'SANDBOX_TOKEN_FILE',
+  /** The token itself, used when the token file does not exist. */
+  token: TOKEN_ENV,
+  /** Workspace directory (default /workspace). */
+  workspace: 'SANDBOX_WORKSPACE',
+  /** Output cap per stream in bytes (default 1 MiB). */
+  outputCapBytes: 'SANDBOX_AGENT_OUTPUT_CAP_BYTES',
+  /** File size limit in bytes (default 32 MiB). */
+  fileMaxBytes: 'SANDBOX_AGENT_FILE_MAX_BYTES',
+  /** Exec request body limit in bytes (default 1 MiB). */
+  execBodyMaxBytes: 'SANDBOX_AGENT_BODY_MAX_BYTES',
+  /** Shutdown grace in seconds (default 20, inside the pod's default 30 s termination grace). */
+  shutdownGraceSeconds: 'SANDBOX_AGENT_SHUTDOWN_GRACE_SECONDS',
+  /** Path of bash (default `bash` on PATH). */
+  bashPath: 'SANDBOX_AGENT_BASH',
+  /** debug | info | warn | error | silent (default info). */
+  logLevel: 'SANDBOX_AGENT_LOG_LEVEL',
+} as const;
+
+/** Thrown when the configuration is invalid; the message lists every problem. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Input of {@link agentConfig}: the token and any overrides of {@link DEFAULT_CONFIG}. */
+export type AgentConfigInput = Partial<AgentConfig> & Pick<AgentConfig, 'token'>;
+
+/** Fills defaults and validates; throws {@link ConfigError} listing every problem. */
+export function agentConfig(input: AgentConfigInput): AgentConfig {
+  const config: AgentConfig = { ...DEFAULT_CONFIG, ...input };
+  const problems = validate(config);
+  if (problems.length > 0) throw new ConfigError(`invalid agent configuration: ${problems.join('; ')}`);
+  return config;
+}
+
+function validate(c: AgentConfig): string[] {
+  const problems: string[] = [];
+  const check = (ok: boolean, problem: string): void => {
+    if (!ok) problems.push(problem);
+  };
+  check(isIntIn(c.port, 0, 65_535), `port must be an integer in 0..65535, got ${c.port}`);
+  check(c.host.length > 0, 'host must not be empty');
+  check(c.token.length >= MIN_TOKEN_LENGTH, `token must be at least ${MIN_TOKEN_LENGTH} characters`);
+  check(!/\s/.test(c.token), 'token must not contain whitespace');
+  check(isAbsolute(c.workspace), `workspace must be an absolute path, got "${c.workspace}"`);
+  for (const key of ['outputCapBytes', 'fileMaxBytes', 'execBodyMaxBytes'] as const) {
+    check(isIntIn(c[key], 1, Number.MAX_SAFE_INTEGER), `${key} must be a positive integer`);
+  }
+  for (const key of [
+    'shutdownGraceMs',
+    'requestTimeoutMs',
+    'headersTimeoutMs',
+    'keepAliveTimeoutMs',
+  ] as const) {
+    check(isIntIn(c[key], 0, 3_600_000), `${key} must be an integer in 0..3600000`);
+  }
+  check(c.bashPath.length > 0, 'bashPath must not be empty');
+  check(LOG_LEVELS.includes(c.logLevel), `logLevel must be one of ${LOG_LEVELS.join(', ')}`);
+  return problems;
+}
+
+function isIntIn(value: number, min: number, max: number): boolean {
+  return Number.isInteger(value) && value >= min && value <= max;
+}
+
+/** Reads and validates the configuration from the environment (the composition root's job). */
+export function loadConfig(env: NodeJS.ProcessEnv): AgentConfig {
+  const problems: string[] = [];
+  const int = (name: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return undefined;
+    if (!/^\d+$/.test(raw)) problems.push(`${name} must be a non-negative integer, got "${raw}"`);
+    return Number(raw);
+  };
+  const grace = int(ENV.shutdownGraceSeconds);
+  const input: Partial<AgentConfig> = {
+    port: int(ENV.port),
+    host: env[ENV.host] || undefined,
+    workspace: env[ENV.workspace] || undefined,
+    outputCapBytes: int(ENV.outputCapBytes),
+    fileMaxBytes: int(ENV.fileMaxBytes),
+    execBodyMaxBytes: int(ENV.execBodyMaxBytes),
+    shutdownGraceMs: grace === undefined ? undefined : grace * 1000,
+    bashPath: env[ENV.bashPath] || undefined,
+    logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
+  };
+  const token = readToken(env, problems);
+  if (problems.length > 0) throw new ConfigError(`invalid agent configuration: ${problems.join('; ')}`);
+  const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  return agentConfig({ ...defined, token });
+}
+
+/**
+ * The token file wins when it exists (it is the mounted Secret); an explicitly named file must
+ * exist. Otherwise the env token. Surrounding whitespace (a trailing newline) is not part of it.
+ */
+function readToken(env: NodeJS.ProcessEnv, problems: string[]): string {
+  const explicitFile = env[ENV.tokenFile];
+  const file = explicitFile || TOKEN_FILE;
+  if (explicitFile || existsSync(file)) {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      problems.push(`cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+      return '';
+    }
+  }
+  const fromEnv = env[ENV.token]?.trim();
+  if (!fromEnv) problems.push(`no token: neither the file ${file} nor ${ENV.token} is set`);
+  return fromEnv ?? '';
+}

@@ -1,0 +1,36 @@
+/** Reading request bodies within a byte limit (413 beyond it, before buffering the excess). */
+import type { IncomingMessage } from 'node:http';
+
+import { HttpProblem } from './problem.js';
+
+/** Throws 413 when the declared Content-Length already exceeds `limit`. */
+export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) {
+    throw new HttpProblem('payload-too-large', `the body is ${declared} bytes, the limit is ${limit}`);
+  }
+}
+
+/** Reads the whole body, at most `limit` bytes. */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  checkDeclaredLength(req, limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit)
+      throw new HttpProblem('payload-too-large', `the body exceeds the limit of ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Reads and parses a JSON body (400 when it is not JSON). */
+export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const text = (await readBody(req, limit)).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new HttpProblem('invalid-request', 'the body is not valid JSON', { cause: err });
+  }
+}

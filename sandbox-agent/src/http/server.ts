@@ -1,0 +1,138 @@
+/**
+ * The agent's HTTP server on node:http (no framework: the agent is bundled into one small file).
+ * Routing, auth, timeouts and the single error-to-problem mapping live here; the handlers are in
+ * execRoutes.ts and fileRoutes.ts.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+import type { FileStore } from '../files/fileStore.js';
+import { errorMessage, type Logger } from '../log.js';
+import { ExecCancelledError, ShellUnavailableError } from '../shell/persistentShell.js';
+import { isAuthorized } from './auth.js';
+import { type CommandRunner, execRoute, execStreamRoute } from './execRoutes.js';
+import { FILES_PREFIX, getFileRoute, putFileRoute } from './fileRoutes.js';
+import { HttpProblem, sendJson, sendProblem } from './problem.js';
+
+/** What the server needs; built by the composition root (agent.ts). */
+export interface ServerDeps {
+  token: string;
+  runner: CommandRunner;
+  /** True when the shell is alive (the token is loaded by construction). */
+  healthy: () => boolean;
+  files: FileStore;
+  limits: { execBodyMaxBytes: number; fileMaxBytes: number };
+  timeouts: { requestTimeoutMs: number; headersTimeoutMs: number; keepAliveTimeoutMs: number };
+  logger: Logger;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, deps: ServerDeps) => Promise<void>;
+
+interface Route {
+  name: string;
+  method: string;
+  matches: (path: string) => boolean;
+  handler: Handler;
+  auth: boolean;
+}
+
+const ROUTES: readonly Route[] = [
+  { name: 'healthz', method: 'GET', matches: (p) => p === '/healthz', handler: health, auth: false },
+  {
+    name: 'exec',
+    method: 'POST',
+    matches: (p) => p === '/v1/exec',
+    handler: (req, res, d) => execRoute(req, res, d.runner, { bodyLimit: d.limits.execBodyMaxBytes }),
+    auth: true,
+  },
+  {
+    name: 'exec-stream',
+    method: 'POST',
+    matches: (p) => p === '/v1/exec/stream',
+    handler: (req, res, d) => execStreamRoute(req, res, d.runner, { bodyLimit: d.limits.execBodyMaxBytes }),
+    auth: true,
+  },
+  {
+    name: 'files-put',
+    method: 'PUT',
+    matches: (p) => p.startsWith(FILES_PREFIX),
+    handler: (req, res, d) => putFileRoute(req, res, d.files, d.limits.fileMaxBytes),
+    auth: true,
+  },
+  {
+    name: 'files-get',
+    method: 'GET',
+    matches: (p) => p.startsWith(FILES_PREFIX),
+    handler: (req, res, d) => getFileRoute(req, res, d.files),
+    auth: true,
+  },
+];
+
+/** Creates (does not start) the agent's HTTP server. */
+export function createAgentServer(deps: ServerDeps): Server {
+  const server = createServer(
+    {
+      requestTimeout: deps.timeouts.requestTimeoutMs,
+      headersTimeout: deps.timeouts.headersTimeoutMs,
+      keepAliveTimeout: deps.timeouts.keepAliveTimeoutMs,
+    },
+    (req, res) => void serve(req, res, deps),
+  );
+  return server;
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, deps: ServerDeps): Promise<void> {
+  const started = performance.now();
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  const route = ROUTES.find((r) => r.method === req.method && r.matches(path));
+  res.once('close', () => {
+    deps.logger.debug('request', {
+      method: req.method,
+      route: route?.name ?? 'none',
+      status: res.statusCode,
+      durationMs: Math.round(performance.now() - started),
+    });
+  });
+  try {
+    if (route?.auth !== false && !isAuthorized(req, deps.token)) {
+      throw new HttpProblem('unauthorized', 'a valid bearer token is required');
+    }
+    if (!route) throw new HttpProblem('not-found', `no route for ${req.method} ${path}`);
+    await route.handler(req, res, deps);
+  } catch (err) {
+    renderError(err, req, res, deps.logger);
+  }
+}
+
+function health(_req: IncomingMessage, res: ServerResponse, deps: ServerDeps): Promise<void> {
+  if (!deps.healthy())
+    return Promise.reject(new HttpProblem('shell-unavailable', 'the shell is not running'));
+  sendJson(res, 200, { status: 'ok' });
+  return Promise.resolve();
+}
+
+/** The one place errors become responses; unexpected errors are logged here, once. */
+function renderError(err: unknown, req: IncomingMessage, res: ServerResponse, logger: Logger): void {
+  if (err instanceof ExecCancelledError) {
+    res.destroy(); // the client is gone; there is nobody to answer
+    return;
+  }
+  if (res.headersSent) {
+    // A streamed response broke midway: cut the connection so the client sees an incomplete body.
+    if (!(err instanceof HttpProblem))
+      logger.warn('response failed after its headers', { error: errorMessage(err) });
+    res.destroy();
+    return;
+  }
+  let problem: HttpProblem;
+  if (err instanceof HttpProblem) problem = err;
+  else if (err instanceof ShellUnavailableError) problem = new HttpProblem('shell-unavailable', err.message);
+  else {
+    logger.error('request failed', { method: req.method, error: errorMessage(err) });
+    problem = new HttpProblem('internal', 'internal error, see the agent log');
+  }
+  // An unread request body (413, early 401) would otherwise be read to its end before the next request.
+  if (!req.complete) res.setHeader('connection', 'close');
+  if (problem.status === 503) res.setHeader('retry-after', '1');
+  sendProblem(res, problem);
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+/**
+ * The sandbox container's entrypoint (bundled by esbuild into one file).
+ *   sandbox-agent         serve: config from the environment, listen, stop gracefully on SIGTERM
+ *   sandbox-agent probe   readiness probe: exit 0 when /healthz on loopback is 200
+ */
+import { startAgent } from './agent.js';
+import { loadConfig } from './config.js';
+import { createLogger, errorMessage } from './log.js';
+import { runProbe } from './probe.js';
+
+async function serve(): Promise<void> {
+  const bootLog = createLogger('info');
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    bootLog.error(errorMessage(err));
+    process.exit(1);
+  }
+  const agent = await startAgent(config).catch((err: unknown) => {
+    const cause = err instanceof Error && err.cause !== undefined ? `: ${errorMessage(err.cause)}` : '';
+    bootLog.error(`cannot start the agent: ${errorMessage(err)}${cause}`);
+    process.exit(1);
+  });
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    bootLog.info('signal received', { signal });
+    agent.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        bootLog.error('shutdown failed', { error: errorMessage(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+const command = process.argv[2];
+if (command === 'probe') {
+  process.exitCode = await runProbe(process.env);
+} else if (command === undefined || command === 'serve') {
+  await serve();
+} else {
+  process.stderr.write(`usage: sandbox-agent [serve|probe]\n`);
+  process.exitCode = 2;
+}

@@ -1,0 +1,137 @@
+/**
+ * One bash child process and its four pipes: stdin (the wrapper scripts), stdout, stderr and the
+ * control channel on fd 3. It only moves bytes; framing and lifecycle live in Execution and
+ * PersistentShell.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+import type { Logger } from '../log.js';
+import { errorMessage } from '../log.js';
+import { ControlParser, type ControlRecord } from './controlParser.js';
+import { killSession, sendSignal } from './processes.js';
+
+/** The output streams of a command. */
+export type OutputStream = 'stdout' | 'stderr';
+
+/** Callbacks from a running bash. */
+export interface BashEvents {
+  output(stream: OutputStream, chunk: Buffer): void;
+  control(record: ControlRecord): void;
+  /** bash exited and its pipes are drained (or a bounded wait passed). Called once. */
+  exit(code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+/** How to start bash. */
+export interface BashOptions {
+  bashPath: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+}
+
+/** After bash exits, how long to wait for pipes that its leftovers might hold open. */
+const DRAIN_AFTER_EXIT_MS = 500;
+
+/** A running `bash --noprofile --norc`, in its own session (bash's pid is its pgid and sid). */
+export class BashProcess {
+  readonly spawnedAt = Date.now();
+  private exited = false;
+  private markGone!: () => void;
+  /** Resolves after bash exited and the exit event was delivered. */
+  readonly gone: Promise<void> = new Promise((resolve) => (this.markGone = resolve));
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly pid: number,
+  ) {}
+
+  /**
+   * Starts bash; resolves once the process exists, rejects when it cannot be spawned. `events`
+   * builds the callbacks for the new instance (they need to know which bash they belong to).
+   */
+  static start(opts: BashOptions, events: (bash: BashProcess) => BashEvents): Promise<BashProcess> {
+    const child = spawn(opts.bashPath, ['--noprofile', '--norc'], {
+      cwd: opts.cwd,
+      env: opts.env,
+      // fd 3 is the control channel; detached makes bash a session and process group leader.
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    return new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('spawn', () => {
+        child.off('error', reject);
+        const bash = new BashProcess(child, child.pid ?? -1);
+        bash.wire(events(bash), opts.logger);
+        resolve(bash);
+      });
+    });
+  }
+
+  /** True until bash has exited. */
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  /** Writes script text to bash's stdin. */
+  write(script: string): void {
+    this.child.stdin?.write(script);
+  }
+
+  /** Signals bash's whole session: bash and everything still in it. */
+  async killAll(): Promise<void> {
+    if (this.exited) {
+      await killSession(this.pid);
+      return;
+    }
+    sendSignal(-this.pid, 'SIGKILL');
+    await killSession(this.pid);
+  }
+
+  /** Sends a signal to bash's process group (bash and jobs left in its group). */
+  signalGroup(signal: NodeJS.Signals): void {
+    if (!this.exited) sendSignal(-this.pid, signal);
+  }
+
+  private wire(events: BashEvents, logger: Logger): void {
+    const { child } = this;
+    const control = child.stdio[3] as Readable;
+    const parser = new ControlParser();
+    child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
+    child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
+    control.on('data', (chunk: Buffer) => {
+      for (const record of parser.push(chunk)) events.control(record);
+    });
+    // Writing to a bash that just died fails with EPIPE; the exit handler reports the death.
+    child.stdin?.on('error', (err) => logger.debug('shell stdin error', { error: errorMessage(err) }));
+    child.on('error', (err) => logger.error('shell process error', { error: errorMessage(err) }));
+    child.once('exit', (code, signal) => {
+      this.exited = true;
+      // Leftover background processes may hold the pipes open; kill them so the pipes drain.
+      void killSession(this.pid)
+        .catch((err: unknown) =>
+          logger.warn('cannot clean up the dead shell session', { error: errorMessage(err) }),
+        )
+        .then(() => waitForClose(child, DRAIN_AFTER_EXIT_MS))
+        .then(() => {
+          events.exit(code, signal);
+          this.markGone();
+        });
+    });
+  }
+}
+
+function waitForClose(child: ChildProcess, maxMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.stdout?.closed !== false && child.stderr?.closed !== false) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(resolve, maxMs);
+    child.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,137 @@
+/**
+ * One command running in the persistent bash: writes its wrapper, splits the shell's output at
+ * the sentinel, applies the output cap, and completes when the sentinel was seen on stdout and
+ * stderr and the control record arrived, or when bash died.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
+import { performance } from 'node:perf_hooks';
+
+import type { OutputStream } from './bashProcess.js';
+import { CappedStream } from './cappedStream.js';
+import type { ControlRecord } from './controlParser.js';
+import { SentinelScanner } from './sentinelScanner.js';
+import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.js';
+
+/** Exit status reported for a command that hit its deadline, as GNU `timeout` does. */
+export const TIMEOUT_EXIT_CODE = 124;
+
+/** Receives a command's output as it arrives, already capped. */
+export interface OutputObserver {
+  /** The command started running (left the queue). */
+  onStart?(): void;
+  onOutput(stream: OutputStream, chunk: Buffer): void;
+}
+
+/** How a command ended. */
+export interface ExecOutcome {
+  exitCode: number;
+  durationMs: number;
+  truncated: boolean;
+  /** Which streams lost bytes to the cap. */
+  truncatedStreams: Record<OutputStream, boolean>;
+  timedOut: boolean;
+  /** Final working directory of the shell, when bash reported it. */
+  cwd?: string;
+  /** True when bash died during the command. */
+  shellDied: boolean;
+}
+
+/** One framed command; create it, write `script` to bash, then route bash's events to it. */
+export class Execution {
+  readonly script: string;
+  readonly startedAt = performance.now();
+  private readonly sentinel: string;
+  private readonly scanners: Record<OutputStream, SentinelScanner>;
+  private readonly caps: Record<OutputStream, CappedStream>;
+  private record: ControlRecord | undefined;
+  private expired = false;
+  private settled = false;
+  private resolveDone!: (outcome: ExecOutcome) => void;
+  /** Resolves once when the command has ended. */
+  readonly done: Promise<ExecOutcome>;
+
+  constructor(
+    command: ShellCommand,
+    outputCapBytes: number,
+    private readonly observer: OutputObserver,
+  ) {
+    const halves: SentinelHalves = {
+      head: `__sbx_${randomBytes(8).toString('hex')}`,
+      tail: `${randomBytes(8).toString('hex')}__`,
+    };
+    this.sentinel = halves.head + halves.tail;
+    this.script = buildWrapper(command, halves);
+    const marker = Buffer.from(this.sentinel);
+    this.scanners = { stdout: new SentinelScanner(marker), stderr: new SentinelScanner(marker) };
+    this.caps = { stdout: new CappedStream(outputCapBytes), stderr: new CappedStream(outputCapBytes) };
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** True once the command has ended. */
+  get finished(): boolean {
+    return this.settled;
+  }
+
+  /** Milliseconds since the command started. */
+  get elapsedMs(): number {
+    return performance.now() - this.startedAt;
+  }
+
+  /** Marks the command as timed out: its exit code becomes 124 whatever bash reports. */
+  markTimedOut(): void {
+    this.expired = true;
+  }
+
+  /**
+   * Feeds shell output; returns the number of bytes that belonged to no command (after the
+   * sentinel: output of background jobs), which the caller drops.
+   */
+  onOutput(stream: OutputStream, chunk: Buffer): number {
+    const scanned = this.scanners[stream].push(chunk);
+    this.emit(stream, scanned.data);
+    this.settleIfComplete();
+    return scanned.after.length;
+  }
+
+  /** Feeds a control record; false when it belongs to another command. */
+  onControl(record: ControlRecord): boolean {
+    if (record.sentinel !== this.sentinel) return false;
+    this.record = record;
+    this.settleIfComplete();
+    return true;
+  }
+
+  /** bash died before the command completed: whatever output was held back is output after all. */
+  onShellExit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.settled) return;
+    for (const stream of ['stdout', 'stderr'] as const) this.emit(stream, this.scanners[stream].flush());
+    this.settle(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0), true);
+  }
+
+  private emit(stream: OutputStream, data: Buffer): void {
+    if (data.length === 0) return;
+    const kept = this.caps[stream].take(data);
+    if (kept.length > 0) this.observer.onOutput(stream, kept);
+  }
+
+  private settleIfComplete(): void {
+    if (this.record && this.scanners.stdout.found && this.scanners.stderr.found) {
+      this.settle(this.record.status, false);
+    }
+  }
+
+  private settle(status: number, shellDied: boolean): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolveDone({
+      exitCode: this.expired ? TIMEOUT_EXIT_CODE : status,
+      durationMs: Math.round(this.elapsedMs),
+      truncated: this.caps.stdout.truncated || this.caps.stderr.truncated,
+      truncatedStreams: { stdout: this.caps.stdout.truncated, stderr: this.caps.stderr.truncated },
+      timedOut: this.expired,
+      cwd: this.record?.cwd,
+      shellDied,
+    });
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Finding and killing a command's processes through /proc (Linux only, which is where pods run).
+ *
+ * A command runs inside the long-lived bash, so "the command's processes" are: processes started
+ * since the command began that are in bash's session (bash is a session leader; children,
+ * grandchildren and orphans reparented away from bash keep its session unless they call setsid)
+ * or that still descend from bash. Background jobs of earlier commands started before and
+ * survive. With job control on, each job has its own process group, killed as a whole (atomic
+ * against forks) when its leader is one of the command's processes; other processes are killed
+ * one by one. A few rounds catch processes forked while the previous round was killing.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+
+/** The /proc/<pid>/stat fields the kill logic needs. */
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+  state: string;
+  /** Start time in clock ticks since boot. */
+  startTicks: number;
+}
+
+/** USER_HZ: /proc times are in 1/100 s on every Linux architecture Kubernetes runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+const KILL_ROUNDS = 20;
+const ROUND_PAUSE_MS = 25;
+
+/** Parses /proc/<pid>/stat; the command name may contain spaces and parentheses, so split after the last `)`. */
+export function parseStat(text: string): ProcInfo | undefined {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) return undefined;
+  const rest = text.slice(close + 2).split(' ');
+  const num = (i: number): number => Number.parseInt(rest[i] ?? '', 10);
+  const info = {
+    pid: Number.parseInt(text.slice(0, open), 10),
+    state: rest[0] ?? '?',
+    ppid: num(1),
+    pgid: num(2),
+    sid: num(3),
+    startTicks: num(19),
+  };
+  return Number.isFinite(info.pid) && Number.isFinite(info.startTicks) ? info : undefined;
+}
+
+/** Every process visible in /proc (those that exit mid-scan are skipped). */
+export async function listProcesses(): Promise<ProcInfo[]> {
+  const entries = await readdir('/proc');
+  const stats = await Promise.all(
+    entries
+      .filter((e) => /^\d+$/.test(e))
+      .map((pid) => readFile(`/proc/${pid}/stat`, 'utf8').then(parseStat, ignoreVanished)),
+  );
+  return stats.filter((s): s is ProcInfo => s !== undefined);
+}
+
+function ignoreVanished(err: unknown): undefined {
+  // The process exited between readdir and readFile: it is gone, which is what we want anyway.
+  if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') {
+    return undefined;
+  }
+  throw err;
+}
+
+/** The clock-tick time (as in ProcInfo.startTicks) of an instant `agoMs` milliseconds in the past. */
+export async function ticksAgo(agoMs: number): Promise<number> {
+  const uptime = Number.parseFloat((await readFile('/proc/uptime', 'utf8')).split(' ')[0] ?? '');
+  if (!Number.isFinite(uptime)) throw new Error('cannot parse /proc/uptime');
+  return Math.floor((uptime - agoMs / 1000) * CLOCK_TICKS_PER_SECOND);
+}
+
+/**
+ * The processes of the command running in `shellPid` since `sinceTicks` (see the module comment).
+ * Zombies are excluded: they are already dead and only wait to be reaped.
+ */
+export function commandProcesses(
+  procs: readonly ProcInfo[],
+  shellPid: number,
+  sinceTicks: number,
+): ProcInfo[] {
+  const descendants = descendantsOf(procs, shellPid);
+  return procs.filter(
+    (p) =>
+      p.pid !== shellPid &&
+      p.startTicks >= sinceTicks &&
+      p.state !== 'Z' &&
+      p.state !== 'X' &&
+      (p.sid === shellPid || descendants.has(p.pid)),
+  );
+}
+
+function descendantsOf(procs: readonly ProcInfo[], root: number): Set<number> {
+  const children = new Map<number, number[]>();
+  for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const found = new Set<number>();
+  const stack = [...(children.get(root) ?? [])];
+  for (let pid = stack.pop(); pid !== undefined; pid = stack.pop()) {
+    if (found.has(pid)) continue;
+    found.add(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return found;
+}
+
+/**
+ * What to signal: `-pgid` for a process group whose leader is itself a target (a job of this
+ * command), else the single pid. The shell's own group is never signalled as a group.
+ */
+export function killTargets(targets: readonly ProcInfo[], shellPid: number): number[] {
+  const pids = new Set(targets.map((t) => t.pid));
+  const out = new Set<number>();
+  for (const t of targets) {
+    const ownJob = t.pgid !== shellPid && pids.has(t.pgid);
+    out.add(ownJob ? -t.pgid : t.pid);
+  }
+  return [...out];
+}
+
+/** Sends a signal; false when the target no longer exists. */
+export function sendSignal(target: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(target, signal);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw err;
+  }
+}
+
+/**
+ * SIGKILLs the processes of the command running in `shellPid` that started `runningForMs` ago,
+ * in rounds until none is left; bash itself is never signalled. Returns the number of signals sent.
+ */
+export async function killCommandProcesses(shellPid: number, runningForMs: number): Promise<number> {
+  // One tick of margin: start times are truncated to ticks.
+  const since = (await ticksAgo(runningForMs)) - 1;
+  let sent = 0;
+  for (let round = 0; round < KILL_ROUNDS; round++) {
+    const targets = commandProcesses(await listProcesses(), shellPid, since);
+    if (targets.length === 0) return sent;
+    for (const target of killTargets(targets, shellPid)) if (sendSignal(target, 'SIGKILL')) sent++;
+    await pause(ROUND_PAUSE_MS);
+  }
+  return sent;
+}
+
+/** SIGKILLs every process left in a session whose leader (a dead bash) is gone. */
+export async function killSession(sid: number): Promise<number> {
+  let sent = 0;
+  for (let round = 0; round < KILL_ROUNDS; round++) {
+    const members = (await listProcesses()).filter(
+      (p) => p.sid === sid && p.state !== 'Z' && p.state !== 'X',
+    );
+    if (members.length === 0) return sent;
+    for (const p of members) if (sendSignal(p.pid, 'SIGKILL')) sent++;
+    await pause(ROUND_PAUSE_MS);
+  }
+  return sent;
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

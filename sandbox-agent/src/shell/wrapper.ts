@@ -1,0 +1,69 @@
+/**
+ * The text written to the persistent bash for each command, and the one-time init.
+ *
+ * Framing: after the user's command, bash prints a random per-command sentinel on stdout and on
+ * stderr, and a control record `<sentinel>\0<status>\0<cwd>\0` on fd 3 (a pipe only the agent
+ * reads). Since the sentinel is written after the command's foreground work finished, every byte
+ * before it on a stream belongs to the command. The sentinel is printed from two halves
+ * (`printf %s 'A' 'B'`) so that the full sentinel never appears in the text bash reads: tracing
+ * (`set -x`) or echoing (`set -v`) the wrapper cannot produce a false end-of-output.
+ *
+ * The user's command runs through `eval` in the main shell (so `cd`, `export`, functions and
+ * aliases persist), with stdin from /dev/null (it cannot read the protocol) and fds 3, 8 and 9
+ * closed (it cannot write the control channel or the saved stdout/stderr). `set -m` puts each job
+ * it starts in its own process group, which the timeout kill uses. Per-call env is a temporary
+ * assignment prefix (`K='v' eval ...`), so it applies to that call only; a per-call cwd is undone
+ * after the call unless the command changed directory itself.
+ */
+
+/** Run once after bash starts: save stdout/stderr on fds 8/9, enable job control, trace flag off. */
+export const SHELL_INIT = 'exec 8>&1 9>&2; set -m; __sbx_x=0\n';
+
+/** A command as the shell runs it. */
+export interface ShellCommand {
+  /** bash source, run with eval. */
+  command: string;
+  /** Directory for this call only (relative to the shell's current directory, or absolute). */
+  cwd?: string;
+  /** Variables for this call only. Names must match {@link ENV_NAME}. */
+  env?: Readonly<Record<string, string>>;
+}
+
+/** Valid variable names; validated before a name reaches the shell unquoted. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Single-quotes a string for bash: everything is literal except `'`, spelled `'\''`. */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The two halves of a sentinel; the sentinel on the wire is `head + tail`. */
+export interface SentinelHalves {
+  head: string;
+  tail: string;
+}
+
+/** Builds the one-line script that runs `cmd` framed by `sentinel`. */
+export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): string {
+  const halves = `${shellQuote(sentinel.head)} ${shellQuote(sentinel.tail)}`;
+  const assignments = Object.entries(cmd.env ?? {}).map(([name, value]) => {
+    if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
+    return `${name}=${shellQuote(value)} `;
+  });
+  const run =
+    '{ [ "$__sbx_x" = 1 ] && set -x; } 2>/dev/null; ' +
+    `${assignments.join('')}eval ${shellQuote(cmd.command)} </dev/null 3>&- 8>&- 9>&-`;
+  const body =
+    cmd.cwd === undefined
+      ? `${run}; `
+      : `__sbx_d=$PWD; if builtin cd -- ${shellQuote(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi; `;
+  return (
+    '__sbx_c=; ' +
+    body +
+    '{ __sbx_st=$?; case $- in *x*) __sbx_x=1; set +x;; *) __sbx_x=0;; esac; } 2>/dev/null; ' +
+    'exec 1>&8 2>&9; ' +
+    'if [ -n "$__sbx_c" ] && [ "$PWD" = "$__sbx_c" ]; then builtin cd -- "$__sbx_d" >/dev/null 2>&1; fi; ' +
+    `printf %s ${halves}; printf %s ${halves} >&2; ` +
+    `printf '%s%s\\0%s\\0%s\\0' ${halves} "$__sbx_st" "$PWD" >&3\n`
+  );
+}
