@@ -77,6 +77,35 @@ export const REASONS = {
 
 export type ReadyReason = (typeof REASONS)[keyof typeof REASONS];
 
+/**
+ * Reasons of the Kubernetes Events the operator records on a SandboxSession (events.k8s.io/v1).
+ * `kubectl describe sandboxsession NAME` lists them; alerting may match on them.
+ */
+export const EVENT_REASONS = {
+  /** Normal: the token Secret was created. */
+  createdSecret: 'CreatedSecret',
+  /** Normal: the sandbox Pod was created (first time, or again after it was deleted or failed). */
+  createdPod: 'CreatedPod',
+  /** Normal: the session became Ready. */
+  ready: 'Ready',
+  /** Warning: the session was Ready and no longer is (the note carries the Ready reason). */
+  notReady: 'NotReady',
+  /** Normal: the session was collected after spec.idleTimeoutSeconds without activity. */
+  idleTimeout: REASONS.idleTimeout,
+  /** Normal: the session was collected after spec.maxLifetimeSeconds. */
+  lifetimeExceeded: REASONS.lifetimeExceeded,
+  /** Warning: a Pod or Secret with the session's child name is not owned by it (never adopted). */
+  nameConflict: REASONS.nameConflict,
+  /** Warning: reconciling failed; details are in the operator log. */
+  reconcileError: REASONS.reconcileError,
+  /** Warning: the Pod cannot be scheduled. */
+  unschedulable: REASONS.unschedulable,
+  /** Warning: the image cannot be pulled. */
+  imagePullFailed: REASONS.imagePullFailed,
+  /** Warning: the Pod failed (it is deleted and created again) or its container keeps crashing. */
+  podFailed: REASONS.podFailed,
+} as const;
+
 /** Summary phase for the printer column only (derived from the conditions). */
 export const PHASES = {
   pending: 'Pending',

@@ -2,5 +2,6 @@
 export * from './constants.js';
 export * from './names.js';
 export * from './token.js';
+export * from './master-key.js';
 export type * from './generated/types.js';
 export { sandboxSessionSchema } from './generated/schema.js';

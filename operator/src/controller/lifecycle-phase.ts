@@ -1,0 +1,115 @@
+/**
+ * expireIfDue: collects a session whose idle or lifetime deadline has passed, else asks to be
+ * requeued exactly at that deadline.
+ *
+ * Collecting is guarded against a racing activity stamp: the session is read again, the deadline
+ * re-checked on the fresh object, and the commit (the delete for Delete, the status write for
+ * Retain) carries that object's resourceVersion as a precondition. If the gateway patched
+ * sandbox.dev/last-activity in between, the API server answers 409, and the reconcile runs again
+ * on the new stamp instead of collecting a session in use.
+ */
+import { REASONS } from '@sandbox-platform/api';
+
+import { isConflict } from '../kube/errors.js';
+import { removeChildren } from './children-phase.js';
+import { decide, lifecycleInputs, type ExpiryReason, type LifecycleDecision } from './lifecycle.js';
+import { isPodReady } from './pod-readiness.js';
+import { statusInputsOf, type ControllerDeps, type PhaseResult, type Scope } from './scope.js';
+import { computeStatus } from './status.js';
+import { statusPatch } from './status-patch.js';
+import { parseTime } from './time.js';
+
+/** Collects the session if its deadline passed; otherwise requeues at the deadline. */
+export async function expireIfDue(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
+  const decision = decideFor(scope, deps);
+  scope.expiresAt = decision.expiresAt;
+  if (!decision.expired) return { requeueAfterMs: decision.requeueAfterMs };
+  return collect(scope, deps);
+}
+
+function decideFor(scope: Scope, deps: ControllerDeps): LifecycleDecision {
+  const stored = parseTime(scope.session.status?.readyTime);
+  // The Pod may have become Ready in this very reconcile: its idle period starts now, not at creation.
+  const readyNow = scope.secret !== undefined && scope.pod !== undefined && isPodReady(scope.pod);
+  const readyTime = stored ?? (readyNow ? scope.now : undefined);
+  return decide(scope.now, lifecycleInputs(scope.session, readyTime), deps.requeueFloorMs);
+}
+
+async function collect(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
+  const fresh = await deps.sessions.get(scope.key);
+  if (!fresh || fresh.metadata.uid !== scope.ref.uid || fresh.metadata.deletionTimestamp) {
+    scope.deleted = true;
+    return {};
+  }
+  scope.session = fresh;
+  const again = decideFor(scope, deps);
+  scope.expiresAt = again.expiresAt;
+  if (!again.expired) return { requeueAfterMs: again.requeueAfterMs };
+  const resourceVersion = fresh.metadata.resourceVersion ?? '';
+  if (fresh.spec.shutdownPolicy === 'Retain') return retain(scope, deps, again.reason, resourceVersion);
+  return remove(scope, deps, again.reason, resourceVersion);
+}
+
+async function remove(
+  scope: Scope,
+  deps: ControllerDeps,
+  reason: ExpiryReason,
+  resourceVersion: string,
+): Promise<PhaseResult> {
+  try {
+    const outcome = await deps.sessions.delete(scope.key, { uid: scope.ref.uid, resourceVersion });
+    scope.deleted = true;
+    if (outcome === 'gone') return {};
+  } catch (err) {
+    if (isConflict(err)) return { requeueAfterMs: 0 };
+    throw new Error('delete expired session', { cause: err });
+  }
+  deps.logger.info('collected session', { ...fields(scope), reason, policy: 'Delete' });
+  deps.observer.collected(reason, 'Delete');
+  deps.events.record(scope.session, {
+    type: 'Normal',
+    reason,
+    action: 'Delete',
+    note: deleteNote(scope, reason),
+  });
+  return {};
+}
+
+async function retain(
+  scope: Scope,
+  deps: ControllerDeps,
+  reason: ExpiryReason,
+  resourceVersion: string,
+): Promise<PhaseResult> {
+  const status = computeStatus(statusInputsOf(scope, { kind: 'collected', reason }));
+  try {
+    const outcome = await deps.sessions.patchStatus(
+      scope.key,
+      statusPatch(scope.session.status, status),
+      resourceVersion,
+    );
+    if (outcome === 'gone') {
+      scope.deleted = true;
+      return {};
+    }
+  } catch (err) {
+    if (isConflict(err)) return { requeueAfterMs: 0 };
+    throw new Error('write collected status', { cause: err });
+  }
+  scope.collected = reason;
+  scope.writtenStatus = status;
+  deps.logger.info('collected session', { ...fields(scope), reason, policy: 'Retain' });
+  deps.observer.collected(reason, 'Retain');
+  return removeChildren(scope, deps);
+}
+
+function deleteNote(scope: Scope, reason: ExpiryReason): string {
+  const spec = scope.session.spec;
+  return reason === REASONS.idleTimeout
+    ? `No activity for ${spec.idleTimeoutSeconds ?? ''}s; deleting the session (shutdownPolicy Delete)`
+    : `Maximum lifetime of ${spec.maxLifetimeSeconds ?? ''}s reached; deleting the session (shutdownPolicy Delete)`;
+}
+
+function fields(scope: Scope): Record<string, string> {
+  return { namespace: scope.ref.namespace, session: scope.ref.name };
+}

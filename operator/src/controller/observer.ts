@@ -1,0 +1,12 @@
+/** What the controller reports to telemetry; telemetry/metrics.ts implements it. */
+import type { ExpiryReason } from './lifecycle.js';
+
+/** Reconcile observations that feed metrics. */
+export interface ReconcileObserver {
+  /** The session's Ready reason after this reconcile (undefined: the session is gone). */
+  readyReason(key: string, reason: string | undefined): void;
+  /** The session became Ready for the first time, `seconds` after it was created. */
+  firstReady(seconds: number): void;
+  /** The session was collected. */
+  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain'): void;
+}

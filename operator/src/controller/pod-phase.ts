@@ -1,0 +1,69 @@
+/**
+ * ensurePod: the session's Pod exists and is ours. A Pod deleted from outside is created again;
+ * a Pod in a terminal phase (evicted, node lost: with restartPolicy Always nothing else ends a
+ * Pod) is deleted so that the next reconcile creates a fresh one. Pod specs are never updated: the
+ * fields that shape the Pod are immutable in the CRD.
+ */
+import { EVENT_REASONS, podName } from '@sandbox-platform/api';
+
+import { isAlreadyExists } from '../kube/errors.js';
+import type { PodView } from '../kube/views.js';
+import { buildPod } from '../resources/pod.js';
+import { NameConflictError } from './errors.js';
+import { classifyChild } from './ownership.js';
+import { isTerminal } from './pod-readiness.js';
+import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+
+/** Ensures the Pod (only once the Secret is usable). */
+export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
+  if (!scope.secret) return {};
+  const { namespace, name } = scope.ref;
+  const childName = podName(name);
+  const existing = deps.pods.cached(namespace, childName) ?? (await createPod(scope, deps, childName));
+  switch (classifyChild(existing.metadata, scope.session)) {
+    case 'owned':
+      scope.pod = existing;
+      if (existing.metadata.deletionTimestamp) return { requeueAfterMs: deps.waitRequeueMs };
+      if (isTerminal(existing)) {
+        deps.logger.warn('pod ended; deleting it so it is created again', {
+          namespace,
+          session: name,
+          pod: childName,
+          phase: existing.phase,
+          reason: existing.reason,
+        });
+        await deps.pods.delete(namespace, childName, existing.metadata.uid);
+        return { requeueAfterMs: deps.waitRequeueMs };
+      }
+      return {};
+    case 'previous':
+      scope.waiting = `Waiting for Pod ${childName} of a previous SandboxSession named ${name} to be deleted`;
+      return { requeueAfterMs: deps.waitRequeueMs };
+    case 'foreign':
+      throw new NameConflictError('Pod', childName);
+  }
+}
+
+async function createPod(scope: Scope, deps: ControllerDeps, childName: string): Promise<PodView> {
+  const body = buildPod(scope.session, scope.ref, deps.podOptions);
+  try {
+    const created = await deps.pods.create(scope.ref.namespace, body);
+    deps.logger.info('created pod', {
+      namespace: scope.ref.namespace,
+      session: scope.ref.name,
+      pod: childName,
+    });
+    deps.events.record(scope.session, {
+      type: 'Normal',
+      reason: EVENT_REASONS.createdPod,
+      action: 'Create',
+      note: `Created Pod ${childName}`,
+    });
+    return created;
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw new Error(`create Pod ${childName}`, { cause: err });
+    const fresh = await deps.pods.read(scope.ref.namespace, childName);
+    if (!fresh) throw new Error(`Pod ${childName} already exists but could not be read`, { cause: err });
+    return fresh;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The reconcile driver. Level-triggered: it ignores what woke it up, re-reads the session by key,
+ * runs the phases, then writes the computed status once, only if it changed.
+ *
+ *   live session:       ensureSecret -> ensurePod (provisioning; stops at the first halt or error)
+ *                       -> expireIfDue (always runs, so a session stuck in provisioning is still
+ *                          collected at its deadline)
+ *   collected (Retain): removeChildren only; the children are never created again
+ *   deleting / gone:    nothing; the garbage collector removes the children via ownerReferences
+ */
+import { CONDITIONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+
+import { sessionRef } from '../resources/metadata.js';
+import { removeChildren } from './children-phase.js';
+import { isNameConflict } from './errors.js';
+import { expireIfDue } from './lifecycle-phase.js';
+import { ensurePod } from './pod-phase.js';
+import { soonest, statusInputsOf, type ControllerDeps, type Phase, type Scope } from './scope.js';
+import { ensureSecret } from './secret-phase.js';
+import { keyString, type SessionKey } from './session-key.js';
+import { collectedReason, computeStatus, type Outcome } from './status.js';
+import { statusEqual, statusPatch } from './status-patch.js';
+import { parseTime } from './time.js';
+import { transitionEvents } from './transitions.js';
+
+/** What the queue should do after a successful reconcile. */
+export interface ReconcileResult {
+  readonly requeueAfterMs?: number;
+}
+
+/** Generic Ready message for unexpected errors: the detail is logged once, by the queue. */
+export const RECONCILE_ERROR_MESSAGE = 'Reconciling the session failed; check the operator logs';
+
+interface PhaseRun {
+  requeueAfterMs?: number;
+  failure?: unknown;
+}
+
+/** Reconciles one session. Throws (after writing status) when a phase failed, so the queue backs off. */
+export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<ReconcileResult> {
+  const session = await deps.sessions.get(key);
+  if (!session) {
+    deps.observer.readyReason(keyString(key), undefined);
+    return {};
+  }
+  if (session.metadata.deletionTimestamp) return {};
+  const scope: Scope = { key, ref: sessionRef(session), session, now: deps.clock.now(), deleted: false };
+  const run = await runAll(scope, deps);
+  if (scope.deleted) return {};
+  await writeStatus(scope, deps, outcomeOf(scope, run.failure));
+  if (run.failure !== undefined) throw asError(run.failure);
+  return { requeueAfterMs: run.requeueAfterMs };
+}
+
+async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
+  const collected = collectedReason(scope.session.status);
+  if (collected) {
+    scope.collected = collected;
+    return runPhases([removeChildren], scope, deps);
+  }
+  const provision = await runPhases([ensureSecret, ensurePod], scope, deps);
+  const lifecycle = await runPhases([expireIfDue], scope, deps);
+  return {
+    requeueAfterMs: soonest(provision.requeueAfterMs, lifecycle.requeueAfterMs),
+    failure: provision.failure ?? lifecycle.failure,
+  };
+}
+
+/** Runs phases in order until one halts or throws; keeps the soonest requeue. */
+export async function runPhases(
+  phases: readonly Phase[],
+  scope: Scope,
+  deps: ControllerDeps,
+): Promise<PhaseRun> {
+  const run: PhaseRun = {};
+  for (const phase of phases) {
+    try {
+      const result = await phase(scope, deps);
+      run.requeueAfterMs = soonest(run.requeueAfterMs, result.requeueAfterMs);
+      if (result.halt) break;
+    } catch (err) {
+      run.failure = err;
+      break;
+    }
+  }
+  return run;
+}
+
+function outcomeOf(scope: Scope, failure: unknown): Outcome {
+  if (scope.collected) return { kind: 'collected', reason: scope.collected };
+  if (failure === undefined) return { kind: 'active' };
+  if (isNameConflict(failure))
+    return { kind: 'failed', reason: REASONS.nameConflict, message: failure.message };
+  return { kind: 'failed', reason: REASONS.reconcileError, message: RECONCILE_ERROR_MESSAGE };
+}
+
+async function writeStatus(scope: Scope, deps: ControllerDeps, outcome: Outcome): Promise<void> {
+  const stored = scope.session.status;
+  const computed = computeStatus(statusInputsOf(scope, outcome));
+  const base = scope.writtenStatus ?? stored;
+  if (!statusEqual(base, computed)) {
+    try {
+      const result = await deps.sessions.patchStatus(scope.key, statusPatch(base, computed));
+      if (result === 'gone') return;
+    } catch (err) {
+      throw new Error('write status', { cause: err });
+    }
+  }
+  for (const event of transitionEvents(stored, computed)) deps.events.record(scope.session, event);
+  observe(scope, deps, stored, computed);
+}
+
+function observe(
+  scope: Scope,
+  deps: ControllerDeps,
+  stored: SandboxSessionStatus | undefined,
+  computed: SandboxSessionStatus,
+): void {
+  const ready = computed.conditions?.find((c) => c.type === CONDITIONS.ready);
+  deps.observer.readyReason(keyString(scope.key), ready?.reason);
+  if (!stored?.readyTime && computed.readyTime) {
+    const created = parseTime(scope.session.metadata.creationTimestamp);
+    const readyAt = parseTime(computed.readyTime);
+    if (created && readyAt)
+      deps.observer.firstReady(Math.max(0, (readyAt.getTime() - created.getTime()) / 1000));
+    deps.logger.info('session ready', {
+      namespace: scope.ref.namespace,
+      session: scope.ref.name,
+      pod: computed.podName,
+    });
+  }
+}
+
+function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
+
+/** Binds the driver to its dependencies: the queue's handler. */
+export function createReconciler(deps: ControllerDeps): (key: SessionKey) => Promise<ReconcileResult> {
+  return (key) => reconcile(key, deps);
+}

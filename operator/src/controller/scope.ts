@@ -1,0 +1,90 @@
+/**
+ * The reconcile's working state and the phase contract. Phases run in order, each idempotent;
+ * a phase reads and extends the scope (what earlier phases found or created), returns when to look
+ * again, or throws. `halt` stops the remaining provisioning phases (the Pod never goes ahead
+ * without its Secret) but the lifecycle phase still runs.
+ */
+import type { SandboxSession, SandboxSessionStatus } from '@sandbox-platform/api';
+
+import type { EventRecorder, PodStore, SecretStore, SessionStore } from '../kube/ports.js';
+import type { PodView, SecretView } from '../kube/views.js';
+import type { PodBuildOptions } from '../resources/pod-options.js';
+import type { SessionRef } from '../resources/metadata.js';
+import type { Logger } from '../telemetry/log-port.js';
+import type { Clock } from './clock.js';
+import type { ExpiryReason } from './lifecycle.js';
+import type { ReconcileObserver } from './observer.js';
+import type { SessionKey } from './session-key.js';
+import type { Outcome, StatusInputs } from './status.js';
+
+/** Everything the controller needs from outside; the composition root builds it. */
+export interface ControllerDeps {
+  readonly sessions: SessionStore;
+  readonly pods: PodStore;
+  readonly secrets: SecretStore;
+  readonly events: EventRecorder;
+  readonly clock: Clock;
+  /** HMAC key of the session tokens (>= 32 bytes). Never logged, never leaves the operator. */
+  readonly masterKey: Buffer;
+  readonly podOptions: PodBuildOptions;
+  /** Smallest requeue delay for a deadline, so rounding cannot spin the queue. */
+  readonly requeueFloorMs: number;
+  /**
+   * Safety requeue while waiting for something a watch event normally announces (a previous
+   * session's child being garbage-collected, a Pod being deleted).
+   */
+  readonly waitRequeueMs: number;
+  readonly observer: ReconcileObserver;
+  readonly logger: Logger;
+}
+
+/** What the reconcile of one session has learned so far. */
+export interface Scope {
+  readonly key: SessionKey;
+  readonly ref: SessionRef;
+  /** The session as last read (replaced by a fresh read before collecting). */
+  session: SandboxSession;
+  readonly now: Date;
+  /** The session's own Secret, once ensured. */
+  secret?: SecretView;
+  /** The session's own Pod, once ensured (may be failing or terminating). */
+  pod?: PodView;
+  /** Why a child is missing while the reconcile waits. */
+  waiting?: string;
+  expiresAt?: Date;
+  /** Set when the session is (being) collected with shutdownPolicy Retain. */
+  collected?: ExpiryReason;
+  /** The status a phase already wrote in this reconcile (the Retain collection commit). */
+  writtenStatus?: SandboxSessionStatus;
+  /** The session itself was deleted by this reconcile, or vanished. */
+  deleted: boolean;
+}
+
+/** When to reconcile again, and whether to skip the remaining provisioning phases. */
+export interface PhaseResult {
+  readonly requeueAfterMs?: number;
+  readonly halt?: boolean;
+}
+
+/** One step of the reconcile. */
+export type Phase = (scope: Scope, deps: ControllerDeps) => Promise<PhaseResult>;
+
+/** The earlier of two requeue requests. */
+export function soonest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.min(a, b);
+}
+
+/** The inputs of computeStatus from the scope. */
+export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
+  return {
+    session: scope.session,
+    now: scope.now,
+    secretReady: scope.secret !== undefined && !scope.secret.metadata.deletionTimestamp,
+    pod: scope.pod,
+    waiting: scope.waiting,
+    outcome,
+    expiresAt: scope.expiresAt,
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * Events for Ready transitions: a pure function of the stored and the computed status, applied
+ * after the status write succeeded (so a failed write followed by a retry does not record twice).
+ */
+import { CONDITIONS, EVENT_REASONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+
+import type { SessionEvent } from '../kube/ports.js';
+
+const WARNING_REASONS = new Set<string>([
+  REASONS.nameConflict,
+  REASONS.reconcileError,
+  REASONS.podFailed,
+  REASONS.imagePullFailed,
+  REASONS.unschedulable,
+]);
+const COLLECTED_REASONS = new Set<string>([REASONS.idleTimeout, REASONS.lifetimeExceeded]);
+
+/** The Event for the change of the Ready condition from `before` to `after`, if any. */
+export function transitionEvents(
+  before: SandboxSessionStatus | undefined,
+  after: SandboxSessionStatus,
+): SessionEvent[] {
+  const was = ready(before);
+  const now = ready(after);
+  if (!now || (was?.status === now.status && was.reason === now.reason)) return [];
+  if (now.status === 'True') {
+    const where = [after.nodeName && `on node ${after.nodeName}`, after.podIP && `with IP ${after.podIP}`];
+    const note = ['Pod', after.podName, 'is ready', ...where].filter(Boolean).join(' ');
+    return [{ type: 'Normal', reason: EVENT_REASONS.ready, action: 'Observe', note }];
+  }
+  if (COLLECTED_REASONS.has(now.reason)) {
+    return [{ type: 'Normal', reason: now.reason, action: 'Collect', note: now.message }];
+  }
+  if (was?.status === 'True') {
+    return [
+      {
+        type: 'Warning',
+        reason: EVENT_REASONS.notReady,
+        action: 'Observe',
+        note: `${now.reason}: ${now.message}`,
+      },
+    ];
+  }
+  if (WARNING_REASONS.has(now.reason)) {
+    return [{ type: 'Warning', reason: now.reason, action: 'Reconcile', note: now.message }];
+  }
+  return [];
+}
+
+function ready(
+  status: SandboxSessionStatus | undefined,
+): { status: string; reason: string; message: string } | undefined {
+  return status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+}

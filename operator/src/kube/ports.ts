@@ -1,0 +1,65 @@
+/**
+ * The narrow interfaces the controller depends on. kube/ implements them with client-node; unit
+ * tests implement them in memory. Nothing outside kube/ imports client-node at runtime.
+ */
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { SandboxSession, SandboxSessionStatus } from '@sandbox-platform/api';
+
+import type { SessionKey } from '../controller/session-key.js';
+import type { PodView, SecretView } from './views.js';
+
+/** A JSON merge patch of status: fields to set, and `null` for fields to remove. */
+export type StatusPatch = { [K in keyof SandboxSessionStatus]?: SandboxSessionStatus[K] | null };
+
+/** Outcome of a write against an object that may have disappeared meanwhile. */
+export type WriteOutcome = 'done' | 'gone';
+
+/** SandboxSession reads and the only writes the operator makes to it: status, and deletion. */
+export interface SessionStore {
+  /** A fresh read from the API server; undefined when the session does not exist. */
+  get(key: SessionKey): Promise<SandboxSession | undefined>;
+  /** Keys of every session in the watched scope (paged LIST). */
+  listKeys(): Promise<SessionKey[]>;
+  /**
+   * Merge-patches status. With `resourceVersion`, the patch only applies to that version of the
+   * object and throws ConflictError otherwise (a racing activity annotation wins).
+   */
+  patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion?: string): Promise<WriteOutcome>;
+  /** Deletes the session if it still has this UID and resourceVersion; ConflictError otherwise. */
+  delete(key: SessionKey, preconditions: { uid: string; resourceVersion: string }): Promise<WriteOutcome>;
+}
+
+/** Pods or Secrets of sessions: reads from the informer cache, fresh reads, create and delete. */
+export interface ChildStore<View, Body> {
+  /** The informer's view of the object (may lag the API server by a watch event). */
+  cached(namespace: string, name: string): View | undefined;
+  /** A fresh read from the API server. */
+  read(namespace: string, name: string): Promise<View | undefined>;
+  /** Creates the object; throws AlreadyExistsError when the name is taken. */
+  create(namespace: string, body: Body): Promise<View>;
+  /** Deletes the object if it still has this UID (never someone else's object of the same name). */
+  delete(namespace: string, name: string, uid: string): Promise<WriteOutcome>;
+}
+
+/** The Pods of sessions. */
+export type PodStore = ChildStore<PodView, V1Pod>;
+/** The token Secrets of sessions. */
+export type SecretStore = ChildStore<SecretView, V1Secret>;
+
+/** A Kubernetes Event about a session. */
+export interface SessionEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  /** What the operator did or observed (events.k8s.io/v1 `action`). */
+  readonly action: string;
+  /** Human-readable detail; never secret values. */
+  readonly note: string;
+}
+
+/**
+ * Records Events. Fire-and-forget: Events are informational and lossy by design in Kubernetes, so
+ * a failed Event write is logged by the recorder and never fails or delays a reconcile.
+ */
+export interface EventRecorder {
+  record(session: SandboxSession, event: SessionEvent): void;
+}

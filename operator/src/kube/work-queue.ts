@@ -1,0 +1,192 @@
+/**
+ * A per-key work queue (the shape of client-go's workqueue), replacing dot-i's one global serial
+ * queue:
+ *
+ * - dedupe: a key waiting in the queue is queued once however often it is added;
+ * - per-key serialization: a key is never processed by two workers at once; a key added while it
+ *   is being processed is marked dirty and processed once more afterwards (level-triggered: the
+ *   re-run sees everything that changed meanwhile);
+ * - N workers, FIFO among keys;
+ * - per-key exponential backoff with jitter after a failure, reset by a success;
+ * - addAfter keeps the earliest pending wake-up per key (requeue at a deadline);
+ * - shutdown stops taking work, drops what is waiting, and waits for in-flight work to finish.
+ */
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+
+/** What the handler asks for after a success. */
+export interface HandlerResult {
+  readonly requeueAfterMs?: number;
+}
+
+/** Callbacks for telemetry; the queue itself logs nothing. */
+export interface QueueHooks {
+  /** The handler threw; the key is retried after `delayMs`. The error is to be logged here, once. */
+  onError?(key: string, err: unknown, attempt: number, delayMs: number): void;
+  /** The handler finished (either way) after `ms`. */
+  onDone?(key: string, ms: number, ok: boolean): void;
+  /** The number of keys waiting changed. */
+  onDepth?(depth: number): void;
+}
+
+/** Queue parameters. */
+export interface WorkQueueOptions {
+  readonly concurrency: number;
+  readonly handler: (key: string) => Promise<HandlerResult>;
+  readonly backoff: BackoffOptions;
+  /**
+   * Longest timer the queue sets. Node's setTimeout overflows above 2^31-1 ms (~24.8 days) and
+   * then fires at once; a deadline further away is re-checked when this shorter timer fires.
+   */
+  readonly maxDelayMs?: number;
+  readonly hooks?: QueueHooks;
+  readonly random?: () => number;
+  readonly now?: () => number;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface Timer {
+  readonly dueAt: number;
+  readonly handle: NodeJS.Timeout;
+}
+
+/** The queue. */
+export class WorkQueue {
+  private readonly pending = new Set<string>();
+  private readonly running = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly timers = new Map<string, Timer>();
+  private readonly failures = new Map<string, number>();
+  private closed = false;
+  private idleWaiters: Array<() => void> = [];
+  private readonly now: () => number;
+  private readonly maxDelayMs: number;
+
+  constructor(private readonly opts: WorkQueueOptions) {
+    if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)
+      throw new Error('concurrency must be >= 1');
+    this.now = opts.now ?? Date.now;
+    this.maxDelayMs = Math.min(opts.maxDelayMs ?? MAX_TIMER_MS, MAX_TIMER_MS);
+  }
+
+  /** Keys waiting to be processed (not counting the ones running). */
+  get depth(): number {
+    return this.pending.size;
+  }
+
+  /** Keys being processed right now. */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** True once shutdown began. */
+  get isShuttingDown(): boolean {
+    return this.closed;
+  }
+
+  /** Queues a key for processing now. */
+  add(key: string): void {
+    if (this.closed) return;
+    if (this.running.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.pending.has(key)) return;
+    this.pending.add(key);
+    this.opts.hooks?.onDepth?.(this.pending.size);
+    this.pump();
+  }
+
+  /** Queues a key after `delayMs`, unless an earlier wake-up for it is already set. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.closed) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const delay = Math.min(delayMs, this.maxDelayMs);
+    const dueAt = this.now() + delay;
+    const existing = this.timers.get(key);
+    if (existing && existing.dueAt <= dueAt) return;
+    if (existing) clearTimeout(existing.handle);
+    const handle = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delay);
+    handle.unref?.();
+    this.timers.set(key, { dueAt, handle });
+  }
+
+  /** Forgets a key's failure count and pending wake-up (the object is gone). */
+  forget(key: string): void {
+    this.failures.delete(key);
+    const timer = this.timers.get(key);
+    if (timer) clearTimeout(timer.handle);
+    this.timers.delete(key);
+  }
+
+  /**
+   * Stops taking work and waits up to `timeoutMs` for in-flight work to finish. Resolves true
+   * when everything in flight finished, false on timeout.
+   */
+  async shutdown(timeoutMs: number): Promise<boolean> {
+    this.closed = true;
+    for (const timer of this.timers.values()) clearTimeout(timer.handle);
+    this.timers.clear();
+    this.pending.clear();
+    this.dirty.clear();
+    this.opts.hooks?.onDepth?.(0);
+    if (this.running.size === 0) return true;
+    let timeout: NodeJS.Timeout | undefined;
+    const drained = new Promise<boolean>((resolve) => this.idleWaiters.push(() => resolve(true)));
+    const expired = new Promise<boolean>((resolve) => {
+      timeout = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([drained, expired]);
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
+  private pump(): void {
+    while (!this.closed && this.running.size < this.opts.concurrency && this.pending.size > 0) {
+      const key = this.pending.values().next().value as string;
+      this.pending.delete(key);
+      this.running.add(key);
+      this.opts.hooks?.onDepth?.(this.pending.size);
+      void this.process(key);
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    const started = this.now();
+    let ok = false;
+    try {
+      const result = await this.opts.handler(key);
+      ok = true;
+      this.failures.delete(key);
+      if (result.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      const attempt = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, attempt);
+      const delay = backoffDelay(attempt, this.opts.backoff, this.opts.random);
+      this.opts.hooks?.onError?.(key, err, attempt, delay);
+      this.addAfter(key, delay);
+    } finally {
+      this.finish(key, started, ok);
+    }
+  }
+
+  private finish(key: string, started: number, ok: boolean): void {
+    this.running.delete(key);
+    this.opts.hooks?.onDone?.(key, this.now() - started, ok);
+    if (this.dirty.delete(key)) this.add(key);
+    this.pump();
+    if (this.closed && this.running.size === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+}

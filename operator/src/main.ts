@@ -1,0 +1,168 @@
+/**
+ * Composition root: the only module that reads the environment, builds clients and starts
+ * listeners. Everything else receives its dependencies.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { readMasterKeyFile } from '@sandbox-platform/api';
+
+import { ConfigError, loadConfig, type OperatorConfig } from './config.js';
+import { systemClock } from './controller/clock.js';
+import { reconcile, type ReconcileResult } from './controller/reconcile.js';
+import type { ControllerDeps } from './controller/scope.js';
+import { isNameConflict } from './controller/errors.js';
+import { parseKey, type SessionKey } from './controller/session-key.js';
+import { SessionRegistry } from './controller/session-registry.js';
+import { createChildInformers } from './kube/child-informers.js';
+import { createPodStore, createSecretStore } from './kube/child-stores.js';
+import { createKubeClients, type KubeClients } from './kube/clients.js';
+import { startSessionWatch } from './kube/dot-i-source.js';
+import { createEventRecorder } from './kube/events-recorder.js';
+import { LeaderElector } from './kube/leader-election.js';
+import { createLeaseStore } from './kube/lease-store.js';
+import { Resync } from './kube/resync.js';
+import { SessionChangeFilter } from './kube/session-change-filter.js';
+import { createSessionStore } from './kube/session-store.js';
+import { WorkQueue } from './kube/work-queue.js';
+import { Supervisor } from './runtime/supervisor.js';
+import { Workload } from './runtime/workload.js';
+import { startHttpServer, stopHttpServer } from './telemetry/http-server.js';
+import type { Logger } from './telemetry/log-port.js';
+import { createLogger, errorFields } from './telemetry/logger.js';
+import { OperatorMetrics } from './telemetry/metrics.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel, { component: 'sandbox-operator', identity: config.identity });
+  const masterKey = readMasterKeyFile(config.masterKeyFile);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromDefault();
+  const clients = createKubeClients(kc, {
+    timeoutMs: config.apiTimeoutMs,
+    maxSockets: config.concurrency * 2 + 8,
+  });
+  const registry = new SessionRegistry();
+  const metrics = new OperatorMetrics(registry);
+
+  // The queue's handler closes over `deps`, built below from stores that need the queue (their
+  // informers feed it); the handler only runs once the workload has started.
+  const queue = createQueue(config, (key) => reconcile(key, deps), metrics, logger);
+  const enqueue = (source: string) => (key: string) => {
+    metrics.watchEvents.inc({ source });
+    queue.add(key);
+  };
+  const informers = createChildInformers(kc, clients.core, config.watchNamespace, {
+    logger,
+    enqueue: (resource, key) => enqueue(resource)(key),
+  });
+  const deps: ControllerDeps = {
+    sessions: createSessionStore(clients.custom, config.watchNamespace),
+    pods: createPodStore(clients.core, informers.pods),
+    secrets: createSecretStore(clients.core, informers.secrets),
+    events: createEventRecorder(clients.events, config.identity, logger),
+    clock: systemClock,
+    masterKey,
+    podOptions: config.pod,
+    requeueFloorMs: config.requeueFloorMs,
+    waitRequeueMs: config.waitRequeueMs,
+    observer: metrics,
+    logger,
+  };
+  const filter = new SessionChangeFilter();
+  const workload = new Workload({
+    informers: [informers.pods, informers.secrets],
+    queue,
+    resync: new Resync({
+      sessions: deps.sessions,
+      intervalMs: config.resyncMs,
+      enqueue: enqueue('resync'),
+      known: () => registry.keys(),
+      logger,
+    }),
+    startWatch: () =>
+      startSessionWatch({
+        namespace: config.watchNamespace,
+        logger,
+        onEvent: (event) => {
+          if (filter.admit(event.type, event.key, event.object)) enqueue('sessions')(event.key);
+        },
+      }),
+    logger,
+  });
+  const supervisor = new Supervisor({
+    workload,
+    elector: elector(config, clients, logger),
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    logger,
+    onLeader: (leading) => metrics.leader.set(leading ? 1 : 0),
+    exit: (code) => process.exit(code),
+  });
+  const server = await startHttpServer({
+    port: config.http.port,
+    host: config.http.host,
+    registry: metrics.registry,
+    isReady: () => supervisor.isReady(),
+    logger,
+  });
+  const address = server.address();
+  logger.info('operator starting', {
+    watchNamespace: config.watchNamespace || '(all)',
+    concurrency: config.concurrency,
+    leaderElection: Boolean(config.leaderElection),
+    httpPort: typeof address === 'object' && address ? address.port : config.http.port,
+  });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      void stopHttpServer(server)
+        .catch((err: unknown) => logger.warn('closing the HTTP server failed', errorFields(err)))
+        .then(() => supervisor.shutdown(signal));
+    });
+  }
+  await supervisor.run();
+}
+
+function createQueue(
+  config: OperatorConfig,
+  handle: (key: SessionKey) => Promise<ReconcileResult>,
+  metrics: OperatorMetrics,
+  logger: Logger,
+): WorkQueue {
+  return new WorkQueue({
+    concurrency: config.concurrency,
+    backoff: config.backoff,
+    handler: (key) => handle(parseKey(key)),
+    hooks: {
+      onError: (key, err, attempt, delayMs) => {
+        metrics.retries.inc();
+        const { namespace, name } = parseKey(key);
+        const fields = { namespace, session: name, attempt, retryInMs: delayMs, ...errorFields(err) };
+        if (isNameConflict(err)) logger.warn('name conflict; retrying', fields);
+        else logger.error('reconcile failed; retrying', fields);
+      },
+      onDone: (_key, ms, ok) => metrics.reconcileDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000),
+      onDepth: (depth) => metrics.queueDepth.set(depth),
+    },
+  });
+}
+
+function elector(config: OperatorConfig, clients: KubeClients, logger: Logger): LeaderElector | undefined {
+  const le = config.leaderElection;
+  if (!le) return undefined;
+  return new LeaderElector({
+    store: createLeaseStore(clients.coordination, le.leaseNamespace, le.leaseName),
+    identity: config.identity,
+    leaseDurationMs: le.leaseDurationMs,
+    renewDeadlineMs: le.renewDeadlineMs,
+    retryPeriodMs: le.retryPeriodMs,
+    logger,
+  });
+}
+
+main().catch((err: unknown) => {
+  // Before the logger exists (bad config) there is nothing but stderr; the message names the
+  // problem, never a secret value.
+  const code = err instanceof ConfigError ? 2 : 1;
+  process.stderr.write(
+    `${JSON.stringify({ level: 'error', message: 'operator failed to start', ...errorFields(err) })}\n`,
+  );
+  process.exit(code);
+});

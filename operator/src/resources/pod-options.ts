@@ -1,0 +1,26 @@
+/** Operator-wide inputs of buildPod, from the operator configuration. */
+
+/** Requests and limits of the resources the operator defaults. */
+export interface ResourceDefaults {
+  readonly requests: Readonly<Record<DefaultedResource, string>>;
+  readonly limits: Readonly<Record<DefaultedResource, string>>;
+}
+
+/** The resources that get a default request and limit when the spec names neither. */
+export type DefaultedResource = 'cpu' | 'memory';
+
+/** Everything buildPod needs beyond the session itself. */
+export interface PodBuildOptions {
+  /** Image when spec.image is unset. */
+  readonly defaultImage: string;
+  /** Requests and limits per resource the spec does not mention at all. */
+  readonly defaultResources: ResourceDefaults;
+  /** /workspace size limit when spec.workspace.sizeLimit is unset. */
+  readonly defaultWorkspaceSize: string;
+  /** Size limit of the /tmp emptyDir. */
+  readonly tmpSize: string;
+  /** UID (and GID, fsGroup) the sandbox runs as; never 0 (runAsNonRoot). */
+  readonly runAsUser: number;
+  /** Grace period of the sandbox Pod on deletion. */
+  readonly terminationGracePeriodSeconds: number;
+}

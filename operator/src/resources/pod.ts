@@ -1,0 +1,175 @@
+/**
+ * The sandbox Pod of a session. Pure: no I/O, table-tested.
+ *
+ * Security: the Pod passes the PodSecurity `restricted` profile (non-root UID, no privilege
+ * escalation, all capabilities dropped, RuntimeDefault seccomp) and goes further: a read-only root
+ * filesystem with writable emptyDirs only at /workspace and /tmp, no service account token, no
+ * service-link env vars. The master key never enters it; only the session's own token does, as a
+ * read-only file and as env SANDBOX_TOKEN.
+ *
+ * restartPolicy Always: when the agent (or the keep-alive shell) exits, the kubelet restarts the
+ * container in the same Pod, so the Pod keeps its IP and the /workspace emptyDir (it lives as long
+ * as the Pod). With Never, every crash would fail the Pod and lose the workspace; with OnFailure, an
+ * agent exiting 0 would leave a Succeeded Pod that nothing restarts. A Pod that still ends in a
+ * terminal phase (eviction, node loss) is deleted and created again by the reconcile.
+ */
+import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import {
+  AGENT_PORT,
+  LABELS,
+  SANDBOX_COMPONENT,
+  SANDBOX_CONTAINER,
+  TOKEN_ENV,
+  TOKEN_MOUNT_DIR,
+  TOKEN_SECRET_KEY,
+  WORKSPACE_DIR,
+  podName,
+  secretName,
+  type SandboxSession,
+  type SandboxSessionSpec,
+} from '@sandbox-platform/api';
+
+import { childMetadata, type SessionRef } from './metadata.js';
+import type { DefaultedResource, PodBuildOptions } from './pod-options.js';
+
+/** Keeps a container without the agent alive, and exits at once on SIGTERM (KubernetesExec). */
+export const KEEPALIVE_COMMAND = [
+  '/bin/sh',
+  '-c',
+  "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done",
+];
+
+/** Readiness probe command of the agent image: GET /healthz on loopback (NetworkPolicies cannot block it). */
+export const AGENT_PROBE_COMMAND = ['sandbox-agent', 'probe'];
+
+const VOLUMES = { workspace: 'workspace', tmp: 'tmp', token: 'token' } as const;
+const DEFAULTED: readonly DefaultedResource[] = ['cpu', 'memory'];
+
+/** Builds the Pod of a session (spec defaults already applied by the API server where the CRD has them). */
+export function buildPod(session: SandboxSession, ref: SessionRef, opts: PodBuildOptions): V1Pod {
+  const spec = session.spec;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: childMetadata(ref, podName(ref.name), { [LABELS.component]: SANDBOX_COMPONENT }),
+    spec: {
+      restartPolicy: 'Always',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: opts.runAsUser,
+        runAsGroup: opts.runAsUser,
+        fsGroup: opts.runAsUser,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      runtimeClassName: spec.runtimeClassName,
+      nodeSelector: definedEntries(spec.nodeSelector),
+      tolerations: spec.tolerations,
+      containers: [sandboxContainer(spec, ref, opts)],
+      volumes: volumes(spec, ref, opts),
+    },
+  };
+}
+
+function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBuildOptions): V1Container {
+  const agent = (spec.execTransport ?? 'Agent') === 'Agent';
+  return {
+    name: SANDBOX_CONTAINER,
+    image: spec.image ?? opts.defaultImage,
+    imagePullPolicy: spec.imagePullPolicy ?? 'IfNotPresent',
+    command: agent ? undefined : KEEPALIVE_COMMAND,
+    workingDir: WORKSPACE_DIR,
+    env: containerEnv(spec, ref),
+    ports: agent ? [{ name: 'agent', containerPort: AGENT_PORT, protocol: 'TCP' }] : undefined,
+    readinessProbe: agent
+      ? {
+          exec: { command: AGENT_PROBE_COMMAND },
+          periodSeconds: 2,
+          timeoutSeconds: 2,
+          failureThreshold: 3,
+          successThreshold: 1,
+        }
+      : undefined,
+    resources: resources(spec, opts),
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    volumeMounts: [
+      { name: VOLUMES.workspace, mountPath: WORKSPACE_DIR },
+      { name: VOLUMES.tmp, mountPath: '/tmp' },
+      { name: VOLUMES.token, mountPath: TOKEN_MOUNT_DIR, readOnly: true },
+    ],
+  };
+}
+
+/**
+ * HOME first so spec.env may override it; the token last. The CRD rejects spec.env names starting
+ * with SANDBOX_, so nothing in the spec can shadow the token variable.
+ */
+function containerEnv(spec: SandboxSessionSpec, ref: SessionRef): V1EnvVar[] {
+  const user = (spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' }));
+  return [
+    { name: 'HOME', value: WORKSPACE_DIR },
+    ...user,
+    { name: TOKEN_ENV, valueFrom: { secretKeyRef: { name: secretName(ref.name), key: TOKEN_SECRET_KEY } } },
+  ];
+}
+
+/**
+ * Per resource name: when the spec mentions neither a request nor a limit, both defaults apply;
+ * when it mentions either, only the spec's values apply. Filling in a default next to a user value
+ * could produce request > limit, which the API server rejects, and comparing quantities here would
+ * duplicate the API server's parser.
+ */
+export function resources(spec: SandboxSessionSpec, opts: PodBuildOptions): V1ResourceRequirements {
+  const requests: Record<string, string> = stringValues(spec.resources?.requests);
+  const limits: Record<string, string> = stringValues(spec.resources?.limits);
+  for (const name of DEFAULTED) {
+    if (requests[name] === undefined && limits[name] === undefined) {
+      requests[name] = opts.defaultResources.requests[name];
+      limits[name] = opts.defaultResources.limits[name];
+    }
+  }
+  return { requests, limits };
+}
+
+function volumes(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBuildOptions): V1Volume[] {
+  const sizeLimit = spec.workspace?.sizeLimit;
+  return [
+    {
+      name: VOLUMES.workspace,
+      emptyDir: { sizeLimit: sizeLimit === undefined ? opts.defaultWorkspaceSize : String(sizeLimit) },
+    },
+    { name: VOLUMES.tmp, emptyDir: { sizeLimit: opts.tmpSize } },
+    {
+      name: VOLUMES.token,
+      secret: {
+        secretName: secretName(ref.name),
+        // Group-readable only: files are root-owned with group fsGroup (= the sandbox UID's group).
+        defaultMode: 0o440,
+        items: [{ key: TOKEN_SECRET_KEY, path: TOKEN_SECRET_KEY }],
+      },
+    },
+  ];
+}
+
+function stringValues(map: Record<string, number | string | undefined> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(map ?? {})) if (v !== undefined) out[k] = String(v);
+  return out;
+}
+
+function definedEntries(
+  map: Record<string, string | undefined> | undefined,
+): Record<string, string> | undefined {
+  if (!map) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(map)) if (v !== undefined) out[k] = v;
+  return out;
+}

@@ -1,0 +1,91 @@
+/**
+ * Process lifecycle: wait for the leader Lease, run the workload while holding it, and shut down
+ * gracefully on SIGTERM.
+ *
+ * - standby: not reconciling, /readyz OK (a standby that is never ready would block every rolling
+ *   update of a 2-replica Deployment);
+ * - leader: the workload runs; /readyz OK once its caches are synced;
+ * - lease lost (renewal failed for renewDeadline): exit 1 at once, without draining: another
+ *   replica may already be reconciling, and the kubelet restarts this one as a standby;
+ * - SIGTERM/SIGINT: stop taking work, drain in-flight reconciles, release the Lease (so the
+ *   standby takes over immediately instead of after leaseDuration), exit 0.
+ */
+import type { LeaderElector } from '../kube/leader-election.js';
+import type { Logger } from '../telemetry/log-port.js';
+import { errorFields } from '../telemetry/logger.js';
+
+/** The workload as the supervisor sees it. */
+export interface SupervisedWorkload {
+  readonly isStarted: boolean;
+  start(): Promise<void>;
+  stop(timeoutMs: number): Promise<boolean>;
+}
+
+/** Supervisor parameters. */
+export interface SupervisorOptions {
+  readonly workload: SupervisedWorkload;
+  /** Undefined when leader election is off (a single replica). */
+  readonly elector?: LeaderElector;
+  readonly shutdownTimeoutMs: number;
+  readonly logger: Logger;
+  readonly onLeader?: (leading: boolean) => void;
+  /** Ends the process; injected for tests. */
+  readonly exit: (code: number) => void;
+}
+
+/** Sequences leadership, work and shutdown. */
+export class Supervisor {
+  private stopping = false;
+
+  constructor(private readonly opts: SupervisorOptions) {}
+
+  /** Readiness for /readyz. */
+  isReady(): boolean {
+    if (this.stopping) return false;
+    if (this.opts.elector && !this.opts.elector.isLeader) return true;
+    return this.opts.workload.isStarted;
+  }
+
+  /** Waits for leadership (if elected), then starts the workload. */
+  async run(): Promise<void> {
+    const elector = this.opts.elector;
+    if (elector) {
+      this.opts.logger.info('waiting for leader lease');
+      if (!(await elector.acquire())) return;
+      if (this.stopping) return;
+      this.opts.onLeader?.(true);
+      void elector.keepRenewing(() => this.leaseLost());
+    }
+    await this.opts.workload.start();
+  }
+
+  /** Graceful shutdown; idempotent. */
+  async shutdown(signal: string): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.opts.logger.info('shutting down', { signal });
+    let code = 0;
+    try {
+      await this.opts.workload.stop(this.opts.shutdownTimeoutMs);
+    } catch (err) {
+      code = 1;
+      this.opts.logger.error('stopping the controller failed', errorFields(err));
+    }
+    try {
+      await this.opts.elector?.release();
+      this.opts.onLeader?.(false);
+    } catch (err) {
+      // The Lease then simply expires after leaseDuration; the standby takes over then.
+      this.opts.logger.warn('could not release the leader lease', errorFields(err));
+    }
+    this.opts.exit(code);
+  }
+
+  private leaseLost(): void {
+    this.opts.onLeader?.(false);
+    if (this.stopping) return;
+    this.stopping = true;
+    this.opts.logger.error('leader lease lost; exiting so that only the new leader reconciles');
+    this.opts.exit(1);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * winston JSON logger: one JSON object per line on stdout with `level`, `message`, `time` and the
+ * structured fields (`namespace`, `session`, `reason`, ...). Secret values are never passed in;
+ * as a second line of defence, fields whose name suggests a secret are replaced by "[redacted]".
+ */
+import winston from 'winston';
+
+import { apiErrorInfo } from '../kube/errors.js';
+import type { LogFields, Logger } from './log-port.js';
+
+/** Log levels, most severe first. */
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+/** One of LOG_LEVELS. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const SECRET_FIELD = /token|secret.?data|master.?key|password|authorization/i;
+
+/** Creates the process logger writing JSON lines to stdout. */
+export function createLogger(level: LogLevel, base: LogFields = {}): Logger {
+  const logger = winston.createLogger({
+    level,
+    levels: { error: 0, warn: 1, info: 2, debug: 3 },
+    defaultMeta: base,
+    format: winston.format.combine(
+      winston.format.timestamp({ alias: 'time' }),
+      winston.format((info) => redact(info))(),
+      winston.format.json(),
+    ),
+    transports: [new winston.transports.Console()],
+  });
+  return {
+    error: (message, fields) => logger.error(message, fields),
+    warn: (message, fields) => logger.warn(message, fields),
+    info: (message, fields) => logger.info(message, fields),
+    debug: (message, fields) => logger.debug(message, fields),
+  };
+}
+
+function redact<T extends Record<string, unknown>>(info: T): T {
+  for (const key of Object.keys(info)) {
+    if (SECRET_FIELD.test(key)) (info as Record<string, unknown>)[key] = '[redacted]';
+  }
+  return info;
+}
+
+/**
+ * Log fields describing an error: its message and the chain of causes, with the API status code
+ * and reason where there is one. Response bodies are not logged (a Status message can quote
+ * request fields); only the Status reason and message are.
+ */
+export function errorFields(err: unknown): LogFields {
+  const chain: string[] = [];
+  let api: { code?: number; reason?: string } = {};
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    const info = apiErrorInfo(current);
+    if (info.code !== undefined && api.code === undefined) api = { code: info.code, reason: info.reason };
+    chain.push(describe(current, info.message));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return {
+    error: chain.join(': '),
+    ...(api.code !== undefined ? { apiCode: api.code, apiReason: api.reason } : {}),
+  };
+}
+
+function describe(err: unknown, statusMessage: string | undefined): string {
+  if (statusMessage) return statusMessage;
+  if (err instanceof Error) return err.message.split('\n')[0] ?? err.name;
+  return String(err);
+}
