@@ -1,0 +1,191 @@
+/**
+ * Gateway configuration: environment variables validated against a JSON schema at boot (fail fast).
+ * Only server.ts reads process.env; everything else receives a GatewayConfig. Every key below is
+ * documented with its meaning, default and why; the Helm chart maps its values 1:1 to these names.
+ */
+import { Ajv } from 'ajv';
+
+/** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
+const envSchema = {
+  type: 'object',
+  required: ['GATEWAY_API_KEYS_FILE', 'SANDBOX_MASTER_KEY_FILE', 'GATEWAY_NAMESPACES'],
+  properties: {
+    /** Listen port of the HTTP server. */
+    GATEWAY_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
+    /** Listen address; 0.0.0.0 so the pod IP is reachable. */
+    GATEWAY_HOST: { type: 'string', minLength: 1, default: '0.0.0.0' },
+    /** winston level: error, warn, info, debug. */
+    GATEWAY_LOG_LEVEL: { type: 'string', enum: ['error', 'warn', 'info', 'debug'], default: 'info' },
+    /** JSON file of API keys (see docs/gateway.md); the chart mounts it from a Secret. Required. */
+    GATEWAY_API_KEYS_FILE: { type: 'string', minLength: 1 },
+    /** File holding the master key the agent tokens are derived from (>= 32 bytes). Required. */
+    SANDBOX_MASTER_KEY_FILE: { type: 'string', minLength: 1 },
+    /**
+     * Comma-separated namespaces the gateway serves. One informer per namespace (least privilege:
+     * a namespaced Role per namespace instead of a cluster-wide watch). Every API key's namespaces
+     * must be among them. Required.
+     */
+    GATEWAY_NAMESPACES: { type: 'string', minLength: 1 },
+    /** Port of the in-pod agent. Only tests change it (a local agent); clients can never choose it. */
+    GATEWAY_AGENT_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 8090 },
+    /** Comma-separated image allowlist; an entry ending in `*` is a prefix. Empty: only the operator default image. */
+    GATEWAY_IMAGE_ALLOWLIST: { type: 'string', default: '' },
+    /** Idle timeout set on sessions whose request names none (the CRD default is 1800). */
+    GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, default: 1800 },
+    /** Largest idleTimeoutSeconds a caller may ask for (0, never collected, is refused). */
+    GATEWAY_MAX_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, default: 7200 },
+    /** Largest maxLifetimeSeconds a caller may ask for; also set on sessions that name none. */
+    GATEWAY_MAX_LIFETIME_SECONDS: { type: 'integer', minimum: 60, default: 86400 },
+    /** Comma-separated execTransport values callers may choose. */
+    GATEWAY_ALLOWED_EXEC_TRANSPORTS: { type: 'string', default: 'Agent,KubernetesExec' },
+    /** Largest exec timeoutSeconds (the agent's own maximum is 300). */
+    GATEWAY_MAX_EXEC_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 300, default: 300 },
+    /** Exec timeout when the request names none (the agent's default is 60). */
+    GATEWAY_DEFAULT_EXEC_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 300, default: 60 },
+    /** Added to timeoutSeconds for the overall deadline of a forwarded exec (queueing, transfer). */
+    GATEWAY_EXEC_DEADLINE_MARGIN_SECONDS: { type: 'integer', minimum: 1, default: 10 },
+    /** Seconds a call waits for a not-Ready session when the request names no waitSeconds. */
+    GATEWAY_DEFAULT_WAIT_SECONDS: { type: 'integer', minimum: 0, default: 30 },
+    /** Upper bound of waitSeconds. */
+    GATEWAY_MAX_WAIT_SECONDS: { type: 'integer', minimum: 0, default: 120 },
+    /** Largest JSON request body in bytes. */
+    GATEWAY_MAX_BODY_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
+    /** Largest file upload or download in bytes. */
+    GATEWAY_MAX_FILE_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
+    /** Output cap per stream of a KubernetesExec command (the agent applies its own, same default). */
+    GATEWAY_MAX_OUTPUT_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
+    /** TCP connect timeout to an agent; a connect failure is the only error retried. */
+    GATEWAY_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 50, default: 2000 },
+    /** Retries after a connect failure (never after the request was sent). */
+    GATEWAY_CONNECT_RETRIES: { type: 'integer', minimum: 0, maximum: 5, default: 2 },
+    /** Activity annotation throttle per session (also capped at a third of its idle timeout). */
+    GATEWAY_ACTIVITY_THROTTLE_SECONDS: { type: 'integer', minimum: 1, default: 15 },
+    /** Grace for in-flight requests on SIGTERM before the process exits anyway. */
+    GATEWAY_SHUTDOWN_GRACE_SECONDS: { type: 'integer', minimum: 1, default: 330 },
+  },
+} as const;
+
+/** Typed, validated gateway configuration. */
+export interface GatewayConfig {
+  port: number;
+  host: string;
+  logLevel: 'error' | 'warn' | 'info' | 'debug';
+  apiKeysFile: string;
+  masterKeyFile: string;
+  namespaces: string[];
+  agentPort: number;
+  policy: SessionPolicy;
+  exec: ExecLimits;
+  maxBodyBytes: number;
+  maxFileBytes: number;
+  activityThrottleMs: number;
+  shutdownGraceMs: number;
+}
+
+/** Limits on the spec a caller may ask for. */
+export interface SessionPolicy {
+  imageAllowlist: string[];
+  defaultIdleTimeoutSeconds: number;
+  maxIdleTimeoutSeconds: number;
+  maxLifetimeSeconds: number;
+  allowedExecTransports: Array<'Agent' | 'KubernetesExec'>;
+}
+
+/** Limits of exec forwarding. */
+export interface ExecLimits {
+  maxTimeoutSeconds: number;
+  defaultTimeoutSeconds: number;
+  deadlineMarginMs: number;
+  defaultWaitSeconds: number;
+  maxWaitSeconds: number;
+  maxOutputBytes: number;
+  connectTimeoutMs: number;
+  connectRetries: number;
+}
+
+const TRANSPORTS = new Set(['Agent', 'KubernetesExec']);
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function list(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** Validates the environment and returns the config; throws one error naming every problem. */
+export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
+  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
+  const validate = ajv.compile(envSchema);
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(envSchema.properties)) if (env[key] !== undefined) raw[key] = env[key];
+  if (!validate(raw)) {
+    throw new Error(`invalid gateway configuration: ${ajv.errorsText(validate.errors, { dataVar: 'env' })}`);
+  }
+  return toConfig(raw as RawEnv);
+}
+
+type RawEnv = {
+  [K in keyof typeof envSchema.properties]: (typeof envSchema.properties)[K] extends { type: 'integer' }
+    ? number
+    : string;
+};
+
+function toConfig(e: RawEnv): GatewayConfig {
+  const namespaces = list(e.GATEWAY_NAMESPACES);
+  const bad = namespaces.filter((ns) => !DNS_LABEL.test(ns));
+  if (bad.length > 0)
+    throw new Error(`invalid gateway configuration: GATEWAY_NAMESPACES: not DNS labels: ${bad.join(', ')}`);
+  const transports = list(e.GATEWAY_ALLOWED_EXEC_TRANSPORTS);
+  if (transports.length === 0 || transports.some((t) => !TRANSPORTS.has(t))) {
+    throw new Error(
+      'invalid gateway configuration: GATEWAY_ALLOWED_EXEC_TRANSPORTS: use Agent and/or KubernetesExec',
+    );
+  }
+  checkOrder(
+    e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,
+    e.GATEWAY_MAX_IDLE_TIMEOUT_SECONDS,
+    'GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS',
+  );
+  checkOrder(
+    e.GATEWAY_DEFAULT_EXEC_TIMEOUT_SECONDS,
+    e.GATEWAY_MAX_EXEC_TIMEOUT_SECONDS,
+    'GATEWAY_DEFAULT_EXEC_TIMEOUT_SECONDS',
+  );
+  checkOrder(e.GATEWAY_DEFAULT_WAIT_SECONDS, e.GATEWAY_MAX_WAIT_SECONDS, 'GATEWAY_DEFAULT_WAIT_SECONDS');
+  return {
+    port: e.GATEWAY_PORT,
+    host: e.GATEWAY_HOST,
+    logLevel: e.GATEWAY_LOG_LEVEL as GatewayConfig['logLevel'],
+    apiKeysFile: e.GATEWAY_API_KEYS_FILE,
+    masterKeyFile: e.SANDBOX_MASTER_KEY_FILE,
+    namespaces: [...new Set(namespaces)],
+    agentPort: e.GATEWAY_AGENT_PORT,
+    policy: {
+      imageAllowlist: list(e.GATEWAY_IMAGE_ALLOWLIST),
+      defaultIdleTimeoutSeconds: e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,
+      maxIdleTimeoutSeconds: e.GATEWAY_MAX_IDLE_TIMEOUT_SECONDS,
+      maxLifetimeSeconds: e.GATEWAY_MAX_LIFETIME_SECONDS,
+      allowedExecTransports: transports as SessionPolicy['allowedExecTransports'],
+    },
+    exec: {
+      maxTimeoutSeconds: e.GATEWAY_MAX_EXEC_TIMEOUT_SECONDS,
+      defaultTimeoutSeconds: e.GATEWAY_DEFAULT_EXEC_TIMEOUT_SECONDS,
+      deadlineMarginMs: e.GATEWAY_EXEC_DEADLINE_MARGIN_SECONDS * 1000,
+      defaultWaitSeconds: e.GATEWAY_DEFAULT_WAIT_SECONDS,
+      maxWaitSeconds: e.GATEWAY_MAX_WAIT_SECONDS,
+      maxOutputBytes: e.GATEWAY_MAX_OUTPUT_BYTES,
+      connectTimeoutMs: e.GATEWAY_CONNECT_TIMEOUT_MS,
+      connectRetries: e.GATEWAY_CONNECT_RETRIES,
+    },
+    maxBodyBytes: e.GATEWAY_MAX_BODY_BYTES,
+    maxFileBytes: e.GATEWAY_MAX_FILE_BYTES,
+    activityThrottleMs: e.GATEWAY_ACTIVITY_THROTTLE_SECONDS * 1000,
+    shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
+  };
+}
+
+function checkOrder(value: number, max: number, key: string): void {
+  if (value > max)
+    throw new Error(`invalid gateway configuration: ${key} (${value}) exceeds its maximum (${max})`);
+}

@@ -1,0 +1,101 @@
+/**
+ * The one module that owns the gateway's error vocabulary: every error a route can answer with is a
+ * ProblemError carrying a stable problem type (RFC 9457). The error handler (plugins/errors.ts)
+ * turns them into application/problem+json; docs/gateway.md lists the same table for users.
+ */
+
+/** Base of every problem `type` URI. */
+export const PROBLEM_BASE = 'https://sandbox.dev/problems/';
+
+/** Every problem the gateway answers with: slug -> HTTP status and a stable title. */
+export const PROBLEMS = {
+  'invalid-request': { status: 400, title: 'The request is malformed or fails validation' },
+  unauthorized: { status: 401, title: 'A valid API key is required' },
+  forbidden: { status: 403, title: 'This API key may not use that namespace' },
+  'path-forbidden': { status: 403, title: 'The path leaves the sandbox workspace' },
+  'session-not-found': { status: 404, title: 'No such session' },
+  'not-found': { status: 404, title: 'No such resource' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'The session exists with a different spec or is being deleted' },
+  'session-gone': { status: 410, title: 'The session was deleted or collected' },
+  'payload-too-large': { status: 413, title: 'The request body is too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
+  'policy-violation': { status: 422, title: 'The request is not allowed by the gateway policy' },
+  internal: { status: 500, title: 'Internal error' },
+  'not-supported': { status: 501, title: 'Not supported by this session transport' },
+  'upstream-error': { status: 502, title: 'The sandbox could not be reached or answered with an error' },
+  'session-not-ready': { status: 503, title: 'The session is not ready yet' },
+  'shell-unavailable': { status: 503, title: 'The sandbox shell is restarting' },
+  'gateway-not-ready': { status: 503, title: 'The gateway has not synced its session cache yet' },
+  'upstream-timeout': { status: 504, title: 'The sandbox did not answer within the deadline' },
+} as const;
+
+/** A stable problem slug. */
+export type ProblemSlug = keyof typeof PROBLEMS;
+
+/** The RFC 9457 body the gateway writes (plus optional extension members). */
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  [extension: string]: unknown;
+}
+
+/** Options of a ProblemError beyond its slug and detail. */
+export interface ProblemOptions {
+  /** Seconds for a Retry-After header (503, 409 while terminating). */
+  retryAfterSeconds?: number;
+  /** Extension members added to the body (e.g. reason of a 410). Never secrets. */
+  extensions?: Record<string, unknown>;
+  /** The underlying error, for logs only: never sent to the client. */
+  cause?: unknown;
+}
+
+/** An error that maps to one problem type. `detail` is sent to the client: keep it free of secrets. */
+export class ProblemError extends Error {
+  readonly slug: ProblemSlug;
+  readonly status: number;
+  readonly detail: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly extensions: Record<string, unknown>;
+
+  constructor(slug: ProblemSlug, detail?: string, opts: ProblemOptions = {}) {
+    super(detail ?? PROBLEMS[slug].title, { cause: opts.cause });
+    this.name = 'ProblemError';
+    this.slug = slug;
+    this.status = PROBLEMS[slug].status;
+    this.detail = detail;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+    this.extensions = opts.extensions ?? {};
+  }
+
+  /** The problem+json body of this error. */
+  toBody(): ProblemBody {
+    return problemBody(this.slug, this.detail, this.extensions);
+  }
+}
+
+/** Builds a problem body for a slug. */
+export function problemBody(
+  slug: ProblemSlug,
+  detail?: string,
+  extensions: Record<string, unknown> = {},
+): ProblemBody {
+  const { status, title } = PROBLEMS[slug];
+  const body: ProblemBody = { ...extensions, type: PROBLEM_BASE + slug, title, status };
+  if (detail !== undefined) body.detail = detail;
+  return body;
+}
+
+/** True for a ProblemError (also across module copies, by shape). */
+export function isProblemError(err: unknown): err is ProblemError {
+  return err instanceof ProblemError;
+}
+
+/** The slug of a problem type URI, when it is one of ours. */
+export function slugOfType(type: unknown): ProblemSlug | undefined {
+  if (typeof type !== 'string' || !type.startsWith(PROBLEM_BASE)) return undefined;
+  const slug = type.slice(PROBLEM_BASE.length);
+  return slug in PROBLEMS ? (slug as ProblemSlug) : undefined;
+}

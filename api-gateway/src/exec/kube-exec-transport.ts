@@ -1,0 +1,390 @@
+/**
+ * The KubernetesExec transport: pods/exec over WebSocket through the API server, for images
+ * without the agent. It runs on its own KubeConfig and Exec object that no REST call shares (the
+ * lesson of the seed system that froze when a streaming exec patched a shared API client), and
+ * returns exactly the Agent transport's result shape, deadline and output cap.
+ */
+import { PassThrough, Readable, Writable } from 'node:stream';
+
+import { SANDBOX_CONTAINER } from '@sandbox-platform/api';
+
+import { ProblemError } from '../errors.js';
+import type { ExecTarget } from '../sessions/model.js';
+import { exitCodeOf, type ExecStatus } from './exec-status.js';
+import {
+  EXIT_NOT_FOUND,
+  EXIT_PATH_FORBIDDEN,
+  execArgv,
+  readFileArgv,
+  writeFileArgv,
+} from './kube-exec-script.js';
+import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
+import type {
+  CallOptions,
+  ExecRequest,
+  ExecResult,
+  ExecTransport,
+  FileDownload,
+  StreamEvent,
+  WriteFileResult,
+} from './types.js';
+
+/** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
+export interface ExecSocket {
+  readonly protocol: string;
+  close(): void;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+/** One pods/exec call (no TTY). */
+export interface PodExecCall {
+  namespace: string;
+  podName: string;
+  container: string;
+  command: string[];
+  stdout: Writable;
+  stderr: Writable;
+  stdin: Readable | null;
+  onStatus: (status: ExecStatus) => void;
+}
+
+/** Opens a pods/exec WebSocket (client-node's Exec in production, a fake in tests). */
+export interface PodExecutor {
+  exec(call: PodExecCall): Promise<ExecSocket>;
+}
+
+/** Options of the KubernetesExec transport. */
+export interface KubeExecTransportOptions {
+  executor: PodExecutor;
+  /** Cap per stream, as the agent's. */
+  maxOutputBytes: number;
+  deadlineMarginMs: number;
+  fileTimeoutMs: number;
+  /** Commands travel in the exec URL's query string: bound them well below URL limits. */
+  maxCommandBytes?: number;
+}
+
+/** What one run produced (output went to the sinks). */
+interface RunOutcome {
+  exitCode: number;
+  timedOut: boolean;
+  durationMs: number;
+}
+
+interface RunSpec {
+  argv: string[];
+  stdout: (chunk: Buffer) => void;
+  stderr: (chunk: Buffer) => void;
+  /** Bytes for stdin (uploads); needs the v5 protocol to half-close stdin. */
+  stdin?: Buffer;
+  /** Command timeout in ms; the socket is closed at timeout + margin. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+const V5 = 'v5.channel.k8s.io';
+const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
+
+/** ExecTransport over pods/exec. */
+export class KubernetesExecTransport implements ExecTransport {
+  constructor(private readonly o: KubeExecTransportOptions) {}
+
+  async exec(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
+    this.checkSize(req);
+    const out = new CappedBuffer(this.o.maxOutputBytes);
+    const err = new CappedBuffer(this.o.maxOutputBytes);
+    const started = await this.start(target, {
+      argv: execArgv(req),
+      stdout: (c) => out.push(c),
+      stderr: (c) => err.push(c),
+      timeoutMs: req.timeoutSeconds * 1000,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const run = await started.done;
+    const so = encodeOutput(out.bytes());
+    const se = encodeOutput(err.bytes());
+    return {
+      stdout: so.data,
+      stderr: se.data,
+      stdoutEncoding: so.encoding,
+      stderrEncoding: se.encoding,
+      exitCode: run.exitCode,
+      durationMs: run.durationMs,
+      truncated: out.truncated || err.truncated,
+      timedOut: run.timedOut,
+      shellReset: false,
+    };
+  }
+
+  async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
+    this.checkSize(req);
+    const lines = new PassThrough();
+    const emit = (ev: StreamEvent): void => void lines.write(JSON.stringify(ev) + '\n');
+    const out = new StreamSink('stdout', this.o.maxOutputBytes, emit);
+    const err = new StreamSink('stderr', this.o.maxOutputBytes, emit);
+    const started = await this.start(target, {
+      argv: execArgv(req),
+      stdout: (c) => out.push(c),
+      stderr: (c) => err.push(c),
+      timeoutMs: req.timeoutSeconds * 1000,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    lines.on('close', () => started.cancel());
+    started.done.then(
+      (run) => {
+        out.flush();
+        err.flush();
+        const truncated = out.truncated || err.truncated;
+        emit({
+          type: 'exit',
+          exitCode: run.exitCode,
+          durationMs: run.durationMs,
+          truncated,
+          timedOut: run.timedOut,
+          shellReset: false,
+        });
+        lines.end();
+      },
+      (e: unknown) => lines.destroy(e instanceof Error ? e : new Error(String(e))),
+    );
+    return lines;
+  }
+
+  async writeFile(
+    target: ExecTarget,
+    path: string,
+    data: Buffer,
+    opts: CallOptions = {},
+  ): Promise<WriteFileResult> {
+    const out = new CappedBuffer(1024);
+    const err = new CappedBuffer(4096);
+    const started = await this.start(target, {
+      argv: writeFileArgv(path),
+      stdout: (c) => out.push(c),
+      stderr: (c) => err.push(c),
+      stdin: data,
+      timeoutMs: this.o.fileTimeoutMs,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const run = await started.done;
+    checkFileExit(run, err);
+    return { path, size: Number(out.bytes().toString('utf8').trim()) };
+  }
+
+  async readFile(
+    target: ExecTarget,
+    path: string,
+    maxBytes: number,
+    opts: CallOptions = {},
+  ): Promise<FileDownload> {
+    const out = new CappedBuffer(maxBytes);
+    const err = new CappedBuffer(4096);
+    const started = await this.start(target, {
+      argv: readFileArgv(path),
+      stdout: (c) => out.push(c),
+      stderr: (c) => err.push(c),
+      timeoutMs: this.o.fileTimeoutMs,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const run = await started.done;
+    checkFileExit(run, err);
+    if (out.truncated)
+      throw new ProblemError('payload-too-large', `the file exceeds the limit of ${maxBytes} bytes`);
+    const bytes = out.bytes();
+    return { body: Readable.from([bytes]), size: bytes.length };
+  }
+
+  private checkSize(req: ExecRequest): void {
+    const limit = this.o.maxCommandBytes ?? DEFAULT_MAX_COMMAND_BYTES;
+    if (Buffer.byteLength(req.command) > limit) {
+      throw new ProblemError(
+        'invalid-request',
+        `commands over ${limit} bytes are not supported with execTransport KubernetesExec`,
+      );
+    }
+  }
+
+  /** Opens the exec; resolves once the API server accepted it, with the run's completion. */
+  private async start(
+    target: ExecTarget,
+    spec: RunSpec,
+  ): Promise<{ done: Promise<RunOutcome>; cancel: () => void }> {
+    const run = new PodRun(spec, this.o.deadlineMarginMs);
+    const stdin = spec.stdin ? new PassThrough() : null;
+    let socket: ExecSocket;
+    try {
+      socket = await this.o.executor.exec({
+        namespace: target.namespace,
+        podName: target.podName,
+        container: SANDBOX_CONTAINER,
+        command: spec.argv,
+        stdout: run.stdout,
+        stderr: run.stderr,
+        stdin,
+        onStatus: (status) => run.onStatus(status),
+      });
+    } catch (cause) {
+      run.dispose();
+      throw new ProblemError('upstream-error', 'pods/exec through the API server failed', {
+        cause,
+        retryAfterSeconds: 1,
+      });
+    }
+    run.attach(socket);
+    if (stdin && spec.stdin) {
+      if (socket.protocol !== V5) {
+        socket.close();
+        throw new ProblemError(
+          'not-supported',
+          'file upload over pods/exec needs an API server speaking v5.channel.k8s.io',
+        );
+      }
+      stdin.end(spec.stdin);
+    }
+    return { done: run.done, cancel: () => run.cancel() };
+  }
+}
+
+function checkFileExit(run: RunOutcome, err: CappedBuffer): void {
+  if (run.exitCode === 0) return;
+  if (run.exitCode === EXIT_PATH_FORBIDDEN)
+    throw new ProblemError('path-forbidden', 'the path leaves the workspace');
+  if (run.exitCode === EXIT_NOT_FOUND) throw new ProblemError('not-found', 'no such file');
+  if (run.timedOut)
+    throw new ProblemError('upstream-timeout', 'the file transfer did not finish within the deadline');
+  const detail = err.bytes().toString('utf8').trim().slice(0, 500);
+  throw new ProblemError(
+    'upstream-error',
+    `the file transfer failed (exit ${run.exitCode})${detail ? `: ${detail}` : ''}`,
+  );
+}
+
+/** One pods/exec call: collects the status, enforces the hard deadline, reports the outcome once. */
+class PodRun {
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly done: Promise<RunOutcome>;
+  private resolve!: (r: RunOutcome) => void;
+  private reject!: (e: Error) => void;
+  private readonly startedAt = Date.now();
+  private status: ExecStatus | undefined;
+  private socket: ExecSocket | undefined;
+  private hardTimeout = false;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly onAbort = (): void => this.cancel();
+
+  constructor(
+    private readonly spec: RunSpec,
+    marginMs: number,
+  ) {
+    this.stdout = sink(spec.stdout);
+    this.stderr = sink(spec.stderr);
+    this.done = new Promise((res, rej) => {
+      this.resolve = res;
+      this.reject = rej;
+    });
+    // Callers that bail out early (upload refused) never await `done`: keep its rejection handled.
+    this.done.catch(() => undefined);
+    this.timer = setTimeout(() => {
+      this.hardTimeout = true;
+      this.close();
+      this.finish();
+    }, spec.timeoutMs + marginMs);
+    spec.signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  attach(socket: ExecSocket): void {
+    this.socket = socket;
+    socket.on('close', () => this.finish());
+    if (this.settled) socket.close();
+  }
+
+  onStatus(status: ExecStatus): void {
+    this.status = status;
+    this.finish();
+  }
+
+  /** The caller went away: close the socket (the in-pod `timeout` still bounds the command). */
+  cancel(): void {
+    this.close();
+    this.dispose();
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.spec.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  private close(): void {
+    try {
+      this.socket?.close();
+    } catch {
+      // closing an already-closed socket: nothing left to release
+    }
+  }
+
+  private finish(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.dispose();
+    const durationMs = Date.now() - this.startedAt;
+    if (this.status) {
+      try {
+        const exitCode = exitCodeOf(this.status);
+        const timedOut = durationMs >= this.spec.timeoutMs && (exitCode === 124 || exitCode === 137);
+        this.resolve({ exitCode: timedOut ? 124 : exitCode, timedOut, durationMs });
+      } catch (e) {
+        this.reject(e as Error);
+      }
+      return;
+    }
+    if (this.hardTimeout) {
+      this.resolve({ exitCode: 124, timedOut: true, durationMs });
+      return;
+    }
+    this.reject(new ProblemError('upstream-error', 'the exec stream closed without an exit status'));
+  }
+}
+
+function sink(onChunk: (c: Buffer) => void): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      onChunk(chunk);
+      cb();
+    },
+  });
+}
+
+/** Turns one stream's bytes into capped NDJSON events without splitting characters. */
+class StreamSink {
+  private readonly chunker = new Utf8Chunker();
+  private readonly cap: CappedBuffer;
+
+  constructor(
+    private readonly type: 'stdout' | 'stderr',
+    max: number,
+    private readonly emit: (ev: StreamEvent) => void,
+  ) {
+    this.cap = new CappedBuffer(max);
+  }
+
+  get truncated(): boolean {
+    return this.cap.truncated;
+  }
+
+  push(chunk: Buffer): void {
+    const kept = this.cap.push(chunk);
+    if (kept.length > 0) this.send(this.chunker.push(kept));
+  }
+
+  flush(): void {
+    this.send(this.chunker.flush());
+  }
+
+  private send(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    const { data, encoding } = encodeOutput(bytes);
+    this.emit({ type: this.type, data, encoding });
+  }
+}

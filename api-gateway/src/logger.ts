@@ -1,0 +1,100 @@
+/**
+ * winston behind the logger interface fastify accepts as `loggerInstance` (pino's call shapes:
+ * `log.info(msg)`, `log.info(obj, msg)`, `log.child(bindings)`). Logs are structured JSON with
+ * key/values (session, namespace, reason); never secrets: request headers are not logged.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import winston from 'winston';
+
+type Level = 'error' | 'warn' | 'info' | 'debug';
+
+/** Creates the process logger (JSON lines on stdout). */
+export function createWinston(level: Level): winston.Logger {
+  return winston.createLogger({
+    level,
+    format: winston.format.combine(
+      winston.format.timestamp(),
+      winston.format.errors({ stack: true }),
+      winston.format.json(),
+    ),
+    transports: [new winston.transports.Console()],
+  });
+}
+
+/** A logger that discards everything (tests). */
+export function silentWinston(): winston.Logger {
+  return winston.createLogger({
+    silent: true,
+    transports: [new winston.transports.Console({ silent: true })],
+  });
+}
+
+/** Splits pino-style arguments into a message and structured metadata. */
+function toEntry(args: unknown[]): { message: string; meta: Record<string, unknown> } {
+  const [first, second] = args;
+  if (typeof first === 'string') return { message: first, meta: {} };
+  if (first instanceof Error) {
+    return {
+      message: typeof second === 'string' ? second : first.message,
+      meta: { err: serializeError(first) },
+    };
+  }
+  const meta = isRecord(first) ? normalize(first) : {};
+  return { message: typeof second === 'string' ? second : '', meta };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+/** fastify logs `{ req }`, `{ res }` and `{ err }` objects: keep the useful, non-secret parts. */
+function normalize(obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (v instanceof Error) out[k] = serializeError(v);
+    else if (k === 'req' && isRecord(v)) out[k] = { method: v.method, url: v.url, remoteAddress: v.ip };
+    else if (k === 'res' && isRecord(v)) out[k] = { statusCode: v.statusCode };
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** The parts of an error worth logging (message, code, stack, and its cause chain). */
+export function serializeError(err: Error): Record<string, unknown> {
+  const out: Record<string, unknown> = { message: err.message, name: err.name, stack: err.stack };
+  const code = (err as { code?: unknown }).code;
+  if (code !== undefined) out.code = code;
+  if (err.cause instanceof Error) out.cause = serializeError(err.cause);
+  return out;
+}
+
+/** Adapts a winston logger to fastify's logger interface. */
+export class WinstonFastifyLogger implements FastifyBaseLogger {
+  constructor(private readonly w: winston.Logger) {}
+
+  get level(): string {
+    return this.w.level;
+  }
+
+  set level(value: string) {
+    this.w.level = value;
+  }
+
+  private write(level: Level, args: unknown[]): void {
+    if (!this.w.isLevelEnabled(level)) return;
+    const { message, meta } = toEntry(args);
+    this.w.log(level, message, meta);
+  }
+
+  fatal = (...args: unknown[]): void => this.write('error', args);
+  error = (...args: unknown[]): void => this.write('error', args);
+  warn = (...args: unknown[]): void => this.write('warn', args);
+  info = (...args: unknown[]): void => this.write('info', args);
+  debug = (...args: unknown[]): void => this.write('debug', args);
+  trace = (...args: unknown[]): void => this.write('debug', args);
+  silent = (): void => undefined;
+
+  child(bindings: Record<string, unknown>): FastifyBaseLogger {
+    return new WinstonFastifyLogger(this.w.child(bindings));
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The MCP tools. Each acts for the calling API key only (its namespaces), through the same services
+ * as the REST routes. Descriptions are written for a language model that has no other docs.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+import type { Principal } from '../auth/keys.js';
+import type { ExecLimits } from '../config.js';
+import { ProblemError, isProblemError } from '../errors.js';
+import { encodeOutput } from '../exec/output.js';
+import { readLimited } from '../exec/read-limited.js';
+import { checkWorkspacePath } from '../routes/files/path.js';
+import type { ExecService } from '../service/exec-service.js';
+import { resolveNamespace } from '../service/namespaces.js';
+import type { SessionsService } from '../service/sessions-service.js';
+import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
+
+/** What the tools need. */
+export interface ToolContext {
+  principal: Principal;
+  sessions: SessionsService;
+  execs: ExecService;
+  limits: ExecLimits;
+  /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
+  maxReadBytes: number;
+  log: Pick<FastifyBaseLogger, 'error'>;
+}
+
+const SANDBOX =
+  'A sandbox is an isolated Linux container (bash and common tools) that lives until deleted or idle for its idle timeout. ' +
+  'Its writable working directory is /workspace.';
+
+const session = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+  .max(63)
+  .describe(
+    'Session name (lowercase letters, digits and "-", at most 63 characters), as given to or returned by create_session',
+  );
+const namespace = z
+  .string()
+  .optional()
+  .describe("Kubernetes namespace; omit to use your API key's default namespace");
+const path = z.string().min(1).max(4096).describe('File path relative to /workspace, e.g. "src/main.py"');
+
+type Guard = (fn: () => Promise<CallToolResult>) => Promise<CallToolResult>;
+
+/** Runs a tool body; failures become tool errors, unexpected ones are logged once here. */
+function guard(log: ToolContext['log']): Guard {
+  return async (fn) => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isProblemError(err) || err.status >= 500) log.error({ err }, 'MCP tool failed');
+      return errorToolResult(err);
+    }
+  };
+}
+
+/** A new server with every tool registered for this caller (stateless: one per HTTP request). */
+export function buildMcpServer(ctx: ToolContext): McpServer {
+  const server = new McpServer({ name: 'sandbox-platform', version: '1.0.0' });
+  const ns = (requested: string | undefined): string => resolveNamespace(ctx.principal, requested);
+  const guarded = guard(ctx.log);
+
+  server.registerTool(
+    'create_session',
+    {
+      title: 'Create or get a sandbox session',
+      description:
+        `Creates a sandbox session, or returns the existing one when a session of that name exists (safe to call again). ${SANDBOX} ` +
+        'Use one session per task and reuse it for every command of that task: files and shell state persist between exec calls. ' +
+        'A new session needs a few seconds to start; exec waits for it. Omit name to get a generated one (returned in the result).',
+      inputSchema: {
+        name: session.optional(),
+        namespace,
+        image: z
+          .string()
+          .optional()
+          .describe("Container image; omit for the platform's default sandbox image"),
+        idleTimeoutSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe('Delete the session after this many idle seconds'),
+      },
+    },
+    (args) =>
+      guarded(async () => {
+        const { name, namespace: requested, ...overrides } = args;
+        const input = { ...overrides, ...(name !== undefined ? { name } : {}) };
+        const { session: view, created } = await ctx.sessions.create(ns(requested), input);
+        return jsonToolResult({ ...view, created });
+      }),
+  );
+
+  server.registerTool(
+    'exec',
+    {
+      title: 'Run a shell command in a sandbox',
+      description:
+        `Runs a bash command line in a sandbox session and returns exit code, stdout and stderr. ${SANDBOX} ` +
+        'State persists between exec calls of the same session: the working directory, exported variables and files ' +
+        '(sessions created with execTransport KubernetesExec keep files only). Commands of one session run one at a time. ' +
+        `The command is killed after timeoutSeconds (default ${ctx.limits.defaultTimeoutSeconds}, at most ${ctx.limits.maxTimeoutSeconds}); ` +
+        'output is capped and marked truncated. A non-zero exit code is reported as an error result that still carries the output. ' +
+        'Do not start interactive programs (no stdin) or servers in the foreground.',
+      inputSchema: {
+        session,
+        command: z.string().min(1).describe('A bash command line, e.g. "cd app && python3 -m pytest -q"'),
+        timeoutSeconds: z.number().int().min(1).max(ctx.limits.maxTimeoutSeconds).optional(),
+        cwd: z
+          .string()
+          .optional()
+          .describe('Working directory for this command (relative to /workspace or absolute)'),
+        namespace,
+      },
+    },
+    (args) =>
+      guarded(async () => {
+        const input = {
+          command: args.command,
+          ...(args.timeoutSeconds !== undefined ? { timeoutSeconds: args.timeoutSeconds } : {}),
+          ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+        };
+        return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input));
+      }),
+  );
+
+  server.registerTool(
+    'read_file',
+    {
+      title: 'Read a file from a sandbox',
+      description:
+        `Returns the content of a file in a sandbox session's /workspace: as text when it is UTF-8, else base64. ` +
+        `Files over ${ctx.maxReadBytes} bytes are refused; use exec with head, tail or grep for large files.`,
+      inputSchema: { session, path, namespace },
+    },
+    (args) =>
+      guarded(async () => {
+        const file = await ctx.execs.readFile(
+          ns(args.namespace),
+          args.session,
+          checkWorkspacePath(args.path),
+        );
+        const bytes = await readLimited(file.body, ctx.maxReadBytes).catch((err: unknown) => {
+          file.body.destroy();
+          throw err instanceof ProblemError
+            ? new ProblemError('payload-too-large', `the file exceeds ${ctx.maxReadBytes} bytes`)
+            : err;
+        });
+        const { data, encoding } = encodeOutput(bytes);
+        return {
+          content: [
+            { type: 'text', text: encoding === 'utf-8' ? data : `(base64, ${bytes.length} bytes)\n${data}` },
+          ],
+          structuredContent: { path: args.path, size: bytes.length, encoding, content: data },
+        };
+      }),
+  );
+
+  server.registerTool(
+    'write_file',
+    {
+      title: 'Write a file into a sandbox',
+      description:
+        "Creates or replaces a file in a sandbox session's /workspace (parent directories are created; the replace is atomic). " +
+        'Pass text as content, or binary data as base64 with encoding "base64".',
+      inputSchema: {
+        session,
+        path,
+        content: z.string().describe('The full file content'),
+        encoding: z.enum(['utf-8', 'base64']).optional().describe('Encoding of content (default utf-8)'),
+        namespace,
+      },
+    },
+    (args) =>
+      guarded(async () => {
+        const data = Buffer.from(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
+        const result = await ctx.execs.writeFile(ns(args.namespace), args.session, {
+          path: checkWorkspacePath(args.path),
+          data,
+        });
+        return jsonToolResult({ ...result });
+      }),
+  );
+
+  server.registerTool(
+    'list_sessions',
+    {
+      title: 'List sandbox sessions',
+      description: 'Lists the sandbox sessions of a namespace with their readiness, reason and expiry time.',
+      inputSchema: { namespace },
+    },
+    (args) =>
+      guarded(() =>
+        Promise.resolve().then(() => jsonToolResult({ items: ctx.sessions.list(ns(args.namespace)) })),
+      ),
+  );
+
+  server.registerTool(
+    'delete_session',
+    {
+      title: 'Delete a sandbox session',
+      description:
+        'Deletes a sandbox session and everything in it (files, processes). Use it when the task is done.',
+      inputSchema: { session, namespace },
+    },
+    (args) =>
+      guarded(async () => {
+        await ctx.sessions.delete(ns(args.namespace), args.session);
+        return jsonToolResult({ deleted: args.session });
+      }),
+  );
+  return server;
+}

@@ -1,0 +1,45 @@
+/**
+ * Bearer API key authentication for every route except those marked `config: { public: true }`.
+ * 401 (with WWW-Authenticate) without a valid key; which namespaces the key may use is decided per
+ * request by service/namespaces.ts. The key itself is never logged; the key id is.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+import type { KeyAuthenticator, Principal } from '../auth/keys.js';
+import { ProblemError } from '../errors.js';
+import './types.js';
+
+/** Options: the loaded key set. */
+export interface AuthPluginOptions {
+  keys: KeyAuthenticator;
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The presented key of a request, if it carries a well-formed bearer header. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  return BEARER.exec(header)?.[1];
+}
+
+export default fp<AuthPluginOptions>(
+  (app: FastifyInstance, opts: AuthPluginOptions, done: (err?: Error) => void) => {
+    app.decorateRequest('principal', undefined as unknown as Principal);
+    app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+      if (request.routeOptions.config.public === true) return;
+      const presented = bearerToken(request.headers.authorization);
+      const principal = presented === undefined ? undefined : opts.keys.authenticate(presented);
+      if (!principal) {
+        throw new ProblemError(
+          'unauthorized',
+          presented === undefined ? 'missing bearer API key' : 'invalid API key',
+        );
+      }
+      request.principal = principal;
+      request.log = request.log.child({ keyId: principal.keyId });
+    });
+    done();
+  },
+  { name: 'auth', fastify: '5.x', dependencies: ['errors'] },
+);

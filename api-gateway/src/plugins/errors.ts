@@ -1,0 +1,97 @@
+/**
+ * The one error handler: every failure becomes RFC 9457 application/problem+json with a stable
+ * `type`. Validation and parser errors are the caller's (4xx, with detail); anything unexpected is
+ * logged once here with its cause and answered with a generic 500 body.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+import { PROBLEMS, ProblemError, isProblemError, problemBody, type ProblemSlug } from '../errors.js';
+
+/** Problem slug of a fastify 4xx by status. */
+const BY_STATUS: Record<number, ProblemSlug> = {
+  400: 'invalid-request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'method-not-allowed',
+  413: 'payload-too-large',
+  415: 'unsupported-media-type',
+};
+
+interface ValidationEntry {
+  instancePath?: string;
+  message?: string;
+  params?: { additionalProperty?: string };
+}
+
+/** A readable sentence for an ajv validation failure, naming an unknown field when that is the cause. */
+function validationDetail(
+  err: FastifyError & { validation?: ValidationEntry[]; validationContext?: string },
+): string {
+  const first = err.validation?.[0];
+  if (!first) return err.message;
+  const where = `${err.validationContext ?? 'request'}${first.instancePath ?? ''}`;
+  const extra = first.params?.additionalProperty;
+  return extra ? `${where}: unknown field "${extra}"` : `${where} ${first.message ?? 'is invalid'}`;
+}
+
+/** Maps any error to a ProblemError. */
+export function toProblem(err: unknown): ProblemError {
+  if (isProblemError(err)) return err;
+  const fe = err as FastifyError & { validation?: ValidationEntry[] };
+  if (fe.validation) return new ProblemError('invalid-request', validationDetail(fe));
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const slug = BY_STATUS[status] ?? 'invalid-request';
+    return new ProblemError(slug, fe.message);
+  }
+  return new ProblemError('internal', undefined, { cause: err });
+}
+
+/** Writes a problem reply. */
+export function sendProblem(reply: FastifyReply, problem: ProblemError): FastifyReply {
+  if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
+  if (problem.slug === 'unauthorized') reply.header('www-authenticate', 'Bearer');
+  return reply.status(problem.status).type('application/problem+json').send(problem.toBody());
+}
+
+export default fp(
+  (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
+    app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+      const problem = toProblem(err);
+      if (problem.status >= 500) {
+        // Logged once, here, with the cause chain; the client gets the generic title only.
+        request.log.error({ err: problem.cause ?? problem, slug: problem.slug }, 'request failed');
+      } else {
+        request.log.debug({ slug: problem.slug, detail: problem.detail }, 'request refused');
+      }
+      if (problem.status >= 500 && problem.slug === 'internal') {
+        return sendProblem(reply, new ProblemError('internal'));
+      }
+      return sendProblem(reply, problem);
+    });
+    app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>
+      sendProblem(
+        reply,
+        new ProblemError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`),
+      ),
+    );
+    done();
+  },
+  { name: 'errors', fastify: '5.x' },
+);
+
+/** The problem table, for the OpenAPI document. */
+export const problemSchema = {
+  type: 'object',
+  required: ['type', 'title', 'status'],
+  properties: {
+    type: { type: 'string', enum: Object.keys(PROBLEMS).map((s) => problemBody(s as ProblemSlug).type) },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    reason: { type: 'string' },
+  },
+  additionalProperties: true,
+} as const;

@@ -1,0 +1,30 @@
+/** Decorations the gateway's plugins add to fastify, typed once for every route. */
+import type { Principal } from '../auth/keys.js';
+import type { GatewayConfig } from '../config.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { ExecService } from '../service/exec-service.js';
+import type { SessionsService } from '../service/sessions-service.js';
+import type { SessionStore } from '../sessions/store.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Validated gateway configuration (plugins/config.ts). */
+    config: GatewayConfig;
+    /** Session cache and writes (plugins/store.ts). */
+    store: SessionStore;
+    /** Session operations (plugins/services.ts). */
+    sessions: SessionsService;
+    /** Exec and file operations (plugins/services.ts). */
+    execs: ExecService;
+    /** Prometheus instruments (plugins/metrics.ts). */
+    metrics: GatewayMetrics;
+  }
+  interface FastifyRequest {
+    /** The authenticated caller; set by plugins/auth.ts on every non-public route. */
+    principal: Principal;
+  }
+  interface FastifyContextConfig {
+    /** Routes that need no API key (health, metrics, OpenAPI). */
+    public?: boolean;
+  }
+}

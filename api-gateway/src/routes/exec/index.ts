@@ -1,0 +1,67 @@
+/** Exec routes: buffered (JSON result) and streaming (NDJSON passthrough). */
+import { createHash } from 'node:crypto';
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+import { resolveNamespace } from '../../service/namespaces.js';
+import type { ExecInput } from '../../service/exec-service.js';
+import { responseSignal } from '../request-signal.js';
+import { execSchema, execStreamSchema } from './schemas.js';
+
+type ExecRoute = { Params: { name: string }; Querystring: { namespace?: string }; Body: ExecInput };
+
+/** A short, non-reversible fingerprint of a command for the audit log (commands may hold secrets). */
+function commandDigest(command: string): string {
+  return createHash('sha256').update(command).digest('hex').slice(0, 16);
+}
+
+export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
+  const limits = app.config.exec;
+
+  app.post<ExecRoute>(
+    '/v1/sessions/:name/exec',
+    { schema: execSchema(limits) },
+    async (request: FastifyRequest<ExecRoute>, reply) => {
+      const namespace = resolveNamespace(request.principal, request.query.namespace);
+      const { signal, dispose } = responseSignal(reply.raw);
+      try {
+        const result = await app.execs.exec(namespace, request.params.name, request.body, signal);
+        request.log.info(
+          {
+            namespace,
+            session: request.params.name,
+            command: commandDigest(request.body.command),
+            exitCode: result.exitCode,
+            ms: result.durationMs,
+          },
+          'exec',
+        );
+        return result;
+      } finally {
+        dispose();
+      }
+    },
+  );
+
+  app.post<ExecRoute>(
+    '/v1/sessions/:name/exec/stream',
+    { schema: execStreamSchema(limits) },
+    async (request, reply) => {
+      const namespace = resolveNamespace(request.principal, request.query.namespace);
+      const { signal, dispose } = responseSignal(reply.raw);
+      try {
+        const stream = await app.execs.execStream(namespace, request.params.name, request.body, signal);
+        stream.once('close', dispose);
+        request.log.info(
+          { namespace, session: request.params.name, command: commandDigest(request.body.command) },
+          'exec stream',
+        );
+        return reply.type('application/x-ndjson').header('cache-control', 'no-store').send(stream);
+      } catch (err) {
+        dispose();
+        throw err;
+      }
+    },
+  );
+  done();
+}

@@ -1,0 +1,90 @@
+/** Schemas of the exec routes; bounds come from the gateway configuration. */
+import type { ExecLimits } from '../../config.js';
+import { envSchema, nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
+
+/** The exec request body (same shape for buffered and streaming exec). */
+export function execBody(limits: ExecLimits) {
+  return {
+    type: 'object',
+    required: ['command'],
+    additionalProperties: false,
+    properties: {
+      command: {
+        type: 'string',
+        minLength: 1,
+        description: 'A bash command line, run in the session (state persists with Agent)',
+      },
+      timeoutSeconds: {
+        type: 'integer',
+        minimum: 1,
+        maximum: limits.maxTimeoutSeconds,
+        description: `Seconds before the command is killed (default ${limits.defaultTimeoutSeconds})`,
+      },
+      cwd: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 4096,
+        description: 'Working directory, relative to /workspace or absolute',
+      },
+      env: { ...envSchema, description: 'Extra environment variables for this command' },
+      waitSeconds: {
+        type: 'integer',
+        minimum: 0,
+        maximum: limits.maxWaitSeconds,
+        description: `Seconds to wait for a session that is not Ready yet (default ${limits.defaultWaitSeconds})`,
+      },
+    },
+  } as const;
+}
+
+/** The result of one command (the agent's shape, identical for both transports). */
+export const execResult = {
+  type: 'object',
+  required: [
+    'stdout',
+    'stderr',
+    'stdoutEncoding',
+    'stderrEncoding',
+    'exitCode',
+    'durationMs',
+    'truncated',
+    'timedOut',
+    'shellReset',
+  ],
+  properties: {
+    stdout: { type: 'string' },
+    stderr: { type: 'string' },
+    stdoutEncoding: { type: 'string', enum: ['utf-8', 'base64'] },
+    stderrEncoding: { type: 'string', enum: ['utf-8', 'base64'] },
+    exitCode: { type: 'integer', description: '128+N when killed by signal N; 124 on timeout' },
+    durationMs: { type: 'integer' },
+    truncated: { type: 'boolean', description: 'Output exceeded the cap and was cut' },
+    timedOut: { type: 'boolean' },
+    shellReset: {
+      type: 'boolean',
+      description: 'The shell was restarted before this command: earlier state is lost',
+    },
+  },
+} as const;
+
+export function execSchema(limits: ExecLimits) {
+  return {
+    summary: 'Run a command in a session and return its output',
+    tags: ['exec'],
+    params: nameParams,
+    querystring: namespaceQuery,
+    body: execBody(limits),
+    response: { 200: execResult, ...problemResponses(404, 410, 502, 503, 504) },
+  } as const;
+}
+
+export function execStreamSchema(limits: ExecLimits) {
+  return {
+    summary: 'Run a command and stream its output as NDJSON (stdout/stderr lines, then one exit line)',
+    tags: ['exec'],
+    params: nameParams,
+    querystring: namespaceQuery,
+    body: execBody(limits),
+    response: problemResponses(404, 410, 502, 503, 504),
+  } as const;
+}

@@ -1,0 +1,58 @@
+/** Session routes: create-or-get, get, list, delete. */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import { ProblemError } from '../../errors.js';
+import { resolveNamespace } from '../../service/namespaces.js';
+import type { CreateSessionInput } from '../../service/sessions-service.js';
+import { createSchema, deleteSchema, getSchema, listSchema } from './schemas.js';
+
+type NsQuery = { Querystring: { namespace?: string } };
+type NameParams = { Params: { name: string } };
+type CreateBody = CreateSessionInput & { namespace?: string };
+
+export default function sessionRoutes(
+  app: FastifyInstance,
+  _opts: unknown,
+  done: (err?: Error) => void,
+): void {
+  app.post<NsQuery & { Body: CreateBody }>(
+    '/v1/sessions',
+    { schema: createSchema },
+    async (request, reply) => {
+      const { namespace: bodyNs, ...input } = request.body;
+      const queryNs = request.query.namespace;
+      if (bodyNs !== undefined && queryNs !== undefined && bodyNs !== queryNs) {
+        throw new ProblemError('invalid-request', 'namespace in the body and in the query differ');
+      }
+      const namespace = resolveNamespace(request.principal, bodyNs ?? queryNs);
+      const { session, created } = await app.sessions.create(namespace, input);
+      request.log.info(
+        { namespace, session: session.name, created },
+        created ? 'session created' : 'session exists',
+      );
+      return reply.status(created ? 201 : 200).send(session);
+    },
+  );
+
+  app.get<NsQuery>('/v1/sessions', { schema: listSchema }, (request: FastifyRequest<NsQuery>) => {
+    const namespace = resolveNamespace(request.principal, request.query.namespace);
+    return { items: app.sessions.list(namespace) };
+  });
+
+  app.get<NsQuery & NameParams>('/v1/sessions/:name', { schema: getSchema }, (request) => {
+    const namespace = resolveNamespace(request.principal, request.query.namespace);
+    return app.sessions.get(namespace, request.params.name);
+  });
+
+  app.delete<NsQuery & NameParams>(
+    '/v1/sessions/:name',
+    { schema: deleteSchema },
+    async (request, reply: FastifyReply) => {
+      const namespace = resolveNamespace(request.principal, request.query.namespace);
+      await app.sessions.delete(namespace, request.params.name);
+      request.log.info({ namespace, session: request.params.name }, 'session deleted');
+      return reply.status(204).send();
+    },
+  );
+  done();
+}

@@ -1,0 +1,99 @@
+/** Schemas of the session routes (validation, serialization and the OpenAPI document). */
+import { dnsLabel, envSchema, nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
+
+/** A session as returned by the API. */
+export const sessionView = {
+  type: 'object',
+  required: ['name', 'namespace', 'uid', 'ready', 'reason', 'message', 'execTransport'],
+  properties: {
+    name: { type: 'string' },
+    namespace: { type: 'string' },
+    uid: { type: 'string' },
+    createdAt: { type: 'string', description: 'RFC 3339' },
+    ready: { type: 'boolean', description: 'True when commands can run now' },
+    reason: {
+      type: 'string',
+      description: 'Reason of the Ready condition, e.g. SandboxReady, PodPending, IdleTimeout',
+    },
+    message: { type: 'string' },
+    image: { type: 'string' },
+    execTransport: { type: 'string', enum: ['Agent', 'KubernetesExec'] },
+    idleTimeoutSeconds: { type: 'integer' },
+    maxLifetimeSeconds: { type: 'integer' },
+    shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain'] },
+    lastActivityTime: { type: 'string' },
+    expiresAt: { type: 'string' },
+  },
+} as const;
+
+/** POST /v1/sessions body: a name (optional: generated) and spec overrides limited by policy. */
+export const createBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: {
+      ...dnsLabel,
+      description: 'Session name; create-or-get is idempotent by name. Generated when absent.',
+    },
+    namespace: { ...dnsLabel, description: "Namespace; defaults to the API key's default namespace" },
+    image: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 512,
+      description: "Sandbox image (gateway allowlist); the operator's default when absent",
+    },
+    env: { ...envSchema, description: 'Environment variables of the sandbox container' },
+    idleTimeoutSeconds: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 604800,
+      description: 'Idle seconds before collection (bounded by policy)',
+    },
+    maxLifetimeSeconds: {
+      type: 'integer',
+      minimum: 60,
+      maximum: 2592000,
+      description: 'Lifetime in seconds (bounded by policy)',
+    },
+    shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain'] },
+    execTransport: { type: 'string', enum: ['Agent', 'KubernetesExec'] },
+  },
+} as const;
+
+export const createSchema = {
+  summary: 'Create a session, or get it when one of that name exists (201 created, 200 existing)',
+  tags: ['sessions'],
+  querystring: namespaceQuery,
+  body: createBody,
+  response: { 200: sessionView, 201: sessionView, ...problemResponses(409, 422) },
+} as const;
+
+export const getSchema = {
+  summary: 'Get one session',
+  tags: ['sessions'],
+  params: nameParams,
+  querystring: namespaceQuery,
+  response: { 200: sessionView, ...problemResponses(404, 410, 503) },
+} as const;
+
+export const listSchema = {
+  summary: 'List the sessions of a namespace',
+  tags: ['sessions'],
+  querystring: namespaceQuery,
+  response: {
+    200: {
+      type: 'object',
+      required: ['items'],
+      properties: { items: { type: 'array', items: sessionView } },
+    },
+    ...problemResponses(503),
+  },
+} as const;
+
+export const deleteSchema = {
+  summary: 'Delete a session (its pod and secret go with it)',
+  tags: ['sessions'],
+  params: nameParams,
+  querystring: namespaceQuery,
+  response: { 204: { type: 'null' }, ...problemResponses(404) },
+} as const;

@@ -1,0 +1,199 @@
+/**
+ * Exec and file operations shared by the REST routes and the MCP tools: find the session in the
+ * informer cache, wait (bounded) for it to be Ready, pick its transport, forward, and report
+ * activity off the request path. The pod address only ever comes from the session's status.
+ */
+import type { Readable } from 'node:stream';
+
+import type { ActivityReporter } from '../activity/reporter.js';
+import type { ExecLimits } from '../config.js';
+import { ProblemError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
+import type { SessionStore } from '../sessions/store.js';
+import type { ExecRequest, ExecResult, ExecTransport, FileDownload, WriteFileResult } from '../exec/types.js';
+import { assertSessionName } from './namespaces.js';
+import { assertSynced, notFoundOrGone } from './sessions-service.js';
+
+/** An exec as the API accepts it (timeoutSeconds and waitSeconds optional). */
+export interface ExecInput {
+  command: string;
+  timeoutSeconds?: number;
+  cwd?: string;
+  env?: Record<string, string>;
+  waitSeconds?: number;
+}
+
+/** Dependencies of the exec service. */
+export interface ExecServiceDeps {
+  store: SessionStore;
+  transports: Record<TransportKind, ExecTransport>;
+  activity: ActivityReporter;
+  limits: ExecLimits;
+  maxFileBytes: number;
+  metrics?: GatewayMetrics;
+}
+
+/**
+ * How long to wait for a session that is not in the cache yet: another replica may have created
+ * it a moment ago and this replica's watch has not delivered it.
+ */
+const NOT_FOUND_GRACE_MS = 1000;
+/** Retry-After of a 503 for a session that is still starting. */
+const NOT_READY_RETRY_AFTER_SECONDS = 2;
+
+function notReady(name: string, state: { reason: string; message: string }): ProblemError {
+  return new ProblemError(
+    'session-not-ready',
+    `session ${name} is not ready: ${state.reason}: ${state.message}`,
+    {
+      retryAfterSeconds: NOT_READY_RETRY_AFTER_SECONDS,
+      extensions: { reason: state.reason },
+    },
+  );
+}
+
+/** Exec, streaming exec and files. */
+export class ExecService {
+  constructor(private readonly d: ExecServiceDeps) {}
+
+  /** The Ready session's target, waiting up to waitSeconds (bounded by config) for it. */
+  async resolveTarget(
+    namespace: string,
+    name: string,
+    waitSeconds: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<ExecTarget> {
+    assertSessionName(name);
+    assertSynced(this.d.store);
+    const waitMs =
+      Math.min(waitSeconds ?? this.d.limits.defaultWaitSeconds, this.d.limits.maxWaitSeconds) * 1000;
+    const now = Date.now();
+    const limits = { deadline: now + waitMs, graceEnd: now + Math.min(waitMs, NOT_FOUND_GRACE_MS) };
+    for (;;) {
+      const step = this.check(namespace, name, limits, signal);
+      if ('target' in step) return step.target;
+      await this.d.store.waitForChange(namespace, name, step.waitMs, signal);
+    }
+  }
+
+  /** One look at the cache: the target, or how long to wait for the next change; throws when done waiting. */
+  private check(
+    namespace: string,
+    name: string,
+    limits: { deadline: number; graceEnd: number },
+    signal: AbortSignal | undefined,
+  ): { target: ExecTarget } | { waitMs: number } {
+    const s = this.d.store.get(namespace, name);
+    if (!s) {
+      // Absent: wait out a short grace for this replica's watch lag, unless it is known deleted.
+      const waitMs = limits.graceEnd - Date.now();
+      if (waitMs <= 0 || signal?.aborted || this.d.store.tombstone(namespace, name)) {
+        throw notFoundOrGone(this.d.store, namespace, name);
+      }
+      return { waitMs };
+    }
+    const state = sessionState(s);
+    if (state.kind === 'ready') return { target: state.target };
+    if (state.kind === 'gone') {
+      throw new ProblemError('session-gone', `session ${name} is gone: ${state.reason}`, {
+        extensions: { reason: state.reason },
+      });
+    }
+    const waitMs = limits.deadline - Date.now();
+    if (waitMs <= 0 || signal?.aborted) throw notReady(name, state);
+    return { waitMs };
+  }
+
+  /** Runs one command and returns the agent's result shape. */
+  async exec(namespace: string, name: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
+    const req = this.toRequest(input);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
+    const end = this.d.activity.begin(target);
+    const timer = this.d.metrics?.execDuration.startTimer({ transport: target.transport });
+    try {
+      const result = await this.transport(target).exec(target, req, signal ? { signal } : {});
+      timer?.({ outcome: 'ok' });
+      this.countExit(target.transport, result.exitCode, result.timedOut);
+      return result;
+    } catch (err) {
+      timer?.({ outcome: 'error' });
+      throw err;
+    } finally {
+      end();
+    }
+  }
+
+  /** Starts a streaming exec; the NDJSON stream is returned once the sandbox accepted the command. */
+  async execStream(
+    namespace: string,
+    name: string,
+    input: ExecInput,
+    signal?: AbortSignal,
+  ): Promise<Readable> {
+    const req = this.toRequest(input);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
+    const end = this.d.activity.begin(target);
+    try {
+      const stream = await this.transport(target).execStream(target, req, signal ? { signal } : {});
+      stream.once('close', end);
+      return stream;
+    } catch (err) {
+      end();
+      throw err;
+    }
+  }
+
+  /** Stores a file in the session's workspace. */
+  async writeFile(
+    namespace: string,
+    name: string,
+    file: { path: string; data: Buffer },
+    signal?: AbortSignal,
+  ): Promise<WriteFileResult> {
+    const target = await this.resolveTarget(namespace, name, undefined, signal);
+    try {
+      return await this.transport(target).writeFile(target, file.path, file.data, signal ? { signal } : {});
+    } finally {
+      this.d.activity.touch(target);
+    }
+  }
+
+  /** Opens a file of the session's workspace for download (bounded by the file size limit). */
+  async readFile(namespace: string, name: string, path: string, signal?: AbortSignal): Promise<FileDownload> {
+    const target = await this.resolveTarget(namespace, name, undefined, signal);
+    try {
+      return await this.transport(target).readFile(
+        target,
+        path,
+        this.d.maxFileBytes,
+        signal ? { signal } : {},
+      );
+    } finally {
+      this.d.activity.touch(target);
+    }
+  }
+
+  private transport(target: ExecTarget): ExecTransport {
+    return this.d.transports[target.transport];
+  }
+
+  private toRequest(input: ExecInput): ExecRequest {
+    const timeoutSeconds = input.timeoutSeconds ?? this.d.limits.defaultTimeoutSeconds;
+    if (timeoutSeconds > this.d.limits.maxTimeoutSeconds) {
+      throw new ProblemError(
+        'invalid-request',
+        `timeoutSeconds must be at most ${this.d.limits.maxTimeoutSeconds}`,
+      );
+    }
+    const req: ExecRequest = { command: input.command, timeoutSeconds };
+    if (input.cwd !== undefined) req.cwd = input.cwd;
+    if (input.env !== undefined) req.env = input.env;
+    return req;
+  }
+
+  private countExit(transport: TransportKind, exitCode: number, timedOut: boolean): void {
+    const exit = timedOut ? 'timeout' : exitCode === 0 ? 'zero' : 'nonzero';
+    this.d.metrics?.execExitCodes.inc({ transport, exit });
+  }
+}

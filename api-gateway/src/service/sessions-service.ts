@@ -1,0 +1,108 @@
+/**
+ * Session operations shared by the REST routes and the MCP tools: create-or-get, get, list and
+ * delete, each scoped to a namespace the caller's key may use.
+ */
+import { randomBytes } from 'node:crypto';
+
+import type { SessionPolicy } from '../config.js';
+import { ProblemError } from '../errors.js';
+import { toSessionView, type SessionView } from '../sessions/model.js';
+import {
+  buildSession,
+  buildSpec,
+  checkPolicy,
+  conflictingFields,
+  type SessionOverrides,
+} from '../sessions/policy.js';
+import type { SessionStore } from '../sessions/store.js';
+import { assertSessionName } from './namespaces.js';
+
+/** A create request after namespace resolution. */
+export interface CreateSessionInput extends SessionOverrides {
+  name?: string;
+}
+
+/** Generated names: `sbx-` and 10 base-36 characters (about 51 bits), a valid DNS label. */
+export function generateName(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = randomBytes(10);
+  return 'sbx-' + [...bytes].map((b) => alphabet[b % 36]).join('');
+}
+
+/** Throws gateway-not-ready while the caches have not synced. */
+export function assertSynced(store: SessionStore): void {
+  if (!store.synced()) {
+    throw new ProblemError('gateway-not-ready', 'the gateway is still loading sessions', {
+      retryAfterSeconds: 1,
+    });
+  }
+}
+
+/** Create, read, list and delete sessions. */
+export class SessionsService {
+  constructor(
+    private readonly store: SessionStore,
+    private readonly policy: SessionPolicy,
+  ) {}
+
+  /** Create-or-get; idempotent by name. `created` tells 201 from 200. */
+  async create(
+    namespace: string,
+    input: CreateSessionInput,
+  ): Promise<{ session: SessionView; created: boolean }> {
+    const { name: requested, ...overrides } = input;
+    const name = requested ?? generateName();
+    assertSessionName(name);
+    checkPolicy(overrides, this.policy);
+    const spec = buildSpec(overrides, this.policy);
+    const { session, created } = await this.store.createOrGet(buildSession(namespace, name, spec));
+    if (!created) {
+      if (session.metadata.deletionTimestamp) {
+        throw new ProblemError('conflict', `session ${name} is being deleted; retry once it is gone`, {
+          retryAfterSeconds: 2,
+        });
+      }
+      const fields = conflictingFields(overrides, session.spec);
+      if (fields.length > 0) {
+        throw new ProblemError('conflict', `session ${name} exists with a different ${fields.join(', ')}`);
+      }
+    }
+    return { session: toSessionView(session), created };
+  }
+
+  /** One session; 404 when unknown, 410 when this replica saw it deleted. */
+  get(namespace: string, name: string): SessionView {
+    assertSessionName(name);
+    assertSynced(this.store);
+    const s = this.store.get(namespace, name);
+    if (!s) throw notFoundOrGone(this.store, namespace, name);
+    return toSessionView(s);
+  }
+
+  /** Every session of the namespace, by name. */
+  list(namespace: string): SessionView[] {
+    assertSynced(this.store);
+    return this.store
+      .list(namespace)
+      .map(toSessionView)
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Deletes a session; 404 when it does not exist. */
+  async delete(namespace: string, name: string): Promise<void> {
+    assertSessionName(name);
+    const deleted = await this.store.delete(namespace, name);
+    if (!deleted) throw new ProblemError('session-not-found', `no session ${name} in namespace ${namespace}`);
+  }
+}
+
+/** 410 with the reason when the session was seen deleted, else 404. */
+export function notFoundOrGone(store: SessionStore, namespace: string, name: string): ProblemError {
+  const t = store.tombstone(namespace, name);
+  if (t) {
+    return new ProblemError('session-gone', `session ${name} was deleted (${t.reason})`, {
+      extensions: { reason: t.reason },
+    });
+  }
+  return new ProblemError('session-not-found', `no session ${name} in namespace ${namespace}`);
+}

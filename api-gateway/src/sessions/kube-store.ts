@@ -1,0 +1,186 @@
+/**
+ * The informer-backed SessionStore. Reads (get, list, readiness) come from one watch cache per
+ * served namespace; writes go to the API server through the REST client (never the streaming exec
+ * client). Each replica keeps its own cache; the CR is the only shared state.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { SandboxSession } from '@sandbox-platform/api';
+import { ANNOTATIONS, GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
+import type { FastifyBaseLogger } from 'fastify';
+
+import { ProblemError } from '../errors.js';
+import { apiMessage, apiStatus } from './kube-errors.js';
+import { readyCondition } from './model.js';
+import { NamespaceWatch, type NamespaceCache } from './informer.js';
+import type { ActivityPatcher, CreateResult, SessionStore, Tombstone } from './store.js';
+import { Tombstones } from './tombstones.js';
+import { ChangeWaiters } from './waiters.js';
+
+type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'debug'>;
+
+/** Options of the kube-backed store. */
+export interface KubeSessionStoreOptions {
+  /** KubeConfig of REST calls and watches (never shared with the streaming exec client). */
+  kubeConfig: k8s.KubeConfig;
+  namespaces: readonly string[];
+  log: Log;
+  /** Field manager recorded on writes. */
+  fieldManager?: string;
+}
+
+const COLLECTED = new Set(['IdleTimeout', 'LifetimeExceeded']);
+const CREATE_ATTEMPTS = 3;
+
+/** SessionStore + ActivityPatcher on a real API server. */
+export class KubeSessionStore implements SessionStore, ActivityPatcher {
+  private readonly api: k8s.CustomObjectsApi;
+  private readonly caches = new Map<string, NamespaceCache>();
+  private readonly waiters = new ChangeWaiters();
+  private readonly tombstones = new Tombstones();
+  private readonly fieldManager: string;
+
+  constructor(opts: KubeSessionStoreOptions) {
+    this.api = opts.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    this.fieldManager = opts.fieldManager ?? 'sandbox-api-gateway';
+    for (const ns of opts.namespaces) {
+      const events = {
+        onUpsert: (s: SandboxSession): void => this.onUpsert(ns, s),
+        onDelete: (s: SandboxSession): void => this.onDelete(ns, s),
+      };
+      this.caches.set(ns, new NamespaceWatch(opts.kubeConfig, ns, events, opts.log));
+    }
+  }
+
+  /** Starts every namespace watch; resolves when each synced or handed its failure to its retry loop. */
+  async start(): Promise<void> {
+    await Promise.all([...this.caches.values()].map((c) => c.start()));
+  }
+
+  /** Stops the watches and releases every waiter. */
+  async close(): Promise<void> {
+    await Promise.all([...this.caches.values()].map((c) => c.stop()));
+    this.waiters.releaseAll();
+  }
+
+  synced(): boolean {
+    return [...this.caches.values()].every((c) => c.synced());
+  }
+
+  get(namespace: string, name: string): SandboxSession | undefined {
+    return this.caches.get(namespace)?.get(name);
+  }
+
+  list(namespace: string): SandboxSession[] {
+    return this.caches.get(namespace)?.list() ?? [];
+  }
+
+  tombstone(namespace: string, name: string): Tombstone | undefined {
+    return this.tombstones.get(namespace, name);
+  }
+
+  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.waiters.wait(`${namespace}/${name}`, timeoutMs, signal);
+  }
+
+  async createOrGet(session: SandboxSession): Promise<CreateResult> {
+    const { namespace, name } = session.metadata as { namespace: string; name: string };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const created = (await this.api.createNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          body: session,
+          fieldManager: this.fieldManager,
+        })) as SandboxSession;
+        return { session: created, created: true };
+      } catch (err) {
+        if (apiStatus(err) !== 409) throw toProblem(err, 'create session');
+      }
+      const existing = await this.readFresh(namespace, name);
+      if (existing) return { session: existing, created: false };
+      // Deleted between our create and our read: try again, a bounded number of times.
+      if (attempt >= CREATE_ATTEMPTS) {
+        throw new ProblemError('conflict', 'the session was being created and deleted concurrently', {
+          retryAfterSeconds: 1,
+        });
+      }
+    }
+  }
+
+  async delete(namespace: string, name: string): Promise<boolean> {
+    try {
+      await this.api.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name,
+      });
+      return true;
+    } catch (err) {
+      if (apiStatus(err) === 404) return false;
+      throw toProblem(err, 'delete session');
+    }
+  }
+
+  async patchLastActivity(namespace: string, name: string, at: Date): Promise<void> {
+    const body = { metadata: { annotations: { [ANNOTATIONS.lastActivity]: at.toISOString() } } };
+    await this.api.patchNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name,
+        body,
+        fieldManager: this.fieldManager,
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+
+  /** A GET straight from the API server: used only after a 409, where the cache may not have the object yet. */
+  private async readFresh(namespace: string, name: string): Promise<SandboxSession | undefined> {
+    try {
+      return (await this.api.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name,
+      })) as SandboxSession;
+    } catch (err) {
+      if (apiStatus(err) === 404) return undefined;
+      throw toProblem(err, 'read session');
+    }
+  }
+
+  private onUpsert(namespace: string, s: SandboxSession): void {
+    const name = s.metadata.name ?? '';
+    this.tombstones.delete(namespace, name);
+    this.waiters.notify(`${namespace}/${name}`);
+  }
+
+  private onDelete(namespace: string, s: SandboxSession): void {
+    const name = s.metadata.name ?? '';
+    const cond = readyCondition(s);
+    const reason = cond?.status === 'False' && COLLECTED.has(cond.reason) ? cond.reason : 'Deleted';
+    this.tombstones.add(namespace, name, { uid: s.metadata.uid ?? '', reason, deletedAt: new Date() });
+    this.waiters.notify(`${namespace}/${name}`);
+  }
+}
+
+/** Maps an API server failure to a problem: 422 (the CRD refused the spec) is the caller's; the rest is ours. */
+function toProblem(err: unknown, action: string): Error {
+  const status = apiStatus(err);
+  if (status === 422 || status === 400) {
+    return new ProblemError('invalid-request', apiMessage(err) ?? 'the API server refused the session spec', {
+      cause: err,
+    });
+  }
+  return new Error(`${action}: Kubernetes API call failed${status ? ` (HTTP ${status})` : ''}`, {
+    cause: err,
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * Pure functions over SandboxSession objects: what state a session is in for the gateway, and the
+ * representation returned to API callers. No I/O here.
+ */
+import { isIP } from 'node:net';
+
+import type { SandboxSession, SandboxSessionCondition } from '@sandbox-platform/api';
+import { CONDITIONS, REASONS } from '@sandbox-platform/api';
+
+/** Exec transport of a session (the CRD default is Agent). */
+export type TransportKind = 'Agent' | 'KubernetesExec';
+
+/** Everything a transport needs to reach a Ready session; the address comes only from the CR status. */
+export interface ExecTarget {
+  namespace: string;
+  name: string;
+  uid: string;
+  podName: string;
+  podIP: string;
+  transport: TransportKind;
+  /** spec.idleTimeoutSeconds (0 = never idle-collected); bounds the activity throttle. */
+  idleTimeoutSeconds: number;
+}
+
+/** The gateway's view of a session's state. */
+export type SessionState =
+  | { kind: 'ready'; target: ExecTarget }
+  | { kind: 'pending'; reason: string; message: string }
+  | { kind: 'gone'; reason: string; message: string };
+
+/** Reasons of Ready=False that mean the session was collected and will not come back (Retain). */
+const COLLECTED_REASONS: ReadonlySet<string> = new Set([REASONS.idleTimeout, REASONS.lifetimeExceeded]);
+
+/** The Ready condition of a session, if the operator wrote one. */
+export function readyCondition(s: SandboxSession): SandboxSessionCondition | undefined {
+  return s.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+}
+
+/** Classifies a session: ready (with its target), pending, or gone (deleting or collected). */
+export function sessionState(s: SandboxSession): SessionState {
+  const cond = readyCondition(s);
+  if (s.metadata.deletionTimestamp) {
+    return { kind: 'gone', reason: REASONS.terminating, message: 'the session is being deleted' };
+  }
+  if (cond?.status === 'False' && COLLECTED_REASONS.has(cond.reason)) {
+    return { kind: 'gone', reason: cond.reason, message: cond.message };
+  }
+  const podIP = readyAddress(s, cond);
+  if (podIP) return { kind: 'ready', target: toTarget(s, podIP) };
+  return {
+    kind: 'pending',
+    reason: cond?.reason ?? REASONS.creating,
+    message: cond?.message ?? 'the operator has not reported on this session yet',
+  };
+}
+
+/**
+ * The pod IP of a Ready session, or undefined. Only an IP literal is accepted: the address is used
+ * to open connections, so a hostname (or anything else) in status is never dialed.
+ */
+function readyAddress(s: SandboxSession, cond: SandboxSessionCondition | undefined): string | undefined {
+  const podIP = s.status?.podIP;
+  if (cond?.status !== 'True' || !podIP || isIP(podIP) === 0) return undefined;
+  return s.metadata.uid && s.metadata.name ? podIP : undefined;
+}
+
+function toTarget(s: SandboxSession, podIP: string): ExecTarget {
+  const name = s.metadata.name!;
+  return {
+    namespace: s.metadata.namespace ?? '',
+    name,
+    uid: s.metadata.uid!,
+    podName: s.status?.podName ?? '',
+    podIP,
+    transport: s.spec.execTransport ?? 'Agent',
+    idleTimeoutSeconds: s.spec.idleTimeoutSeconds ?? 1800,
+  };
+}
+
+/** A session as the REST API and the MCP tools return it. Pod IP and token are never exposed. */
+export interface SessionView {
+  name: string;
+  namespace: string;
+  uid: string;
+  createdAt: string | undefined;
+  ready: boolean;
+  /** Reason of the Ready condition (e.g. SandboxReady, PodPending, IdleTimeout). */
+  reason: string;
+  message: string;
+  image: string | undefined;
+  execTransport: TransportKind;
+  idleTimeoutSeconds: number | undefined;
+  maxLifetimeSeconds: number | undefined;
+  shutdownPolicy: 'Delete' | 'Retain' | undefined;
+  lastActivityTime: string | undefined;
+  expiresAt: string | undefined;
+}
+
+function iso(value: string | Date | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return value instanceof Date ? value.toISOString() : value;
+}
+
+/** Builds the API representation of a session. */
+export function toSessionView(s: SandboxSession): SessionView {
+  const state = sessionState(s);
+  const reason = state.kind === 'ready' ? REASONS.ready : state.reason;
+  const cond = readyCondition(s);
+  return {
+    name: s.metadata.name ?? '',
+    namespace: s.metadata.namespace ?? '',
+    uid: s.metadata.uid ?? '',
+    createdAt: iso(s.metadata.creationTimestamp),
+    ready: state.kind === 'ready',
+    reason,
+    message: state.kind === 'ready' ? (cond?.message ?? '') : state.message,
+    image: s.spec.image,
+    execTransport: s.spec.execTransport ?? 'Agent',
+    idleTimeoutSeconds: s.spec.idleTimeoutSeconds,
+    maxLifetimeSeconds: s.spec.maxLifetimeSeconds,
+    shutdownPolicy: s.spec.shutdownPolicy,
+    lastActivityTime: s.status?.lastActivityTime,
+    expiresAt: s.status?.expiresAt,
+  };
+}

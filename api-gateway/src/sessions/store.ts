@@ -1,0 +1,46 @@
+/**
+ * The narrow interfaces the gateway's routes depend on for sessions. The real implementation is
+ * informer-backed (kube-store.ts); tests use an in-memory fake.
+ */
+import type { SandboxSession } from '@sandbox-platform/api';
+
+/** What the gateway remembers about a session it saw deleted (so callers get 410, not 404). */
+export interface Tombstone {
+  uid: string;
+  /** Ready reason at deletion when it was IdleTimeout or LifetimeExceeded, else "Deleted". */
+  reason: string;
+  deletedAt: Date;
+}
+
+/** Result of create-or-get. */
+export interface CreateResult {
+  session: SandboxSession;
+  /** True when this call created the object; false when it already existed. */
+  created: boolean;
+}
+
+/** Session reads (from a watch cache, never a GET per request) and writes (through the API server). */
+export interface SessionStore {
+  /** True once every namespace's cache has listed and is watching. */
+  synced(): boolean;
+  /** The cached session, if any. */
+  get(namespace: string, name: string): SandboxSession | undefined;
+  /** The cached sessions of one namespace. */
+  list(namespace: string): SandboxSession[];
+  /** A recently deleted session of that name, if this replica saw it go. */
+  tombstone(namespace: string, name: string): Tombstone | undefined;
+  /** Resolves on the next cache change of that session, or after timeoutMs, or when signal aborts. */
+  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Creates the object, or on AlreadyExists reads the existing one from the API server (the cache
+   * may lag) and returns it with created=false.
+   */
+  createOrGet(session: SandboxSession): Promise<CreateResult>;
+  /** Deletes the session; false when it did not exist. */
+  delete(namespace: string, name: string): Promise<boolean>;
+}
+
+/** Writes the activity annotation (merge patch). */
+export interface ActivityPatcher {
+  patchLastActivity(namespace: string, name: string, at: Date): Promise<void>;
+}

@@ -1,0 +1,73 @@
+/** An in-memory SessionStore with the informer's change notifications, for route tests. */
+import type { SandboxSession } from '@sandbox-platform/api';
+
+import type { CreateResult, SessionStore, Tombstone } from '../../src/sessions/store.js';
+import { ChangeWaiters } from '../../src/sessions/waiters.js';
+
+/** Fake store: tests put sessions in, routes read them; every write is recorded. */
+export class FakeStore implements SessionStore {
+  readonly sessions = new Map<string, SandboxSession>();
+  readonly tombstones = new Map<string, Tombstone>();
+  readonly calls: string[] = [];
+  isSynced = true;
+  /** When set, createOrGet fails with it. */
+  createError: Error | undefined;
+  private readonly waiters = new ChangeWaiters();
+  private uidCounter = 0;
+
+  /** Adds or replaces a session (as a watch event would) and wakes waiters. */
+  put(s: SandboxSession): void {
+    const key = `${s.metadata.namespace}/${s.metadata.name}`;
+    this.sessions.set(key, structuredClone(s));
+    this.tombstones.delete(key);
+    this.waiters.notify(key);
+  }
+
+  /** Removes a session (as a DELETED watch event would) leaving a tombstone. */
+  remove(namespace: string, name: string, reason = 'Deleted'): void {
+    const key = `${namespace}/${name}`;
+    const s = this.sessions.get(key);
+    this.sessions.delete(key);
+    this.tombstones.set(key, { uid: s?.metadata.uid ?? '', reason, deletedAt: new Date() });
+    this.waiters.notify(key);
+  }
+
+  synced(): boolean {
+    return this.isSynced;
+  }
+
+  get(namespace: string, name: string): SandboxSession | undefined {
+    return this.sessions.get(`${namespace}/${name}`);
+  }
+
+  list(namespace: string): SandboxSession[] {
+    return [...this.sessions.values()].filter((s) => s.metadata.namespace === namespace);
+  }
+
+  tombstone(namespace: string, name: string): Tombstone | undefined {
+    return this.tombstones.get(`${namespace}/${name}`);
+  }
+
+  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.waiters.wait(`${namespace}/${name}`, timeoutMs, signal);
+  }
+
+  createOrGet(s: SandboxSession): Promise<CreateResult> {
+    this.calls.push(`create ${s.metadata.namespace}/${s.metadata.name}`);
+    if (this.createError) return Promise.reject(this.createError);
+    const existing = this.get(s.metadata.namespace!, s.metadata.name!);
+    if (existing) return Promise.resolve({ session: structuredClone(existing), created: false });
+    const created = structuredClone(s);
+    created.metadata.uid = `uid-${++this.uidCounter}`;
+    created.metadata.creationTimestamp = '2030-01-01T00:00:00Z';
+    this.put(created);
+    return Promise.resolve({ session: structuredClone(created), created: true });
+  }
+
+  delete(namespace: string, name: string): Promise<boolean> {
+    this.calls.push(`delete ${namespace}/${name}`);
+    if (!this.get(namespace, name)) return Promise.resolve(false);
+    this.remove(namespace, name);
+    return Promise.resolve(true);
+  }
+}
