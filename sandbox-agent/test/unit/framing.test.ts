@@ -1,0 +1,111 @@
+/** Pure pieces of the framing: sentinel scanning, control records, output cap, quoting. */
+import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+
+import { CappedStream } from '../../src/shell/cappedStream.js';
+import { ControlParser } from '../../src/shell/controlParser.js';
+import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinelScanner.js';
+import { buildWrapper, shellQuote } from '../../src/shell/wrapper.js';
+
+const SENTINEL = Buffer.from('__sbx_abc__');
+
+/** Feeds `input` to a scanner in chunks of `size` bytes; returns the output and what came after. */
+function scanInChunks(input: Buffer, size: number): { output: string; after: string; found: boolean } {
+  const scanner = new SentinelScanner(SENTINEL);
+  let output = '';
+  let after = '';
+  for (let i = 0; i < input.length; i += size) {
+    const r = scanner.push(input.subarray(i, i + size));
+    output += r.data.toString();
+    after += r.after.toString();
+  }
+  if (!scanner.found) output += scanner.flush().toString();
+  return { output, after, found: scanner.found };
+}
+
+describe('SentinelScanner', () => {
+  it.each([1, 2, 3, 5, 11, 100])('finds the sentinel split across chunks of %i bytes', (size) => {
+    const input = Buffer.from('hello __sbx_ab world __sbx___sbx_abc__trailing');
+    expect(scanInChunks(input, size)).toEqual({
+      output: 'hello __sbx_ab world __sbx_',
+      after: 'trailing',
+      found: true,
+    });
+  });
+
+  it('releases bytes at once unless they could start the sentinel', () => {
+    const scanner = new SentinelScanner(SENTINEL);
+    expect(scanner.push(Buffer.from('plain text\n')).data.toString()).toBe('plain text\n');
+    expect(scanner.push(Buffer.from('almost __sb')).data.toString()).toBe('almost ');
+    expect(scanner.push(Buffer.from('y')).data.toString()).toBe('__sby');
+  });
+
+  it('gives back held bytes when the stream ends without a sentinel', () => {
+    expect(scanInChunks(Buffer.from('cut at __sbx_a'), 4)).toEqual({
+      output: 'cut at __sbx_a',
+      after: '',
+      found: false,
+    });
+  });
+
+  it('reports everything after the sentinel as not belonging to the command', () => {
+    const scanner = new SentinelScanner(SENTINEL);
+    scanner.push(Buffer.from('__sbx_abc__'));
+    expect(scanner.push(Buffer.from('late')).after.toString()).toBe('late');
+  });
+
+  it('computes the longest partial suffix', () => {
+    expect(partialSuffixLength(Buffer.from('xx__sbx_a'), SENTINEL)).toBe(7);
+    expect(partialSuffixLength(Buffer.from('xx'), SENTINEL)).toBe(0);
+    expect(partialSuffixLength(Buffer.from('_'), SENTINEL)).toBe(1);
+  });
+});
+
+describe('ControlParser', () => {
+  it('parses records split anywhere', () => {
+    const parser = new ControlParser();
+    const bytes = Buffer.from('s1\x000\x00/work space\x00s2\x00127\x00/\x00');
+    const records = [...bytes].flatMap((b) => parser.push(Buffer.from([b])));
+    expect(records).toEqual([
+      { sentinel: 's1', status: 0, cwd: '/work space' },
+      { sentinel: 's2', status: 127, cwd: '/' },
+    ]);
+  });
+});
+
+describe('CappedStream', () => {
+  it('keeps the first cap bytes and flags the rest', () => {
+    const cap = new CappedStream(5);
+    expect(cap.take(Buffer.from('abc')).toString()).toBe('abc');
+    expect(cap.truncated).toBe(false);
+    expect(cap.take(Buffer.from('defg')).toString()).toBe('de');
+    expect(cap.take(Buffer.from('h'))).toHaveLength(0);
+    expect(cap.truncated).toBe(true);
+  });
+});
+
+describe('shell quoting', () => {
+  it.each(["it's", "''", 'a\nb', '$(touch /tmp/x) `id` $HOME \\ " !', '😀 é'])(
+    'round-trips %j through bash',
+    (value) => {
+      const out = execFileSync('bash', ['--noprofile', '--norc', '-c', `printf %s ${shellQuote(value)}`]);
+      expect(out.toString()).toBe(value);
+    },
+  );
+
+  it('never puts the whole sentinel in the wrapper text', () => {
+    const script = buildWrapper(
+      { command: 'echo hi', cwd: '/tmp', env: { A: 'b' } },
+      { head: '__sbx_1', tail: '2__' },
+    );
+    expect(script).not.toContain('__sbx_12__');
+    expect(script.endsWith('\n')).toBe(true);
+    expect(script.slice(0, -1)).not.toContain('\n');
+  });
+
+  it('refuses variable names that are not identifiers', () => {
+    expect(() => buildWrapper({ command: 'true', env: { 'A;rm': 'x' } }, { head: 'a', tail: 'b' })).toThrow(
+      /invalid variable name/,
+    );
+  });
+});

@@ -1,0 +1,67 @@
+/** When bash dies it is restarted at once, and the next command is told its state was reset. */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+import { eventually, TestAgent } from './helpers/testAgent.js';
+
+describe('shell reset', () => {
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    agent = await TestAgent.start();
+  });
+  afterAll(async () => {
+    await agent.stop();
+  });
+
+  const healthy = async (): Promise<boolean> =>
+    (await agent.send({ method: 'GET', path: '/healthz' }, false)).status === 200;
+
+  it('respawns bash killed from outside and reports the reset once', async () => {
+    await agent.sh('export LOST=yes; cd /tmp');
+    const pid = Number((await agent.sh('echo $$')).trim());
+    process.kill(pid, 'SIGKILL');
+    await eventually('the old bash is gone and a new one answers', async () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return healthy();
+      }
+    });
+    const next = await agent.exec({ command: 'echo "[$LOST] $(pwd) $$"' });
+    expect(next.shellReset).toBe(true);
+    expect(next.stdout).not.toContain(`${pid}`);
+    expect(next.stdout).toMatch(new RegExp(`^\\[\\] ${agent.workspace} \\d+\\n$`));
+    expect((await agent.exec({ command: 'true' })).shellReset).toBe(false);
+  });
+
+  it('reports the status of `exit N` and the reset on the following call', async () => {
+    const exited = await agent.exec({ command: 'echo bye; exit 7' });
+    expect(exited).toMatchObject({ stdout: 'bye\n', exitCode: 7, shellReset: false, timedOut: false });
+    const next = await agent.exec({ command: 'echo back' });
+    expect(next).toMatchObject({ stdout: 'back\n', shellReset: true });
+  });
+
+  it('reports the signal status when bash is killed while a command runs', async () => {
+    const pid = bashPidFromLog(agent);
+    const running = agent.exec({ command: 'echo started; sleep 30' });
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pid, 'SIGKILL');
+    const res = await running;
+    expect(res).toMatchObject({ stdout: 'started\n', exitCode: 128 + 9, shellReset: false });
+    expect((await agent.exec({ command: 'true' })).shellReset).toBe(true);
+  });
+
+  it('treats `exec` replacing the shell like an exit', async () => {
+    const res = await agent.exec({ command: 'exec sh -c "echo replaced; exit 3"' });
+    expect(res).toMatchObject({ stdout: 'replaced\n', exitCode: 3 });
+    expect((await agent.exec({ command: 'true' })).shellReset).toBe(true);
+  });
+});
+
+/** The current bash pid, from the agent's last "shell started" log line. */
+function bashPidFromLog(agent: TestAgent): number {
+  const started = agent.logs.filter((l) => l.includes('"shell started"')).at(-1);
+  if (!started) throw new Error('no "shell started" log line');
+  return (JSON.parse(started) as { pid: number }).pid;
+}

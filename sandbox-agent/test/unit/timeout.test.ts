@@ -1,0 +1,77 @@
+/**
+ * Deadlines: on timeout every process the command started (children, grandchildren, orphans) is
+ * killed, bash survives with its state, and earlier background jobs are left alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/testAgent.js';
+
+describe('exec deadline', () => {
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    agent = await TestAgent.start();
+  });
+  afterAll(async () => {
+    await agent.stop();
+  });
+
+  it('kills `sleep 100 & sleep 100` at the deadline, reports 124, and the next command works', async () => {
+    const secs = uniqueSleepSeconds();
+    await agent.sh('export BEFORE_TIMEOUT=kept');
+    const res = await agent.exec({ command: `sleep ${secs} & sleep ${secs}`, timeoutSeconds: 1 });
+    expect(res).toMatchObject({ timedOut: true, exitCode: 124, shellReset: false });
+    expect(res.durationMs).toBeGreaterThanOrEqual(1000);
+    expect(res.durationMs).toBeLessThan(5000);
+    await eventually('no sleep left', async () => (await processesMatching(`sleep ${secs}`)).length === 0);
+    const next = await agent.exec({ command: 'echo "next $BEFORE_TIMEOUT"' });
+    expect(next).toMatchObject({ stdout: 'next kept\n', exitCode: 0, timedOut: false, shellReset: false });
+  }, 15_000);
+
+  it('kills grandchildren, nested process groups and orphaned children', async () => {
+    const secs = uniqueSleepSeconds();
+    const command = [
+      `sh -c 'sleep ${secs} & sleep ${secs}' &`, // grandchildren under a child
+      `(sleep ${secs} &)`, // orphan: its parent exits at once
+      `bash -c 'set -m; sleep ${secs} & wait' &`, // its own nested job control
+      `sleep ${secs}`,
+    ].join('\n');
+    const res = await agent.exec({ command, timeoutSeconds: 1 });
+    expect(res.timedOut).toBe(true);
+    await eventually('no sleep left', async () => (await processesMatching(`sleep ${secs}`)).length === 0);
+    expect(await agent.sh('echo ok')).toBe('ok\n');
+  }, 15_000);
+
+  it('leaves background jobs of earlier commands running', async () => {
+    const secs = uniqueSleepSeconds();
+    await agent.sh(`sleep ${secs} >/dev/null 2>&1 &`);
+    await eventually(
+      'the background job runs',
+      async () => (await processesMatching(`sleep ${secs}`)).length === 1,
+    );
+    const res = await agent.exec({ command: 'sleep 30', timeoutSeconds: 1 });
+    expect(res.timedOut).toBe(true);
+    expect(await processesMatching(`sleep ${secs}`)).toHaveLength(1);
+    await agent.sh('kill %1 2>/dev/null || kill $(jobs -p)');
+    await eventually(
+      'the background job ends',
+      async () => (await processesMatching(`sleep ${secs}`)).length === 0,
+    );
+  }, 15_000);
+
+  it('restarts bash when the command is a shell builtin loop that cannot be killed apart from it', async () => {
+    const res = await agent.exec({ command: 'while :; do :; done', timeoutSeconds: 1 });
+    expect(res).toMatchObject({ timedOut: true, exitCode: 124 });
+    const next = await agent.exec({ command: 'echo fresh' });
+    expect(next).toMatchObject({ stdout: 'fresh\n', shellReset: true });
+  }, 15_000);
+
+  it('keeps the output produced before the deadline', async () => {
+    const res = await agent.exec({
+      command: 'echo before; echo err-before >&2; sleep 30',
+      timeoutSeconds: 1,
+    });
+    expect(res).toMatchObject({ stdout: 'before\n', timedOut: true, exitCode: 124 });
+    expect(res.stderr).toMatch(/^err-before\n/);
+  }, 15_000);
+});
