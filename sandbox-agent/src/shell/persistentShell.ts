@@ -38,7 +38,7 @@ export interface ShellOptions {
   env: NodeJS.ProcessEnv;
   outputCapBytes: number;
   logger: Logger;
-  /** After killing a command's processes, how long bash gets to report back before it is restarted. */
+  /** How long a stopped command gets to end (its processes are swept meanwhile) before bash is restarted. */
   killGraceMs?: number;
   /** How long a (re)started bash gets to answer its first framed no-op. */
   startTimeoutMs?: number;
@@ -53,6 +53,9 @@ export class ShellUnavailableError extends Error {
 export class ExecCancelledError extends Error {
   override readonly name = 'ExecCancelledError';
 }
+
+/** Pause between kill sweeps while a stopped command has not ended yet. */
+const SWEEP_INTERVAL_MS = 100;
 
 /** A shell that died within this time of its start is restarted after a pause (no crash loop). */
 const QUICK_DEATH_MS = 1000;
@@ -177,16 +180,26 @@ export class PersistentShell {
     };
   }
 
-  /** Kills the command's processes; restarts bash if it does not report back (a builtin loop). */
+  /**
+   * Kills the command's processes, again and again for up to killGraceMs (a shell loop may start
+   * new ones, or a process may be forked just after a sweep); restarts bash if the command still
+   * does not end (a builtin loop runs inside bash itself).
+   */
   private async stopCommand(running: Running, reason: string): Promise<void> {
     if (running.stopping || running.exec.finished) return;
     running.stopping = true;
     const { logger } = this.opts;
+    const giveUpAt = Date.now() + this.killGraceMs;
+    let signals = 0;
     try {
-      const signals = await killCommandProcesses(running.bash.pid, running.exec.elapsedMs);
-      logger.info('command stopped', { reason, signals });
-      if (await settlesWithin(running.exec.done, this.killGraceMs)) return;
-      logger.warn('shell did not return after the kill, restarting it', { reason });
+      do {
+        signals += await killCommandProcesses(running.bash.pid, running.exec.elapsedMs);
+        if (await settlesWithin(running.exec.done, SWEEP_INTERVAL_MS)) {
+          logger.info('command stopped', { reason, signals });
+          return;
+        }
+      } while (Date.now() < giveUpAt);
+      logger.warn('command did not stop, restarting the shell', { reason, signals });
       await running.bash.killAll();
     } catch (err) {
       logger.error('cannot stop the command, restarting the shell', { reason, error: errorMessage(err) });

@@ -59,6 +59,18 @@ describe('exec deadline', () => {
     );
   }, 15_000);
 
+  it('stops a shell loop of external commands without restarting bash', async () => {
+    const secs = uniqueSleepSeconds();
+    await agent.sh('export SURVIVES=yes');
+    const res = await agent.exec({ command: `for i in 1 2 3; do sleep ${secs}; done`, timeoutSeconds: 1 });
+    expect(res).toMatchObject({ timedOut: true, exitCode: 124 });
+    expect(await processesMatching(`sleep ${secs}`)).toEqual([]);
+    expect(await agent.exec({ command: 'echo $SURVIVES' })).toMatchObject({
+      stdout: 'yes\n',
+      shellReset: false,
+    });
+  }, 15_000);
+
   it('restarts bash when the command is a shell builtin loop that cannot be killed apart from it', async () => {
     const res = await agent.exec({ command: 'while :; do :; done', timeoutSeconds: 1 });
     expect(res).toMatchObject({ timedOut: true, exitCode: 124 });
