@@ -1,1 +1,71 @@
-# owned by its area; see AGENTS.md
+# The local Kubernetes (test-e2e/localkube): build, start, stop, inspect, wipe. See docs/localkube.md.
+# State lives in $(LOCALKUBE_DIR) (default .localkube/, exported by the top-level Makefile).
+
+LOCALKUBE_SRC := test-e2e/localkube
+LOCALKUBE_BIN := $(ROOT)/$(LOCALKUBE_SRC)/bin/localkube
+# cluster = control plane + node (needs root); controlplane = etcd + apiserver + controller-manager.
+LOCALKUBE_PROFILE ?= cluster
+LOCALKUBE_PORT ?= 6443
+LOCALKUBE_ETCD_PORT ?= 2379
+LOCALKUBE_TIMEOUT ?= 5m
+# Debian packages the node needs (containerd, runc, CNI plugins, iptables).
+LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables
+
+.PHONY: localkube
+localkube: ## Build the localkube binary (cached: unchanged sources cost no compile)
+	@$(LOCALKUBE_SRC)/build.sh >/dev/null
+
+.PHONY: localkube-node-deps
+localkube-node-deps: ## Install containerd, runc, CNI plugins and iptables with apt-get when missing
+	@missing=""; \
+	for b in containerd containerd-shim-runc-v2 runc iptables; do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	for p in bridge host-local loopback portmap; do [ -x /usr/lib/cni/$$p ] || [ -x /opt/cni/bin/$$p ] || missing="$$missing cni-$$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "[cluster-up] installing node prerequisites (missing:$$missing): apt-get install $(LOCALKUBE_DEBS)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(LOCALKUBE_DEBS) >/dev/null || \
+	      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(LOCALKUBE_DEBS) >/dev/null; }; \
+	  else \
+	    echo "[cluster-up] error: missing node prerequisites:$$missing. Install them as root: apt-get install $(LOCALKUBE_DEBS)" >&2; \
+	    echo "[cluster-up] (or use LOCALKUBE_PROFILE=controlplane for a control plane without a node)" >&2; exit 1; \
+	  fi; \
+	fi
+
+.PHONY: cluster-up
+cluster-up: ## Start the local cluster in the background (reuses a running one); writes .localkube/kubeconfig
+	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then $(MAKE) localkube-node-deps; fi
+	@$(LOCALKUBE_SRC)/build.sh >/dev/null
+	@$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
+	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT)
+	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
+	  rc=0; $(MAKE) -q images-import >/dev/null 2>&1 || rc=$$?; \
+	  if [ $$rc -eq 2 ]; then \
+	    echo "[cluster-up] warning: no images-import target yet (test-e2e/images); pods start only once the pause image $(LOCALKUBE_PAUSE_IMAGE) is imported"; \
+	  else \
+	    echo "[cluster-up] building and importing the base images (pause, testbox)"; \
+	    $(MAKE) images-base images-import; \
+	  fi; \
+	fi
+	@echo ""
+	@echo "Cluster is up. Use it with:"
+	@echo "  export KUBECONFIG=$(LOCALKUBE_DIR)/kubeconfig"
+	@echo "  $(LOCALKUBE_DIR)/bin/kubectl get nodes,pods -A     # kubectl of the cluster's version"
+	@echo "Status: make cluster-status   Stop: make cluster-down   Wipe: make cluster-reset   Logs: $(LOCALKUBE_DIR)/logs/"
+
+LOCALKUBE_PAUSE_IMAGE := localhost/sandbox-platform/pause:3.10
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster; verify no process, mount, netns, veth, bridge, iptables rule or port is left
+	@$(LOCALKUBE_SRC)/build.sh >/dev/null
+	@$(LOCALKUBE_BIN) down --dir=$(LOCALKUBE_DIR)
+	@$(LOCALKUBE_SRC)/check-clean.sh $(LOCALKUBE_DIR) $(LOCALKUBE_PORT) $(LOCALKUBE_ETCD_PORT)
+
+.PHONY: cluster-status
+cluster-status: ## Is the local cluster running? readyz and nodes
+	@$(LOCALKUBE_SRC)/build.sh >/dev/null
+	@$(LOCALKUBE_BIN) status --dir=$(LOCALKUBE_DIR)
+
+.PHONY: cluster-reset
+cluster-reset: ## Stop the local cluster and delete its state (etcd data, certificates, imported images)
+	@$(LOCALKUBE_SRC)/build.sh >/dev/null
+	@$(LOCALKUBE_BIN) reset --dir=$(LOCALKUBE_DIR)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Verify that a stopped localkube left nothing behind: no process, mount, network namespace,
+# veth, bridge, iptables rule or listening port. Exits 1 and lists what remains otherwise.
+#   usage: check-clean.sh <state-dir> [apiserver-port] [etcd-port]
+set -uo pipefail
+dir="$(cd "$1" 2>/dev/null && pwd || echo "$1")"
+api_port="${2:-6443}"
+etcd_port="${3:-2379}"
+left=()
+
+procs="$(ps -eo pid=,args= | grep -F -- "$dir/" | grep -v -e grep -e check-clean.sh || true)"
+[ -n "$procs" ] && left+=("processes:"$'\n'"$procs")
+
+mounts="$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)"
+[ -n "$mounts" ] && left+=("mounts:"$'\n'"$mounts")
+
+netns="$(ls /run/netns 2>/dev/null | grep '^cni-' || true)"
+[ -n "$netns" ] && left+=("network namespaces (containerd cni-*):"$'\n'"$netns")
+
+links="$(ip -br link 2>/dev/null | awk '$1 == "lkbr0" || $1 ~ /^veth/ {print $1}')"
+[ -n "$links" ] && left+=("links:"$'\n'"$links")
+
+if command -v iptables-save >/dev/null 2>&1; then
+  rules="$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E 'KUBE-|name: "localkube"' || true)"
+  [ -n "$rules" ] && left+=("iptables rules:"$'\n'"$rules")
+fi
+
+ports="$(ss -Hltn 2>/dev/null | awk -v ports=":$api_port :$etcd_port :$((etcd_port + 1)) :10250 :10248 :10256 :10249" \
+  'BEGIN {n = split(ports, p, " ")} {for (i = 1; i <= n; i++) if ($4 ~ p[i] "$") print $4}')"
+[ -n "$ports" ] && left+=("listening ports:"$'\n'"$ports")
+
+if [ ${#left[@]} -gt 0 ]; then
+  echo "[cluster-down] NOT clean; left behind:" >&2
+  printf '%s\n' "${left[@]}" >&2
+  exit 1
+fi
+echo "[cluster-down] clean: no process, mount, netns, veth, bridge, iptables rule or listening port left"
