@@ -16,13 +16,13 @@ export const EXIT_PATH_FORBIDDEN = 90;
 export const EXIT_NOT_FOUND = 91;
 
 /**
- * Runs the command like the agent does: in /workspace (or cwd, relative to it), with env exported,
- * under bash when the image has it (else sh), and under GNU timeout when the image has it (exit
- * 124 on timeout, like the agent); without `timeout` the gateway's deadline closes the socket.
- * There is no persistent shell: each call starts fresh (no shell state between calls).
+ * Runs the command like the agent does: in the workspace (or cwd, relative to it), with env
+ * exported, under bash when the image has it (else sh), and under GNU timeout when the image has
+ * it (exit 124 on timeout, like the agent); without `timeout` the gateway's deadline closes the
+ * socket. There is no persistent shell: each call starts fresh (no shell state between calls).
  */
-const EXEC_SCRIPT = `cwd=$1; t=$2; cmd=$3; shift 3
-cd ${WORKSPACE_DIR} 2>/dev/null || true
+const EXEC_SCRIPT = `ws=$1; cwd=$2; t=$3; cmd=$4; shift 4
+cd "$ws" 2>/dev/null || true
 if [ -n "$cwd" ]; then cd -- "$cwd" || exit 1; fi
 for kv in "$@"; do export "$kv"; done
 if command -v bash >/dev/null 2>&1; then sh_=bash; else sh_=sh; fi
@@ -30,13 +30,14 @@ if command -v timeout >/dev/null 2>&1; then exec timeout -k ${KILL_AFTER_SECONDS
 exec "$sh_" -c "$cmd"`;
 
 /** argv of an exec. */
-export function execArgv(req: ExecRequest): string[] {
+export function execArgv(req: ExecRequest, workspace = WORKSPACE_DIR): string[] {
   const env = Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`);
   return [
     'sh',
     '-c',
     EXEC_SCRIPT,
     'sandbox-exec',
+    workspace,
     req.cwd ?? '',
     String(req.timeoutSeconds),
     req.command,
@@ -44,29 +45,29 @@ export function execArgv(req: ExecRequest): string[] {
   ];
 }
 
-/** Resolves $1 inside the workspace (following symlinks) or exits EXIT_PATH_FORBIDDEN. */
-const RESOLVE = `ws=$(realpath -- ${WORKSPACE_DIR}) || exit 1
-p=$(realpath -m -- "${WORKSPACE_DIR}/$1") || exit ${EXIT_PATH_FORBIDDEN}
+/** Resolves $2 inside the workspace $1 (following symlinks) or exits EXIT_PATH_FORBIDDEN. */
+const RESOLVE = `ws=$(realpath -- "$1") || exit 1
+p=$(realpath -m -- "$ws/$2") || exit ${EXIT_PATH_FORBIDDEN}
 case "$p" in "$ws"/*) ;; *) exit ${EXIT_PATH_FORBIDDEN} ;; esac`;
 
 /** argv that writes the file's bytes to stdout. */
-export function readFileArgv(path: string): string[] {
+export function readFileArgv(path: string, workspace = WORKSPACE_DIR): string[] {
   const script = `${RESOLVE}
 [ -f "$p" ] || exit ${EXIT_NOT_FOUND}
 exec cat -- "$p"`;
-  return ['sh', '-c', script, 'sandbox-read', path];
+  return ['sh', '-c', script, 'sandbox-read', workspace, path];
 }
 
 /**
  * argv that stores stdin as the file: written to a temp file in the same directory, then renamed,
  * so a reader never sees half a file (the agent's rule); prints the size.
  */
-export function writeFileArgv(path: string): string[] {
+export function writeFileArgv(path: string, workspace = WORKSPACE_DIR): string[] {
   const script = `${RESOLVE}
 mkdir -p -- "$(dirname -- "$p")" || exit 1
 tmp="$p.sandbox-upload.$$"
 cat > "$tmp" || { rm -f -- "$tmp"; exit 1; }
 mv -f -- "$tmp" "$p" || { rm -f -- "$tmp"; exit 1; }
 wc -c < "$p"`;
-  return ['sh', '-c', script, 'sandbox-write', path];
+  return ['sh', '-c', script, 'sandbox-write', workspace, path];
 }

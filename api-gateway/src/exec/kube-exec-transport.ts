@@ -6,7 +6,7 @@
  */
 import { PassThrough, Readable, Writable } from 'node:stream';
 
-import { SANDBOX_CONTAINER } from '@sandbox-platform/api';
+import { SANDBOX_CONTAINER, WORKSPACE_DIR } from '@sandbox-platform/api';
 
 import { ProblemError } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
@@ -62,6 +62,8 @@ export interface KubeExecTransportOptions {
   fileTimeoutMs: number;
   /** Commands travel in the exec URL's query string: bound them well below URL limits. */
   maxCommandBytes?: number;
+  /** The sandbox workspace (the platform's /workspace; tests run the scripts elsewhere). */
+  workspace?: string;
 }
 
 /** What one run produced (output went to the sinks). */
@@ -87,14 +89,18 @@ const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
 
 /** ExecTransport over pods/exec. */
 export class KubernetesExecTransport implements ExecTransport {
-  constructor(private readonly o: KubeExecTransportOptions) {}
+  private readonly workspace: string;
+
+  constructor(private readonly o: KubeExecTransportOptions) {
+    this.workspace = o.workspace ?? WORKSPACE_DIR;
+  }
 
   async exec(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
     this.checkSize(req);
     const out = new CappedBuffer(this.o.maxOutputBytes);
     const err = new CappedBuffer(this.o.maxOutputBytes);
     const started = await this.start(target, {
-      argv: execArgv(req),
+      argv: execArgv(req, this.workspace),
       stdout: (c) => out.push(c),
       stderr: (c) => err.push(c),
       timeoutMs: req.timeoutSeconds * 1000,
@@ -123,7 +129,7 @@ export class KubernetesExecTransport implements ExecTransport {
     const out = new StreamSink('stdout', this.o.maxOutputBytes, emit);
     const err = new StreamSink('stderr', this.o.maxOutputBytes, emit);
     const started = await this.start(target, {
-      argv: execArgv(req),
+      argv: execArgv(req, this.workspace),
       stdout: (c) => out.push(c),
       stderr: (c) => err.push(c),
       timeoutMs: req.timeoutSeconds * 1000,
@@ -159,7 +165,7 @@ export class KubernetesExecTransport implements ExecTransport {
     const out = new CappedBuffer(1024);
     const err = new CappedBuffer(4096);
     const started = await this.start(target, {
-      argv: writeFileArgv(path),
+      argv: writeFileArgv(path, this.workspace),
       stdout: (c) => out.push(c),
       stderr: (c) => err.push(c),
       stdin: data,
@@ -180,7 +186,7 @@ export class KubernetesExecTransport implements ExecTransport {
     const out = new CappedBuffer(maxBytes);
     const err = new CappedBuffer(4096);
     const started = await this.start(target, {
-      argv: readFileArgv(path),
+      argv: readFileArgv(path, this.workspace),
       stdout: (c) => out.push(c),
       stderr: (c) => err.push(c),
       timeoutMs: this.o.fileTimeoutMs,

@@ -1,0 +1,60 @@
+import { describe, expect, it } from '@jest/globals';
+
+import { loadConfig } from '../../src/config.js';
+
+const required = {
+  GATEWAY_API_KEYS_FILE: '/keys.json',
+  SANDBOX_MASTER_KEY_FILE: '/master',
+  GATEWAY_NAMESPACES: 'a, b ,a',
+};
+
+describe('loadConfig', () => {
+  it('applies documented defaults and parses lists', () => {
+    const c = loadConfig(required);
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      namespaces: ['a', 'b'],
+      agentPort: 8090,
+      maxBodyBytes: 1048576,
+      activityThrottleMs: 15000,
+      policy: {
+        imageAllowlist: [],
+        defaultIdleTimeoutSeconds: 1800,
+        allowedExecTransports: ['Agent', 'KubernetesExec'],
+      },
+      exec: {
+        maxTimeoutSeconds: 300,
+        defaultTimeoutSeconds: 60,
+        deadlineMarginMs: 10000,
+        maxOutputBytes: 1048576,
+        connectRetries: 2,
+      },
+    });
+  });
+
+  it('coerces numbers from strings', () => {
+    expect(loadConfig({ ...required, GATEWAY_PORT: '9000', GATEWAY_AGENT_PORT: '18090' })).toMatchObject({
+      port: 9000,
+      agentPort: 18090,
+    });
+  });
+
+  it.each([
+    [{}, /GATEWAY_API_KEYS_FILE/],
+    [{ ...required, GATEWAY_PORT: 'http' }, /GATEWAY_PORT must be integer/],
+    [{ ...required, GATEWAY_NAMESPACES: 'Bad_NS' }, /not DNS labels: Bad_NS/],
+    [{ ...required, GATEWAY_ALLOWED_EXEC_TRANSPORTS: 'Agent,Ssh' }, /GATEWAY_ALLOWED_EXEC_TRANSPORTS/],
+    [
+      { ...required, GATEWAY_MAX_EXEC_TIMEOUT_SECONDS: '301' },
+      /GATEWAY_MAX_EXEC_TIMEOUT_SECONDS must be <= 300/,
+    ],
+    [
+      { ...required, GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS: '9000', GATEWAY_MAX_IDLE_TIMEOUT_SECONDS: '3600' },
+      /exceeds its maximum/,
+    ],
+    [{ ...required, GATEWAY_LOG_LEVEL: 'verbose' }, /GATEWAY_LOG_LEVEL/],
+  ])('fails fast on %j', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

@@ -1,0 +1,213 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { deriveToken } from '@sandbox-platform/api';
+
+import type { ProblemError } from '../../../src/errors.js';
+import { AgentTransport } from '../../../src/exec/agent-transport.js';
+import { readLimited } from '../../../src/exec/read-limited.js';
+import type { ExecTarget } from '../../../src/sessions/model.js';
+import { FakeAgent, json } from '../../helpers/fake-agent.js';
+import { result } from '../../helpers/fake-transport.js';
+
+const masterKey = Buffer.alloc(32, 7);
+const target: ExecTarget = {
+  namespace: 'team-a',
+  name: 'demo',
+  uid: 'uid-1',
+  podName: 'sbs-demo',
+  podIP: '127.0.0.1',
+  transport: 'Agent',
+  idleTimeoutSeconds: 1800,
+};
+
+describe('AgentTransport', () => {
+  let agent: FakeAgent;
+  let port: number;
+  let lookups: Array<string | undefined>;
+  const make = (over: Partial<ConstructorParameters<typeof AgentTransport>[0]> = {}): AgentTransport =>
+    new AgentTransport({
+      masterKey,
+      port,
+      connectTimeoutMs: 500,
+      connectRetries: 2,
+      deadlineMarginMs: 200,
+      maxResponseBytes: 1 << 20,
+      fileTimeoutMs: 2000,
+      lookup: () => lookups.shift() ?? target.podIP,
+      ...over,
+    });
+
+  beforeEach(async () => {
+    agent = new FakeAgent();
+    port = await agent.start();
+    lookups = [];
+  });
+  afterEach(async () => {
+    await agent.stop();
+  });
+
+  it('posts the exec with the token derived from namespace/name/uid and returns the result', async () => {
+    agent.handler = (_req, res) => json(res, 200, result({ stdout: 'hi\n' }));
+    const t = make();
+    const out = await t.exec(target, { command: 'echo hi', timeoutSeconds: 5, env: { A: '1' } });
+    expect(out.stdout).toBe('hi\n');
+    const seen = agent.seen[0]!;
+    expect([seen.method, seen.url]).toEqual(['POST', '/v1/exec']);
+    expect(seen.headers.authorization).toBe(
+      `Bearer ${deriveToken(masterKey, { namespace: 'team-a', name: 'demo', uid: 'uid-1' })}`,
+    );
+    expect(JSON.parse(seen.body.toString())).toEqual({
+      command: 'echo hi',
+      timeoutSeconds: 5,
+      env: { A: '1' },
+    });
+    t.close();
+  });
+
+  it('keeps the pooled connection after a non-zero exit (only transport errors drop it)', async () => {
+    agent.handler = (_req, res) => json(res, 200, result({ exitCode: 1 }));
+    const t = make();
+    await t.exec(target, { command: 'false', timeoutSeconds: 5 });
+    await t.exec(target, { command: 'false', timeoutSeconds: 5 });
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(true);
+    t.close();
+  });
+
+  it('retries a refused connect on the address the informer reports next, delivering once', async () => {
+    agent.handler = (_req, res) => json(res, 200, result({ stdout: 'second address' }));
+    lookups = ['127.0.0.2', '127.0.0.1']; // nothing listens on 127.0.0.2: ECONNREFUSED
+    const t = make();
+    const out = await t.exec(target, { command: 'true', timeoutSeconds: 5 });
+    expect(out.stdout).toBe('second address');
+    expect(agent.seen).toHaveLength(1);
+    expect(t.pool.has(`127.0.0.2:${port}`)).toBe(false);
+    t.close();
+  });
+
+  it('gives up after the connect retries with 502 upstream-error', async () => {
+    lookups = ['127.0.0.2', '127.0.0.2', '127.0.0.2'];
+    const t = make();
+    const err = await t.exec(target, { command: 'true', timeoutSeconds: 5 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'upstream-error', status: 502 });
+    expect(agent.seen).toHaveLength(0);
+    t.close();
+  });
+
+  it('never sends an exec twice: a reset after delivery fails with 502 and drops the pool', async () => {
+    agent.handler = (_req, res) => res.socket?.destroy();
+    const t = make();
+    const err = await t.exec(target, { command: 'echo once', timeoutSeconds: 5 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'upstream-error' });
+    expect(agent.seen).toHaveLength(1);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
+    t.close();
+  });
+
+  it('fails with 504 at timeoutSeconds + margin when the agent does not answer', async () => {
+    agent.handler = () => undefined; // never answers
+    const t = make();
+    const started = Date.now();
+    const err = await t.exec(target, { command: 'sleep 100', timeoutSeconds: 1 }).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(err).toMatchObject({ slug: 'upstream-timeout', status: 504 });
+    expect(elapsed).toBeGreaterThanOrEqual(1150);
+    expect(elapsed).toBeLessThan(3000);
+    expect(agent.seen).toHaveLength(1);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
+    t.close();
+  });
+
+  it.each([
+    [
+      404,
+      { type: 'https://sandbox.dev/problems/not-found', title: 'x', status: 404, detail: 'no such file' },
+      'not-found',
+      404,
+    ],
+    [
+      403,
+      { type: 'https://sandbox.dev/problems/path-forbidden', title: 'x', status: 403 },
+      'path-forbidden',
+      403,
+    ],
+    [
+      400,
+      { type: 'https://sandbox.dev/problems/invalid-request', title: 'x', status: 400, detail: 'bad cwd' },
+      'invalid-request',
+      400,
+    ],
+    [
+      503,
+      { type: 'https://sandbox.dev/problems/shell-unavailable', title: 'x', status: 503 },
+      'shell-unavailable',
+      503,
+    ],
+    [
+      401,
+      { type: 'https://sandbox.dev/problems/unauthorized', title: 'x', status: 401 },
+      'upstream-error',
+      502,
+    ],
+    [500, { type: 'https://sandbox.dev/problems/internal', title: 'x', status: 500 }, 'upstream-error', 502],
+  ])('maps agent HTTP %i to %s', async (status, body, slug, mapped) => {
+    agent.handler = (_req, res) => json(res, status, body, 'application/problem+json');
+    const t = make();
+    const err = (await t
+      .exec(target, { command: 'x', timeoutSeconds: 5 })
+      .catch((e: unknown) => e)) as ProblemError;
+    expect([err.slug, err.status]).toEqual([slug, mapped]);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(true);
+    t.close();
+  });
+
+  it('streams the NDJSON body through', async () => {
+    agent.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write('{"type":"stdout","data":"a","encoding":"utf-8"}\n');
+      setTimeout(() => res.end('{"type":"exit","exitCode":0}\n'), 20);
+    };
+    const t = make();
+    const stream = await t.execStream(target, { command: 'x', timeoutSeconds: 5 });
+    expect((await readLimited(stream, 1000)).toString()).toBe(
+      '{"type":"stdout","data":"a","encoding":"utf-8"}\n{"type":"exit","exitCode":0}\n',
+    );
+    expect(agent.seen[0]!.url).toBe('/v1/exec/stream');
+    t.close();
+  });
+
+  it('uploads and downloads files with escaped path segments', async () => {
+    agent.handler = (req, res) => {
+      if (req.method === 'PUT') return json(res, 201, { path: 'a b/c.txt', size: req.body.length });
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '3' });
+      res.end('abc');
+    };
+    const t = make();
+    expect(await t.writeFile(target, 'a b/c.txt', Buffer.from('hello'))).toEqual({
+      path: 'a b/c.txt',
+      size: 5,
+    });
+    const file = await t.readFile(target, 'a b/c.txt', 10);
+    expect((await readLimited(file.body, 10)).toString()).toBe('abc');
+    expect(agent.seen.map((s) => `${s.method} ${s.url} ${s.headers['content-type'] ?? ''}`)).toEqual([
+      'PUT /v1/files/a%20b/c.txt application/octet-stream',
+      'GET /v1/files/a%20b/c.txt ',
+    ]);
+    t.close();
+  });
+
+  it('refuses a download over the limit: by Content-Length, or while streaming', async () => {
+    agent.handler = (req, res) => {
+      if (req.url.endsWith('known')) {
+        res.writeHead(200, { 'content-length': '20' });
+        return res.end('x'.repeat(20));
+      }
+      res.writeHead(200); // chunked: size unknown up front
+      res.write('x'.repeat(8));
+      res.end('x'.repeat(8));
+    };
+    const t = make();
+    await expect(t.readFile(target, 'known', 10)).rejects.toMatchObject({ slug: 'payload-too-large' });
+    const chunked = await t.readFile(target, 'chunked', 10);
+    await expect(readLimited(chunked.body, 1000)).rejects.toMatchObject({ slug: 'payload-too-large' });
+    t.close();
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from '@jest/globals';
+import { Writable } from 'node:stream';
+import winston from 'winston';
+
+import { WinstonFastifyLogger } from '../../src/logger.js';
+
+function capture(): { logger: WinstonFastifyLogger; lines: () => Array<Record<string, unknown>> } {
+  const out: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      out.push(chunk.toString());
+      cb();
+    },
+  });
+  const w = winston.createLogger({
+    level: 'debug',
+    format: winston.format.json(),
+    transports: [new winston.transports.Stream({ stream })],
+  });
+  return {
+    logger: new WinstonFastifyLogger(w),
+    lines: () => out.map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+describe('WinstonFastifyLogger', () => {
+  it('accepts pino call shapes and keeps structured fields', () => {
+    const { logger, lines } = capture();
+    logger.info('plain');
+    logger.warn({ session: 's', namespace: 'ns' }, 'with fields');
+    logger.error(new Error('boom'), 'failed');
+    logger.child({ keyId: 'k' }).debug({ a: 1 }, 'child');
+    logger.trace('trace goes to debug');
+    expect(lines()).toEqual([
+      { level: 'info', message: 'plain' },
+      { level: 'warn', message: 'with fields', session: 's', namespace: 'ns' },
+      expect.objectContaining({
+        level: 'error',
+        message: 'failed',
+        err: expect.objectContaining({ message: 'boom' }),
+      }),
+      { level: 'debug', message: 'child', a: 1, keyId: 'k' },
+      { level: 'debug', message: 'trace goes to debug' },
+    ]);
+  });
+
+  it('logs only method and url of a request object (no headers, so no API keys)', () => {
+    const { logger, lines } = capture();
+    logger.info({ req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer secret' } } }, 'req');
+    expect(JSON.stringify(lines())).not.toContain('secret');
+  });
+});

@@ -1,0 +1,72 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+
+import { PROBLEMS } from '../../../src/errors.js';
+import { KEYS, auth, buildTestApp, type TestApp } from '../../helpers/app.js';
+import { ready, session } from '../../helpers/sessions.js';
+
+describe('operational routes', () => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await buildTestApp();
+  });
+  afterEach(async () => {
+    await t.app.close();
+  });
+
+  it('/healthz answers without a key', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect([res.statusCode, res.json()]).toEqual([200, { status: 'ok' }]);
+  });
+
+  it('/readyz follows the session cache sync state', async () => {
+    t.store.isSynced = false;
+    const before = await t.app.inject({ method: 'GET', url: '/readyz' });
+    t.store.isSynced = true;
+    const after = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect([before.statusCode, after.statusCode]).toEqual([503, 200]);
+  });
+
+  it('/metrics exposes request and exec metrics by route pattern, never session names', async () => {
+    t.store.put(session('secret-name', 'team-a', ready()));
+    await t.app.inject({
+      method: 'POST',
+      url: '/v1/sessions/secret-name/exec',
+      headers: auth(KEYS.a),
+      payload: { command: 'true' },
+    });
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain(
+      'gateway_http_request_duration_seconds_count{method="POST",route="/v1/sessions/:name/exec",status="200"} 1',
+    );
+    expect(res.body).toContain('gateway_exec_exit_total{transport="Agent",exit="zero"} 1');
+    expect(res.body).not.toContain('secret-name');
+  });
+
+  it('/openapi.json documents every API route from the route schemas, with the problem types', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
+    const doc = res.json<{
+      openapi: string;
+      paths: Record<string, Record<string, { requestBody?: unknown; parameters: Array<{ name: string }> }>>;
+      info: { 'x-problem-types': unknown[] };
+    }>();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/v1/sessions',
+      '/v1/sessions/{name}',
+      '/v1/sessions/{name}/exec',
+      '/v1/sessions/{name}/exec/stream',
+      '/v1/sessions/{name}/files/{path}',
+    ]);
+    expect(Object.keys(doc.paths['/v1/sessions']!).sort()).toEqual(['get', 'post']);
+    expect(doc.paths['/v1/sessions/{name}/exec']!.post!.requestBody).toMatchObject({
+      content: { 'application/json': { schema: { required: ['command'], additionalProperties: false } } },
+    });
+    expect(doc.paths['/v1/sessions/{name}/files/{path}']!.put!.parameters.map((p) => p.name)).toEqual([
+      'name',
+      'path',
+      'namespace',
+    ]);
+    expect(doc.info['x-problem-types']).toHaveLength(Object.keys(PROBLEMS).length);
+  });
+});
