@@ -31,7 +31,8 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const at = argv.indexOf('--iterations');
   const iterations = at >= 0 ? Number(argv[at + 1]) : 1000;
-  if (!Number.isInteger(iterations) || iterations < 1) throw new Error('--iterations must be a positive integer');
+  if (!Number.isInteger(iterations) || iterations < 1)
+    throw new Error('--iterations must be a positive integer');
   return { iterations };
 }
 
@@ -105,7 +106,14 @@ function stats(samples: number[]): Stats {
   const sorted = [...samples].sort((a, b) => a - b);
   const rank = (q: number): number => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? NaN;
   const mean = sorted.reduce((s, x) => s + x, 0) / sorted.length;
-  return { p50: rank(0.5), p90: rank(0.9), p99: rank(0.99), mean, min: sorted[0] ?? NaN, max: sorted.at(-1) ?? NaN };
+  return {
+    p50: rank(0.5),
+    p90: rank(0.9),
+    p99: rank(0.99),
+    mean,
+    min: sorted[0] ?? NaN,
+    max: sorted.at(-1) ?? NaN,
+  };
 }
 
 function row(name: string, s: Stats): string {
@@ -113,7 +121,10 @@ function row(name: string, s: Stats): string {
   return `${name.padEnd(30)}${cells.join('')}`;
 }
 
-async function startAgentProcess(token: string, workspace: string): Promise<{ port: number; stop: () => Promise<void> }> {
+async function startAgentProcess(
+  token: string,
+  workspace: string,
+): Promise<{ port: number; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [process.argv[1] ?? '', '--agent'], {
     env: { ...process.env, BENCH_TOKEN: token, BENCH_WORKSPACE: workspace },
     stdio: ['ignore', 'pipe', 'inherit'],
