@@ -56,6 +56,8 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
   const collected = collectedReason(scope.session.status);
   if (collected) {
     scope.collected = collected;
+    // The deadline that passed stays on record; nothing is computed for a collected session.
+    scope.expiresAt = parseTime(scope.session.status?.expiresAt);
     return runPhases([removeChildren], scope, deps);
   }
   const provision = await runPhases([ensureSecret, ensurePod], scope, deps);

@@ -1,0 +1,201 @@
+import { describe, expect, it } from '@jest/globals';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+
+import { AGENT_PROBE_COMMAND, KEEPALIVE_COMMAND, buildPod, resources } from '../../../src/resources/pod.js';
+import { sessionRef } from '../../../src/resources/metadata.js';
+import type { PodBuildOptions } from '../../../src/resources/pod-options.js';
+import { session, withSpec } from '../../fixtures/sessions.js';
+
+const opts: PodBuildOptions = {
+  defaultImage: 'img/default:1',
+  defaultResources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } },
+  defaultWorkspaceSize: '2Gi',
+  tmpSize: '64Mi',
+  runAsUser: 1000,
+  terminationGracePeriodSeconds: 10,
+};
+
+function build(...mods: Parameters<typeof session>): V1Pod {
+  const s = session(...mods);
+  return buildPod(s, sessionRef(s), opts);
+}
+
+function container(pod: V1Pod): V1Container {
+  const c = pod.spec?.containers[0];
+  if (!c) throw new Error('no container');
+  return c;
+}
+
+/** The PodSecurity "restricted" profile (v1.3x), as far as a Pod spec can show it. */
+function restrictedViolations(pod: V1Pod): string[] {
+  const problems: string[] = [];
+  const podSc = pod.spec?.securityContext ?? {};
+  for (const c of pod.spec?.containers ?? []) {
+    const sc = c.securityContext ?? {};
+    if (sc.allowPrivilegeEscalation !== false) problems.push('allowPrivilegeEscalation');
+    if (!(sc.capabilities?.drop ?? []).includes('ALL')) problems.push('drop ALL');
+    if ((sc.capabilities?.add ?? []).some((cap) => cap !== 'NET_BIND_SERVICE'))
+      problems.push('capabilities add');
+    if (!(sc.runAsNonRoot ?? podSc.runAsNonRoot)) problems.push('runAsNonRoot');
+    if ((sc.runAsUser ?? podSc.runAsUser) === 0) problems.push('runAsUser 0');
+    const seccomp = sc.seccompProfile?.type ?? podSc.seccompProfile?.type;
+    if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost') problems.push('seccomp');
+    if (sc.privileged) problems.push('privileged');
+  }
+  if (pod.spec?.hostNetwork || pod.spec?.hostPID || pod.spec?.hostIPC) problems.push('host namespaces');
+  for (const v of pod.spec?.volumes ?? []) {
+    if (!v.emptyDir && !v.secret && !v.configMap && !v.projected) problems.push(`volume type of ${v.name}`);
+  }
+  return problems;
+}
+
+describe('buildPod', () => {
+  it('names, labels and owns the Pod', () => {
+    const pod = build();
+    expect(pod.metadata?.name).toBe('sbs-demo');
+    expect(pod.metadata?.namespace).toBe('team-a');
+    expect(pod.metadata?.labels).toEqual({
+      'app.kubernetes.io/managed-by': 'sandbox-operator',
+      'sandbox.dev/session': 'demo',
+      'app.kubernetes.io/component': 'sandbox',
+    });
+    expect(pod.metadata?.ownerReferences).toEqual([
+      {
+        apiVersion: 'sandbox.dev/v1alpha1',
+        kind: 'SandboxSession',
+        name: 'demo',
+        uid: 'uid-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+  });
+
+  it('passes the PodSecurity restricted profile and hardens beyond it', () => {
+    const pod = build();
+    expect(restrictedViolations(pod)).toEqual([]);
+    expect(pod.spec?.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      fsGroup: 1000,
+    });
+    expect(container(pod).securityContext?.readOnlyRootFilesystem).toBe(true);
+    expect(pod.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod.spec?.enableServiceLinks).toBe(false);
+    expect(pod.spec?.restartPolicy).toBe('Always');
+    expect(pod.spec?.terminationGracePeriodSeconds).toBe(10);
+  });
+
+  it('mounts the token read-only, gives it as env from the Secret, and writable emptyDirs at /workspace and /tmp', () => {
+    const pod = build();
+    const c = container(pod);
+    expect(c.volumeMounts).toEqual([
+      { name: 'workspace', mountPath: '/workspace' },
+      { name: 'tmp', mountPath: '/tmp' },
+      { name: 'token', mountPath: '/var/run/sandbox', readOnly: true },
+    ]);
+    expect(pod.spec?.volumes).toEqual([
+      { name: 'workspace', emptyDir: { sizeLimit: '1Gi' } },
+      { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+      {
+        name: 'token',
+        secret: {
+          secretName: 'sbs-demo-token',
+          defaultMode: 0o440,
+          items: [{ key: 'token', path: 'token' }],
+        },
+      },
+    ]);
+    expect(c.env?.at(-1)).toEqual({
+      name: 'SANDBOX_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'sbs-demo-token', key: 'token' } },
+    });
+    expect(c.env?.[0]).toEqual({ name: 'HOME', value: '/workspace' });
+    expect(c.workingDir).toBe('/workspace');
+    expect(JSON.stringify(pod)).not.toMatch(/master/i);
+  });
+
+  it('puts spec env between HOME and the token, so it can override HOME but never the token', () => {
+    const c = container(
+      build(withSpec({ env: [{ name: 'HOME', value: '/tmp' }, { name: 'A', value: '1' }, { name: 'B' }] })),
+    );
+    expect(c.env?.map((e) => e.name)).toEqual(['HOME', 'HOME', 'A', 'B', 'SANDBOX_TOKEN']);
+    expect(c.env?.[3]).toEqual({ name: 'B', value: '' });
+  });
+
+  it('Agent transport: agent port and the exec readiness probe', () => {
+    const c = container(build());
+    expect(c.ports).toEqual([{ name: 'agent', containerPort: 8090, protocol: 'TCP' }]);
+    expect(c.readinessProbe?.exec?.command).toEqual(AGENT_PROBE_COMMAND);
+    expect(c.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
+    expect(c.command).toBeUndefined();
+  });
+
+  it('KubernetesExec transport: a keep-alive shell, no port, no agent probe', () => {
+    const c = container(build(withSpec({ execTransport: 'KubernetesExec' })));
+    expect(c.command).toEqual(KEEPALIVE_COMMAND);
+    expect(c.ports).toBeUndefined();
+    expect(c.readinessProbe).toBeUndefined();
+  });
+
+  it('takes image, pull policy, runtime class, node selector and tolerations from the spec', () => {
+    const pod = build(
+      withSpec({
+        image: 'img/custom:2',
+        imagePullPolicy: 'Never',
+        runtimeClassName: 'gvisor',
+        nodeSelector: { pool: 'sandbox' },
+        tolerations: [{ key: 'sandbox', operator: 'Exists', effect: 'NoSchedule' }],
+        workspace: { sizeLimit: '5Gi' },
+      }),
+    );
+    expect(container(pod).image).toBe('img/custom:2');
+    expect(container(pod).imagePullPolicy).toBe('Never');
+    expect(pod.spec?.runtimeClassName).toBe('gvisor');
+    expect(pod.spec?.nodeSelector).toEqual({ pool: 'sandbox' });
+    expect(pod.spec?.tolerations).toEqual([{ key: 'sandbox', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(pod.spec?.volumes?.[0]).toEqual({ name: 'workspace', emptyDir: { sizeLimit: '5Gi' } });
+  });
+
+  it('defaults the image, pull policy and workspace size when the spec has none', () => {
+    const pod = build((s) => {
+      s.spec = {};
+    });
+    expect(container(pod).image).toBe('img/default:1');
+    expect(container(pod).imagePullPolicy).toBe('IfNotPresent');
+    expect(pod.spec?.volumes?.[0]).toEqual({ name: 'workspace', emptyDir: { sizeLimit: '2Gi' } });
+  });
+});
+
+describe('resources', () => {
+  it.each([
+    ['no resources: both defaults', undefined, { cpu: '100m', memory: '256Mi' }, { cpu: '1', memory: '1Gi' }],
+    [
+      'cpu request only: memory defaulted, cpu limit left to the cluster',
+      { requests: { cpu: '2' } },
+      { cpu: '2', memory: '256Mi' },
+      { memory: '1Gi' },
+    ],
+    [
+      'memory limit only: request left to the API server (= limit)',
+      { limits: { memory: '4Gi' } },
+      { cpu: '100m' },
+      { cpu: '1', memory: '4Gi' },
+    ],
+    [
+      'numbers become strings',
+      { requests: { cpu: 2 }, limits: { cpu: 3 } },
+      { cpu: '2', memory: '256Mi' },
+      { cpu: '3', memory: '1Gi' },
+    ],
+    [
+      'other resources pass through',
+      { limits: { 'ephemeral-storage': '1Gi' } },
+      { cpu: '100m', memory: '256Mi' },
+      { cpu: '1', memory: '1Gi', 'ephemeral-storage': '1Gi' },
+    ],
+  ])('%s', (_name, specResources, requests, limits) => {
+    expect(resources({ resources: specResources }, opts)).toEqual({ requests, limits });
+  });
+});
