@@ -3,7 +3,7 @@
  * listeners. Everything else receives its dependencies.
  */
 import * as k8s from '@kubernetes/client-node';
-import { readMasterKeyFile } from '@sandbox-platform/api';
+import { GROUP, PLURAL, VERSION, readMasterKeyFile } from '@sandbox-platform/api';
 
 import { ConfigError, loadConfig, type OperatorConfig } from './config.js';
 import { systemClock } from './controller/clock.js';
@@ -16,6 +16,7 @@ import { createChildInformers } from './kube/child-informers.js';
 import { createPodStore, createSecretStore } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
 import { startSessionWatch } from './kube/dot-i-source.js';
+import { waitUntilWatchable } from './kube/watch-preflight.js';
 import { createEventRecorder } from './kube/events-recorder.js';
 import { LeaderElector } from './kube/leader-election.js';
 import { createLeaseStore } from './kube/lease-store.js';
@@ -78,14 +79,16 @@ async function main(): Promise<void> {
       known: () => registry.keys(),
       logger,
     }),
-    startWatch: () =>
-      startSessionWatch({
+    startWatch: async () => {
+      await waitUntilWatchable(kc, sessionsPath(config.watchNamespace), logger);
+      return startSessionWatch({
         namespace: config.watchNamespace,
         logger,
         onEvent: (event) => {
           if (filter.admit(event.type, event.key, event.object)) enqueue('sessions')(event.key);
         },
-      }),
+      });
+    },
     logger,
   });
   const supervisor = new Supervisor({
@@ -142,6 +145,11 @@ function createQueue(
       onDepth: (depth) => metrics.queueDepth.set(depth),
     },
   });
+}
+
+/** The watch path of SandboxSessions in the watched scope (what dot-i watches). */
+function sessionsPath(namespace: string): string {
+  return `/apis/${GROUP}/${VERSION}/${namespace ? `namespaces/${namespace}/` : ''}${PLURAL}`;
 }
 
 function elector(config: OperatorConfig, clients: KubeClients, logger: Logger): LeaderElector | undefined {

@@ -25,6 +25,7 @@ describe('child names', () => {
 
   it('validates DNS labels', () => {
     expect(isDnsLabel('ok-1')).toBe(true);
-    for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a.b', 'x'.repeat(64)]) expect(isDnsLabel(bad)).toBe(false);
+    for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a.b', 'x'.repeat(64)])
+      expect(isDnsLabel(bad)).toBe(false);
   });
 });

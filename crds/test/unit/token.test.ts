@@ -14,7 +14,9 @@ describe('deriveToken', () => {
   });
 
   it('refuses short keys and missing uids', () => {
-    expect(() => deriveToken(Buffer.alloc(8), { namespace: 'n', name: 'a', uid: 'u' })).toThrow(/at least 32/);
+    expect(() => deriveToken(Buffer.alloc(8), { namespace: 'n', name: 'a', uid: 'u' })).toThrow(
+      /at least 32/,
+    );
     expect(() => deriveToken(key, { namespace: 'n', name: 'a', uid: '' })).toThrow(/UID/);
   });
 });

@@ -22,8 +22,7 @@ export function createLogger(level: LogLevel, base: LogFields = {}): Logger {
     levels: { error: 0, warn: 1, info: 2, debug: 3 },
     defaultMeta: base,
     format: winston.format.combine(
-      winston.format.timestamp({ alias: 'time' }),
-      winston.format((info) => redact(info))(),
+      winston.format((info) => Object.assign(redact(info), { time: new Date().toISOString() }))(),
       winston.format.json(),
     ),
     transports: [new winston.transports.Console()],
