@@ -182,7 +182,7 @@ test_node_image() {
 
 test_agent_probe() {
   local job i
-  printf 'test-token-%s' "$RANDOM" >"$work/token"
+  head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token"
   spec sandbox-agent "
     c.process.env.push('SANDBOX_TOKEN=' + require('fs').readFileSync('$work/token', 'utf8'));
     c.mounts.push({destination: '/workspace', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777']});

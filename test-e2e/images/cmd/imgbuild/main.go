@@ -63,7 +63,11 @@ func runBuild(args []string) error {
 	fs.StringVar(&o.Root, "root", "/", "host root that host paths and dpkg lists are read from")
 	// BestSpeed: layers are imported locally, so compression time matters more than bytes.
 	fs.IntVar(&o.GzipLevel, "gzip-level", gzip.BestSpeed, "gzip level of layers (1-9)")
-	epoch := fs.Int64("epoch", envEpoch(), "mtime/created time in Unix seconds (default $SOURCE_DATE_EPOCH or 0)")
+	defEpoch, err := envEpoch()
+	if err != nil {
+		return err
+	}
+	epoch := fs.Int64("epoch", defEpoch, "mtime/created time in Unix seconds (default $SOURCE_DATE_EPOCH or 0)")
 	fs.Var(vars, "var", "NAME=VALUE for ${NAME} in recipe input paths (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -100,12 +104,17 @@ func runInfo(args []string) error {
 	return nil
 }
 
-func envEpoch() int64 {
-	n, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
-	if err != nil {
-		return 0
+// envEpoch reads SOURCE_DATE_EPOCH (the reproducible-builds convention); unset means 0.
+func envEpoch() (int64, error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return 0, nil
 	}
-	return n
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a Unix time in seconds", v)
+	}
+	return n, nil
 }
 
 func humanSize(n int64) string {

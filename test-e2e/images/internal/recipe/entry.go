@@ -69,6 +69,11 @@ func (e *Entry) validate() error {
 			return fmt.Errorf("image path %q must be absolute, clean and not /", p)
 		}
 	}
+	for _, pat := range e.Exclude {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("exclude pattern %q: %w", pat, err)
+		}
+	}
 	switch {
 	case e.File != "" && (e.Content == nil) == (e.Source == ""):
 		return fmt.Errorf("file %s needs exactly one of content or source", e.File)
