@@ -1,0 +1,110 @@
+/**
+ * Leader election with two operator processes on one Lease: only the leader reconciles; when it is
+ * killed, the other takes over within the lease duration; SIGTERM releases the Lease and exits 0.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import * as k8s from '@kubernetes/client-node';
+
+import {
+  createTestNamespace,
+  kubeClients,
+  predicate,
+  waitFor,
+  type KubeClients,
+  type TestNamespace,
+} from '../../../test-e2e/src/framework/index.js';
+import { startOperator, type OperatorProcess } from './harness/operator-process.js';
+import { Sessions, readPod } from './harness/sessions.js';
+
+const LEASE_SECONDS = 6;
+const RETRY_SECONDS = 1;
+const LEASE = {
+  LEASE_DURATION_SECONDS: String(LEASE_SECONDS),
+  LEASE_RENEW_DEADLINE_SECONDS: '4',
+  LEASE_RETRY_PERIOD_SECONDS: String(RETRY_SECONDS),
+  LEASE_NAME: 'sandbox-operator-it',
+};
+
+let kube: KubeClients;
+let ns: TestNamespace;
+let sessions: Sessions;
+let a: OperatorProcess;
+let b: OperatorProcess;
+
+beforeAll(async () => {
+  kube = kubeClients();
+  ns = await createTestNamespace(kube.core, { prefix: 'op-le' });
+  sessions = new Sessions(kube.custom, ns.name);
+});
+
+afterAll(async () => {
+  await a?.stop('SIGKILL');
+  await b?.stop('SIGKILL');
+  await ns?.cleanup();
+});
+
+async function holder(): Promise<string | undefined> {
+  const lease = await kube.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({
+    namespace: ns.name,
+    name: LEASE.LEASE_NAME,
+  });
+  return lease.spec?.holderIdentity;
+}
+
+describe('two operator replicas', () => {
+  it('only the leader reconciles; the standby takes over within the lease duration when the leader dies', async () => {
+    a = startOperator({ namespace: ns.name, identity: 'replica-a', env: LEASE });
+    await a.waitForLog((l) => l.message === 'controller started');
+    b = startOperator({ namespace: ns.name, identity: 'replica-b', env: LEASE });
+    await b.waitForLog((l) => l.message === 'waiting for leader lease');
+    expect(await holder()).toBe('replica-a');
+
+    await sessions.create('one');
+    await waitFor(
+      () => readPod(kube.core, ns.name, 'sbs-one'),
+      predicate('pod sbs-one', (p) => p !== undefined),
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(a.messages('created pod').map((l) => l.pod)).toEqual(['sbs-one']);
+    expect(b.messages('created pod')).toEqual([]);
+    expect(b.messages('acquired leader lease')).toEqual([]);
+    expect((await a.get('/metrics')).body).toMatch(/^sandbox_operator_leader 1$/m);
+    expect((await b.get('/metrics')).body).toMatch(/^sandbox_operator_leader 0$/m);
+    expect((await b.get('/readyz')).status).toBe(200);
+
+    const killedAt = Date.now();
+    await a.stop('SIGKILL');
+    await b.waitForLog((l) => l.message === 'acquired leader lease', (LEASE_SECONDS + 10) * 1000);
+    const takeoverMs = Date.now() - killedAt;
+    console.log(
+      `takeover after SIGKILL of the leader: ${takeoverMs} ms (lease ${LEASE_SECONDS} s, retry ${RETRY_SECONDS} s)`,
+    );
+    // The standby measures expiry from when it last saw the Lease change (up to one retry period
+    // after the last renewal), so the bound is leaseDuration + retryPeriod, plus scheduling slack.
+    expect(takeoverMs).toBeLessThanOrEqual((LEASE_SECONDS + RETRY_SECONDS) * 1000 + 1500);
+    expect(await holder()).toBe('replica-b');
+
+    await b.waitForLog((l) => l.message === 'controller started');
+    await sessions.create('two');
+    await waitFor(
+      () => readPod(kube.core, ns.name, 'sbs-two'),
+      predicate('pod sbs-two', (p) => p !== undefined),
+    );
+    expect(b.messages('created pod').map((l) => l.pod)).toEqual(['sbs-two']);
+  });
+
+  it('SIGTERM drains, releases the Lease and exits 0; a new replica takes over at once', async () => {
+    const code = await b.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(b.messages('released leader lease')).toHaveLength(1);
+    expect(await holder()).toBe('');
+    const started = Date.now();
+    const c = startOperator({ namespace: ns.name, identity: 'replica-c', env: LEASE });
+    try {
+      await c.waitForLog((l) => l.message === 'acquired leader lease');
+      expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
+    } finally {
+      expect(await c.stop('SIGTERM')).toBe(0);
+    }
+  });
+});
