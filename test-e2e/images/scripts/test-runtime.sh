@@ -180,12 +180,31 @@ test_node_image() {
   fi
 }
 
+# workspace: a fresh writable /workspace for uid 1000, as the pod's emptyDir is. (A runc tmpfs
+# would keep the image directory's owner and mode, which is not what a pod sees.)
+workspace() {
+  rm -rf "$work/workspace"
+  mkdir -p "$work/workspace"
+  chown 1000:1000 "$work/workspace"
+}
+
+test_agent_tools() {
+  local out
+  workspace
+  out=$(run_once sandbox-agent agent-tools "c.process.args = ['bash', '/t/agent-tools.sh'];
+    c.mounts.push({destination: '/workspace', type: 'bind', source: '$work/workspace', options: ['rbind', 'rw']});
+    c.mounts.push({destination: '/t/agent-tools.sh', type: 'bind', source: '$here/testdata/agent-tools.sh', options: ['rbind', 'ro']});")
+  [[ $out == *'agent-tools: all ok'* ]] && ok "sandbox-agent developer tools (git python3 curl jq npm tar gzip xz bzip2 unzip diff patch less)" ||
+    bad "sandbox-agent developer tools" "$out"
+}
+
 test_agent_probe() {
   local job i
+  workspace
   head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token"
   spec sandbox-agent "
     c.process.env.push('SANDBOX_TOKEN=' + require('fs').readFileSync('$work/token', 'utf8'));
-    c.mounts.push({destination: '/workspace', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777']});
+    c.mounts.push({destination: '/workspace', type: 'bind', source: '$work/workspace', options: ['rbind', 'rw']});
     c.mounts.push({destination: '/var/run/sandbox/token', type: 'bind', source: '$work/token', options: ['rbind', 'ro']});"
   run run --bundle "$work/bundle-sandbox-agent" agent-t >"$work/agent.log" 2>&1 &
   job=$!
@@ -246,7 +265,10 @@ for app in operator api-gateway sandbox-agent; do
     echo "SKIP $app: $images/$app.tar not built (make images)"
   fi
 done
-[[ -f $images/sandbox-agent.tar ]] && test_agent_probe
+if [[ -f $images/sandbox-agent.tar ]]; then
+  test_agent_tools
+  test_agent_probe
+fi
 test_containerd
 
 echo "test-runtime: $pass passed, $fail failed"
