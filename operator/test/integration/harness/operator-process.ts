@@ -40,7 +40,9 @@ export type LogLine = Record<string, unknown> & { level?: string; message?: stri
 export class OperatorProcess {
   readonly lines: LogLine[] = [];
   readonly exited: Promise<number | null>;
+  /** The last 20,000 characters of output, for failure messages. */
   private raw = '';
+  private partial = '';
   private stderr = '';
 
   constructor(
@@ -106,9 +108,10 @@ export class OperatorProcess {
   }
 
   private consume(text: string): void {
-    this.raw += text;
-    const parts = this.raw.split('\n');
-    for (const part of parts.slice(this.lines.length, parts.length - 1)) {
+    this.raw = (this.raw + text).slice(-20_000);
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop() ?? '';
+    for (const part of parts) {
       try {
         this.lines.push(JSON.parse(part) as LogLine);
       } catch {

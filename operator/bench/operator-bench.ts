@@ -1,0 +1,225 @@
+/**
+ * Operator benchmark (not a test): on a control-plane-only localkube (or BENCH_KUBECONFIG),
+ *
+ * 1. provisioning latency, side by side: the same client creates N Secrets + N Pods directly
+ *    (baseline), then N SandboxSessions are created at once and the operator creates their
+ *    Secrets + Pods; time until all N of each exist; ratio operator / direct (goal <= 1.2);
+ * 2. throughput: sessions provisioned per second and reconciles per second;
+ * 3. operator RSS with 1,000 and 5,000 sessions (goal <= 200 MB at 5,000).
+ *
+ * Usage: node operator/bench/run.mjs [--sessions 200] [--rounds 3] [--rss 1000,5000]
+ * Figures taken on a loaded machine are noisy; the load average is printed with them.
+ */
+import { readFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+
+import * as k8s from '@kubernetes/client-node';
+import { readMasterKeyFile } from '@sandbox-platform/api';
+
+import { applyCrds, createTestNamespace, startControlPlane } from '../../test-e2e/src/framework/index.js';
+import { createKubeClients } from '../src/kube/clients.js';
+import { Sessions } from '../test/integration/harness/sessions.js';
+import {
+  masterKeyFile,
+  startOperator,
+  type OperatorProcess,
+} from '../test/integration/harness/operator-process.js';
+import { countChildren } from './count-children.js';
+import { createDirectly } from './direct-create.js';
+
+const args = parseArgs(process.argv.slice(2));
+const CONCURRENCY = args.concurrency;
+const POD_OPTIONS = {
+  defaultImage: 'localhost/sandbox-platform/sandbox-agent:dev',
+  defaultResources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } },
+  defaultWorkspaceSize: '1Gi',
+  tmpSize: '64Mi',
+  runAsUser: 1000,
+  terminationGracePeriodSeconds: 10,
+};
+
+async function main(): Promise<void> {
+  const external = process.env.BENCH_KUBECONFIG;
+  const cp = external ? undefined : await startControlPlane();
+  process.env.KUBECONFIG = external ?? cp!.kubeconfig;
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(process.env.KUBECONFIG);
+  try {
+    await applyCrds(kc);
+    console.log(
+      `node ${process.version}, ${availableParallelism()} CPUs, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+    console.log(
+      `operator CONCURRENCY=${CONCURRENCY}; baseline uses ${CONCURRENCY} workers on the same client setup\n`,
+    );
+    const results = [];
+    for (let round = 1; round <= args.rounds; round++) results.push(await provisioningRound(kc, round));
+    summarize(results);
+    if (args.rss.length > 0) await rss(kc, args.rss);
+  } finally {
+    await cp?.stop();
+  }
+}
+
+interface Round {
+  directMs: number;
+  operatorMs: number;
+  reconciles: number;
+}
+
+async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Round> {
+  const core = createKubeClients(kc, { timeoutMs: 60_000, maxSockets: CONCURRENCY * 2 + 8 }).core;
+  const plain = kc.makeApiClient(k8s.CoreV1Api);
+  const names = Array.from({ length: args.sessions }, (_, i) => `b${round}-${String(i).padStart(4, '0')}`);
+  const direct = await createTestNamespace(plain, { prefix: 'bench-direct' });
+  const viaOperator = await createTestNamespace(plain, { prefix: 'bench-op' });
+  const op = startOperator({
+    namespace: viaOperator.name,
+    env: { LOG_LEVEL: 'info', CONCURRENCY: String(CONCURRENCY) },
+  });
+  try {
+    await op.waitForLog((l) => l.message === 'controller started', 60_000);
+
+    const c1 = await countChildren(kc, direct.name);
+    const t1 = Date.now();
+    await createDirectly(core, direct.name, names, {
+      workers: CONCURRENCY,
+      masterKey: readMasterKeyFile(masterKeyFile()),
+      pod: POD_OPTIONS,
+    });
+    const directMs = (await c1.reached(names.length, 120_000)) - t1;
+    c1.stop();
+
+    const sessions = new Sessions(k8sCustom(kc), viaOperator.name);
+    const before = await reconcileCount(op);
+    const cpu0 = cpuMs(op.pid) + cpuMs(process.pid);
+    const c2 = await countChildren(kc, viaOperator.name);
+    const t2 = Date.now();
+    await Promise.all(names.map((n) => sessions.create(n)));
+    const createdMs = Date.now() - t2;
+    const operatorMs = (await c2.reached(names.length, 300_000)) - t2;
+    c2.stop();
+    const reconciles = (await reconcileCount(op)) - before;
+    const opCpu = cpuMs(op.pid);
+    console.log(
+      `round ${round}: direct ${directMs} ms | operator ${operatorMs} ms (the ${names.length} session creates took ${createdMs} ms) | ` +
+        `ratio ${(operatorMs / directMs).toFixed(2)} | ${reconciles} reconciles | operator CPU ${opCpu} ms so far, ` +
+        `bench+operator CPU in the operator window ${cpuMs(op.pid) + cpuMs(process.pid) - cpu0} ms | load ${loadavg()[0]!.toFixed(2)}`,
+    );
+    return { directMs, operatorMs, reconciles };
+  } finally {
+    await op.stop('SIGTERM');
+    await Promise.all([direct.cleanup(), viaOperator.cleanup()]);
+  }
+}
+
+function summarize(rounds: Round[]): void {
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const direct = med(rounds.map((r) => r.directMs));
+  const operator = med(rounds.map((r) => r.operatorMs));
+  const n = args.sessions;
+  console.log(
+    `\nmedian of ${rounds.length}: direct ${direct} ms, operator ${operator} ms, ratio ${(operator / direct).toFixed(2)} (goal <= 1.2)`,
+  );
+  console.log(
+    `throughput: ${((n * 1000) / operator).toFixed(1)} sessions provisioned/s via the operator, ${((n * 1000) / direct).toFixed(1)} Secret+Pod pairs/s directly`,
+  );
+  const recPerS = rounds.map(
+    (r, i) => ((r.reconciles * 1000) / r.operatorMs).toFixed(1) + (i < rounds.length - 1 ? ',' : ''),
+  );
+  console.log(`reconciles per second during provisioning (per round): ${recPerS.join(' ')}\n`);
+}
+
+async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
+  const plain = kc.makeApiClient(k8s.CoreV1Api);
+  const ns = await createTestNamespace(plain, { prefix: 'bench-rss' });
+  const op = startOperator({
+    namespace: ns.name,
+    env: { LOG_LEVEL: 'warn', CONCURRENCY: String(CONCURRENCY) },
+  });
+  const sessions = new Sessions(k8sCustom(kc), ns.name);
+  try {
+    await op.waitForLog((l) => l.message === 'operator starting', 60_000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    console.log(`operator RSS with 0 sessions: ${mb(rssOf(op))} MB`);
+    const counter = await countChildren(kc, ns.name);
+    let created = 0;
+    for (const target of targets) {
+      const t0 = Date.now();
+      while (created < target) {
+        const batch = Array.from(
+          { length: Math.min(50, target - created) },
+          (_, i) => `r-${String(created + i).padStart(5, '0')}`,
+        );
+        await Promise.all(batch.map((n) => sessions.create(n)));
+        created += batch.length;
+      }
+      await counter.reached(target, 900_000);
+      const provisionedS = (Date.now() - t0) / 1000;
+      await new Promise((r) => setTimeout(r, 15_000));
+      const metrics = (await op.get('/metrics')).body;
+      console.log(
+        `operator with ${target} sessions (${target} Pods, ${target} Secrets): RSS ${mb(rssOf(op))} MB, ` +
+          `heap used ${mb(metric(metrics, 'nodejs_heap_size_used_bytes'))} MB ` +
+          `(provisioned in ${provisionedS.toFixed(0)} s; goal at 5,000: <= 200 MB RSS)`,
+      );
+    }
+    counter.stop();
+  } finally {
+    await op.stop('SIGTERM');
+    await ns.cleanup();
+  }
+}
+
+function k8sCustom(kc: k8s.KubeConfig): k8s.CustomObjectsApi {
+  return createKubeClients(kc, { timeoutMs: 60_000, maxSockets: CONCURRENCY * 2 + 8 }).custom;
+}
+
+async function reconcileCount(op: OperatorProcess): Promise<number> {
+  const body = (await op.get('/metrics')).body;
+  return [...body.matchAll(/^sandbox_operator_reconcile_duration_seconds_count\{[^}]*\} (\d+)/gm)].reduce(
+    (a, m) => a + Number(m[1]),
+    0,
+  );
+}
+
+/** User+system CPU time of a process so far, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function rssOf(op: OperatorProcess): number {
+  const status = readFileSync(`/proc/${op.pid}/status`, 'utf8');
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  return Number(kb) * 1024;
+}
+
+function metric(body: string, name: string): number {
+  return Number(new RegExp(`^${name} (\\S+)`, 'm').exec(body)?.[1] ?? NaN);
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(1);
+}
+
+function parseArgs(argv: string[]): { sessions: number; rounds: number; rss: number[]; concurrency: number } {
+  const get = (flag: string, fallback: string): string => {
+    const i = argv.indexOf(flag);
+    return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
+  };
+  return {
+    sessions: Number(get('--sessions', '200')),
+    rounds: Number(get('--rounds', '3')),
+    concurrency: Number(get('--concurrency', '16')),
+    rss: get('--rss', '1000,5000').split(',').filter(Boolean).map(Number),
+  };
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
