@@ -9,11 +9,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 export LOCALKUBE_DIR ?= $(ROOT)/.localkube
 JEST := node --experimental-vm-modules $(ROOT)/node_modules/jest/bin/jest.js
 
-include mk/deps.mk
-include mk/cluster.mk
-include mk/images.mk
-include mk/e2e.mk
-include mk/chart.mk
+include $(sort $(wildcard mk/*.mk))
 
 .PHONY: help
 help: ## List the targets
@@ -42,5 +38,5 @@ test-unit: node-deps ## Unit tests of every workspace (no cluster)
 	for p in crds sandbox-agent operator api-gateway; do (cd $$p && $(JEST)) || exit 1; done
 
 .PHONY: test
-test: verify lint test-unit test-integration test-e2e ## Every tier: verify, lint, unit, integration, e2e
+test: verify lint test-unit chart-lint test-images test-integration test-e2e ## Every tier: verify, lint, unit, chart checks, images, integration, e2e
 	@echo "make test: all tiers passed"

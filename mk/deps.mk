@@ -5,5 +5,5 @@ NODE_STAMP := node_modules/.package-lock.stamp
 node-deps: $(NODE_STAMP)
 
 $(NODE_STAMP): package-lock.json package.json */package.json
-	npm ci --no-audit --no-fund
+	flock /tmp/npm.lock npm ci --no-audit --no-fund
 	touch $@
