@@ -25,7 +25,7 @@ type cluster struct {
 func resolveSettings(f upFlags) (settings, error) {
 	s := settings{
 		l: layout{dir: f.dir}, profile: f.profile, kubeconfig: f.kubeconfig,
-		bindAddress: "127.0.0.1", apiPort: f.port, etcdClientPort: f.etcdPort, verbosity: f.verbosity,
+		crdDir: f.crdDir, bindAddress: "127.0.0.1", apiPort: f.port, etcdClientPort: f.etcdPort, verbosity: f.verbosity,
 	}
 	if f.profile == profileCluster {
 		s.bindAddress = nodeIP
@@ -138,6 +138,11 @@ func (c *cluster) startControlPlane(ctx context.Context, s settings, p *pki) err
 	}
 	if err := waitUntil(ctx, "kube-apiserver "+s.server()+"/readyz", []*child{etcd, api}, apiserverReady(cs)); err != nil {
 		return err
+	}
+	if s.crdDir != "" {
+		if err := applyCRDs(ctx, s.l.componentKubeconfig("admin"), s.crdDir, c.children); err != nil {
+			return err
+		}
 	}
 	if _, err := c.start("kube-controller-manager", c.self,
 		append([]string{"kube-controller-manager"}, controllerManagerArgs(s, p)...)...); err != nil {

@@ -10,6 +10,7 @@ type settings struct {
 	l              layout
 	profile        string
 	kubeconfig     string // the admin kubeconfig written for users and tests
+	crdDir         string // CRDs to apply before the controller manager starts ("" = none)
 	bindAddress    string // API server bind and advertise address
 	apiPort        int
 	etcdClientPort int

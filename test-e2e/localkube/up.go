@@ -17,6 +17,7 @@ import (
 // upFlags are the flags of `localkube up` (and of `start`, which runs `up` in the background).
 type upFlags struct {
 	dir, profile, kubeconfig string
+	crdDir                   string
 	port, etcdPort           int
 	verbosity                int
 	timeout                  time.Duration
@@ -28,6 +29,7 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.StringVar(&f.dir, "dir", "", "state directory (required): certificates, etcd data, logs, node state")
 	fs.StringVar(&f.profile, "profile", profileCluster, "cluster (control plane + node) or controlplane (no scheduler, kubelet, kube-proxy)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <dir>/kubeconfig)")
+	fs.StringVar(&f.crdDir, "crds", "", "apply the CustomResourceDefinitions in this dir's *.yaml before the controller manager starts")
 	fs.IntVar(&f.port, "port", 6443, "kube-apiserver port; 0 picks a free one")
 	fs.IntVar(&f.etcdPort, "etcd-port", 2379, "etcd client port on 127.0.0.1 (peer port is the next one); 0 picks free ones")
 	fs.IntVar(&f.verbosity, "v", 1, "log verbosity of the components")

@@ -1,0 +1,3 @@
+import { integrationPreset } from './jest.integration.preset.js';
+
+export default integrationPreset(import.meta.dirname);
