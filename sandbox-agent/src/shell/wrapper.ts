@@ -14,10 +14,37 @@
  * it starts in its own process group, which the timeout kill uses. Per-call env is a temporary
  * assignment prefix (`K='v' eval ...`), so it applies to that call only; a per-call cwd is undone
  * after the call unless the command changed directory itself.
+ *
+ * bash reads a pipe one byte at a time (so that commands reading stdin would see the right
+ * position), which makes every byte of the per-command text cost about a third of a microsecond:
+ * the fixed parts live in two functions defined once (`__sbx_a` before, `__sbx_z` after the
+ * command), keeping the per-command text near 160 bytes plus the command. Builtins are called as
+ * `builtin x` so that user functions named printf, cd, set... cannot break the framing; `exec`
+ * and `eval` are called through `command` instead, because `builtin exec` drops its redirections
+ * when it returns and `K=v builtin eval` does not export K to the processes the command starts. Names
+ * starting with `__sbx_` are reserved; a command that redefines them breaks its own framing, and
+ * then runs into its deadline and a shell restart.
  */
 
-/** Run once after bash starts: save stdout/stderr on fds 8/9, enable job control, trace flag off. */
-export const SHELL_INIT = 'exec 8>&1 9>&2; set -m; __sbx_x=0\n';
+/**
+ * Run once after bash starts: save stdout/stderr on fds 8/9, enable job control, define the
+ * helpers. `__sbx_a` turns tracing back on for the user's command when the user had it on.
+ * `__sbx_z` (called with stderr on /dev/null, so its own tracing is invisible) keeps `$?`, turns
+ * tracing off, undoes a per-call cwd the command did not change, and writes the three markers.
+ * Every helper returns 0 so that a user's `set -e` never fires inside them.
+ */
+export const SHELL_INIT = [
+  'command exec 8>&1 9>&2; builtin set -m; __sbx_x=0; __sbx_c=',
+  '__sbx_a() { if builtin test "$__sbx_x" = 1; then builtin set -x; fi; }',
+  '__sbx_z() {',
+  '  __sbx_st=$?',
+  '  case $- in *x*) __sbx_x=1; builtin set +x;; *) __sbx_x=0;; esac',
+  '  if builtin test -n "$__sbx_c" && builtin test "$PWD" = "$__sbx_c"; then builtin cd -- "$__sbx_d" >/dev/null 2>&1 || :; fi',
+  '  builtin printf %s "$1" "$2" >&8; builtin printf %s "$1" "$2" >&9',
+  String.raw`  builtin printf '%s%s\0%s\0%s\0' "$1" "$2" "$__sbx_st" "$PWD" >&3`,
+  '}',
+  '',
+].join('\n');
 
 /** A command as the shell runs it. */
 export interface ShellCommand {
@@ -45,25 +72,16 @@ export interface SentinelHalves {
 
 /** Builds the one-line script that runs `cmd` framed by `sentinel`. */
 export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): string {
-  const halves = `${shellQuote(sentinel.head)} ${shellQuote(sentinel.tail)}`;
   const assignments = Object.entries(cmd.env ?? {}).map(([name, value]) => {
     if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
     return `${name}=${shellQuote(value)} `;
   });
-  const run =
-    '{ [ "$__sbx_x" = 1 ] && set -x; } 2>/dev/null; ' +
-    `${assignments.join('')}eval ${shellQuote(cmd.command)} </dev/null 3>&- 8>&- 9>&-`;
+  const run = `__sbx_a; ${assignments.join('')}command eval ${shellQuote(cmd.command)} </dev/null 3>&- 8>&- 9>&-`;
   const body =
     cmd.cwd === undefined
-      ? `${run}; `
-      : `__sbx_d=$PWD; if builtin cd -- ${shellQuote(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi; `;
-  return (
-    '__sbx_c=; ' +
-    body +
-    '{ __sbx_st=$?; case $- in *x*) __sbx_x=1; set +x;; *) __sbx_x=0;; esac; } 2>/dev/null; ' +
-    'exec 1>&8 2>&9; ' +
-    'if [ -n "$__sbx_c" ] && [ "$PWD" = "$__sbx_c" ]; then builtin cd -- "$__sbx_d" >/dev/null 2>&1; fi; ' +
-    `printf %s ${halves}; printf %s ${halves} >&2; ` +
-    `printf '%s%s\\0%s\\0%s\\0' ${halves} "$__sbx_st" "$PWD" >&3\n`
-  );
+      ? run
+      : `__sbx_d=$PWD; if builtin cd -- ${shellQuote(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi`;
+  const halves = `${shellQuote(sentinel.head)} ${shellQuote(sentinel.tail)}`;
+  // Restoring stdout/stderr last: a command's `exec >file` must not outlive it.
+  return `__sbx_c=; ${body}; { __sbx_z ${halves}; } 2>/dev/null; command exec 1>&8 2>&9\n`;
 }

@@ -146,6 +146,16 @@ describe('POST /v1/exec', () => {
     expect(res.stdoutEncoding).toBe('utf-8');
   });
 
+  it('keeps framing intact when user functions shadow the builtins it uses', async () => {
+    await agent.sh(
+      'printf() { echo shadow; }; cd() { return 1; }; set() { :; }; test() { return 1; }; exec() { :; }',
+    );
+    expect(await agent.sh('echo through')).toBe('through\n');
+    const res = await agent.exec({ command: 'command pwd; exec >/dev/null', cwd: '/tmp' });
+    expect(res.stdout).toBe('/tmp\n');
+    expect(await agent.sh('unset -f printf cd set test exec; pwd')).toBe(`${agent.workspace}\n`);
+  });
+
   it('runs multi-line scripts, functions and heredocs', async () => {
     const script = 'greet() {\n  echo "hi $1"\n}\ngreet there\ncat <<EOF\nline one\nEOF\n';
     expect(await agent.sh(script)).toBe('hi there\nline one\n');

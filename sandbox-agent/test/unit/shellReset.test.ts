@@ -52,6 +52,23 @@ describe('shell reset', () => {
     expect((await agent.exec({ command: 'true' })).shellReset).toBe(true);
   });
 
+  it('keeps `set -e` across calls without the framing tripping it, until a command fails', async () => {
+    await agent.sh('set -e');
+    expect(await agent.exec({ command: 'true', cwd: '/tmp' })).toMatchObject({
+      exitCode: 0,
+      shellReset: false,
+    });
+    expect(await agent.exec({ command: 'echo $-' })).toMatchObject({
+      stdout: expect.stringContaining('e'),
+      shellReset: false,
+    });
+    expect(await agent.exec({ command: 'false' })).toMatchObject({ exitCode: 1, shellReset: false });
+    expect(await agent.exec({ command: 'echo $-' })).toMatchObject({
+      stdout: expect.not.stringContaining('e'),
+      shellReset: true,
+    });
+  });
+
   it('treats `exec` replacing the shell like an exit', async () => {
     const res = await agent.exec({ command: 'exec sh -c "echo replaced; exit 3"' });
     expect(res).toMatchObject({ stdout: 'replaced\n', exitCode: 3 });
