@@ -176,7 +176,7 @@ async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
   const ns = await createTestNamespace(plain, { prefix: 'bench-rss' });
   const op = startOperator({
     namespace: ns.name,
-    env: { LOG_LEVEL: 'info', CONCURRENCY: String(CONCURRENCY) },
+    env: { LOG_LEVEL: 'info', CONCURRENCY: String(CONCURRENCY), ...args.operatorEnv },
   });
   const sessions = new Sessions(k8sCustom(kc), ns.name);
   try {
@@ -201,7 +201,8 @@ async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
       const metrics = (await op.get('/metrics')).body;
       console.log(
         `operator with ${target} sessions (${target} Pods, ${target} Secrets): RSS ${mb(rssOf(op))} MB, ` +
-          `heap used ${mb(metric(metrics, 'nodejs_heap_size_used_bytes'))} MB ` +
+          `heap used ${mb(metric(metrics, 'nodejs_heap_size_used_bytes'))} MB of ${mb(metric(metrics, 'nodejs_heap_size_total_bytes'))} MB, ` +
+          `external ${mb(metric(metrics, 'nodejs_external_memory_bytes'))} MB ` +
           `(provisioned in ${provisionedS.toFixed(0)} s; goal at 5,000: <= 200 MB RSS)`,
       );
     }
@@ -245,7 +246,13 @@ function mb(bytes: number): string {
   return (bytes / 1024 / 1024).toFixed(1);
 }
 
-function parseArgs(argv: string[]): { sessions: number; rounds: number; rss: number[]; concurrency: number } {
+function parseArgs(argv: string[]): {
+  sessions: number;
+  rounds: number;
+  rss: number[];
+  concurrency: number;
+  operatorEnv: Record<string, string>;
+} {
   const get = (flag: string, fallback: string): string => {
     const i = argv.indexOf(flag);
     return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
@@ -254,6 +261,13 @@ function parseArgs(argv: string[]): { sessions: number; rounds: number; rss: num
     sessions: Number(get('--sessions', '200')),
     rounds: Number(get('--rounds', '3')),
     concurrency: Number(get('--concurrency', '16')),
+    // --operator-env NODE_OPTIONS=--max-semi-space-size=4,MALLOC_ARENA_MAX=2 (RSS phase only)
+    operatorEnv: Object.fromEntries(
+      get('--operator-env', '')
+        .split(',')
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ),
     rss: get('--rss', '1000,5000').split(',').filter(Boolean).map(Number),
   };
 }

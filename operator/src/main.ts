@@ -17,7 +17,7 @@ import { createPodStore, createSecretStore } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
 import { startSessionWatch } from './kube/dot-i-source.js';
 import { waitUntilWatchable } from './kube/watch-preflight.js';
-import { createEventRecorder } from './kube/events-recorder.js';
+import { QueuedEventRecorder } from './kube/events-recorder.js';
 import { LeaderElector } from './kube/leader-election.js';
 import { createLeaseStore } from './kube/lease-store.js';
 import { Resync } from './kube/resync.js';
@@ -55,11 +55,12 @@ async function main(): Promise<void> {
     logger,
     enqueue: (resource, key) => enqueue(resource)(key),
   });
+  const events = new QueuedEventRecorder(clients.events, { instance: config.identity, logger });
   const deps: ControllerDeps = {
     sessions: createSessionStore(clients.custom, config.watchNamespace),
     pods: createPodStore(clients.core, informers.pods),
     secrets: createSecretStore(clients.core, informers.secrets),
-    events: createEventRecorder(clients.events, config.identity, logger),
+    events,
     clock: systemClock,
     masterKey,
     podOptions: config.pod,
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
   const workload = new Workload({
     informers: [informers.pods, informers.secrets],
     queue,
+    events,
     resync: new Resync({
       sessions: deps.sessions,
       intervalMs: config.resyncMs,

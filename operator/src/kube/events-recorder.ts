@@ -2,7 +2,12 @@
  * Records Kubernetes Events through events.k8s.io/v1 (the current Events API; `kubectl describe`
  * and `kubectl events` show them like core/v1 Events, which share its storage). One Event per
  * transition; the operator only records on transitions, so there is no aggregation to do.
- * Writes are fire-and-forget: a failure is logged (at warn) and never fails a reconcile.
+ *
+ * Events are best-effort, as in client-go: record() only queues, and a background sender writes
+ * them with little concurrency. In a burst (hundreds of sessions created at once) the Event
+ * writes then trail the Secret, Pod and status writes instead of competing with them for the API
+ * server; the queue is bounded and a full queue drops Events (counted, logged at warn). A failed
+ * write is logged and never fails or delays a reconcile. On shutdown, flush() sends what is left.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -16,22 +21,91 @@ import type { EventRecorder, SessionEvent } from './ports.js';
 /** reportingController of our Events. */
 export const REPORTING_CONTROLLER = 'sandbox.dev/sandbox-operator';
 
-/** An EventRecorder writing events.k8s.io/v1 Events. `instance` is this replica's identity. */
-export function createEventRecorder(api: k8s.EventsV1Api, instance: string, logger: Logger): EventRecorder {
-  return {
-    record(session: SandboxSession, event: SessionEvent): void {
-      const body = buildEvent(session, event, instance, new Date());
-      const namespace = session.metadata.namespace ?? '';
-      api.createNamespacedEvent({ namespace, body }).catch((err: unknown) => {
-        logger.warn('could not record event', {
-          namespace,
-          session: session.metadata.name,
+/** Sender parameters. */
+export interface EventSenderOptions {
+  /** This replica's identity (reportingInstance). */
+  readonly instance: string;
+  readonly logger: Logger;
+  /** Event writes in flight at most (default 2). */
+  readonly maxInFlight?: number;
+  /** Events queued at most; more are dropped (default 1000). */
+  readonly maxQueued?: number;
+}
+
+/** An EventRecorder that queues and sends events.k8s.io/v1 Events in the background. */
+export class QueuedEventRecorder implements EventRecorder {
+  private readonly queue: k8s.EventsV1Event[] = [];
+  private inFlight = 0;
+  private dropped = 0;
+  private idle: Array<() => void> = [];
+
+  constructor(
+    private readonly api: Pick<k8s.EventsV1Api, 'createNamespacedEvent'>,
+    private readonly opts: EventSenderOptions,
+  ) {}
+
+  /** Queues an Event about the session. */
+  record(session: SandboxSession, event: SessionEvent): void {
+    if (this.queue.length >= (this.opts.maxQueued ?? 1000)) {
+      if (this.dropped++ % 100 === 0) {
+        this.opts.logger.warn('event queue full; dropping events', {
+          dropped: this.dropped,
           reason: event.reason,
-          ...errorFields(err),
         });
+      }
+      return;
+    }
+    this.queue.push(buildEvent(session, event, this.opts.instance, new Date()));
+    this.pump();
+  }
+
+  /** Events waiting or being sent. */
+  get pending(): number {
+    return this.queue.length + this.inFlight;
+  }
+
+  /** Resolves when every queued Event was sent (or failed), or after `timeoutMs`. */
+  async flush(timeoutMs: number): Promise<boolean> {
+    if (this.pending === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const done = new Promise<boolean>((resolve) => this.idle.push(() => resolve(true)));
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([done, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private pump(): void {
+    while (this.inFlight < (this.opts.maxInFlight ?? 2) && this.queue.length > 0) {
+      const body = this.queue.shift()!;
+      this.inFlight++;
+      void this.send(body);
+    }
+  }
+
+  private async send(body: k8s.EventsV1Event): Promise<void> {
+    const namespace = body.metadata?.namespace ?? '';
+    try {
+      await this.api.createNamespacedEvent({ namespace, body });
+    } catch (err) {
+      this.opts.logger.warn('could not record event', {
+        namespace,
+        session: body.regarding?.name,
+        reason: body.reason,
+        ...errorFields(err),
       });
-    },
-  };
+    } finally {
+      this.inFlight--;
+      this.pump();
+      if (this.pending === 0) {
+        const waiters = this.idle;
+        this.idle = [];
+        for (const wake of waiters) wake();
+      }
+    }
+  }
 }
 
 /** The Event object (pure apart from the random name suffix). */

@@ -5,7 +5,8 @@
  * start: informers first (the reconcile reads children from their caches; reconciling before they
  * have listed would try to create every child again), then the resync's initial LIST and the
  * session watch (which replays every session as ADDED; the queue dedupes the two).
- * stop: close the sources first (no new work), then drain the queue, then stop the informers.
+ * stop: close the sources first (no new work), then drain the queue, then send the Events still
+ * queued, then stop the informers.
  */
 import type { SessionWatch } from '../kube/dot-i-source.js';
 import type { Resync } from '../kube/resync.js';
@@ -24,6 +25,8 @@ export interface WorkloadParts {
   readonly queue: WorkQueue;
   readonly resync: Resync;
   readonly startWatch: () => Promise<SessionWatch>;
+  /** The Event sender, flushed after the queue drained. */
+  readonly events?: { flush(timeoutMs: number): Promise<boolean> };
   readonly logger: Logger;
 }
 
@@ -55,7 +58,9 @@ export class Workload {
     this.watch?.close();
     this.parts.resync.stop();
     const inFlight = this.parts.queue.inFlight;
+    const started = Date.now();
     const drained = await this.parts.queue.shutdown(timeoutMs);
+    await this.parts.events?.flush(Math.max(timeoutMs - (Date.now() - started), 0));
     await Promise.all(this.parts.informers.map((i) => i.stop()));
     this.parts.logger.info('controller stopped', { inFlightAtStop: inFlight, drained });
     return drained;
