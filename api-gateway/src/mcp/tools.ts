@@ -105,7 +105,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       description:
         `Runs a bash command line in a sandbox session and returns exit code, stdout and stderr. ${SANDBOX} ` +
         'State persists between exec calls of the same session: the working directory, exported variables and files ' +
-        '(sessions created with execTransport KubernetesExec keep files only). Commands of one session run one at a time. ' +
+        '(sessions created with execTransport KubernetesExec keep files only). Do not call `exit`: it ends the shell, which is ' +
+        'restarted with its state lost. Commands of one session run one at a time. ' +
         `The command is killed after timeoutSeconds (default ${ctx.limits.defaultTimeoutSeconds}, at most ${ctx.limits.maxTimeoutSeconds}); ` +
         'output is capped and marked truncated. A non-zero exit code is reported as an error result that still carries the output. ' +
         'Do not start interactive programs (no stdin) or servers in the foreground.',

@@ -1,0 +1,90 @@
+/**
+ * The real dependencies of the gateway, built from validated config and loaded secrets. server.ts
+ * uses it with clients from the environment; integration tests use it with a test cluster, so
+ * they exercise exactly the production wiring.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { FastifyBaseLogger } from 'fastify';
+
+import { ThrottledActivityReporter } from './activity/reporter.js';
+import type { AppDeps } from './app.js';
+import type { KeyAuthenticator } from './auth/keys.js';
+import type { GatewayConfig } from './config.js';
+import { AgentTransport } from './exec/agent-transport.js';
+import { KubernetesExecTransport } from './exec/kube-exec-transport.js';
+import { createPodExecutor } from './exec/pod-executor.js';
+import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { KubeSessionStore } from './sessions/kube-store.js';
+import { sessionState } from './sessions/model.js';
+
+/** Deadline of a file transfer to a sandbox (no command timeout applies). */
+export const FILE_TIMEOUT_MS = 120_000;
+
+/** What composeDeps needs. */
+export interface ComposeInputs {
+  config: GatewayConfig;
+  logger: FastifyBaseLogger;
+  keys: KeyAuthenticator;
+  masterKey: Buffer;
+  /** REST calls and watches. */
+  kubeConfig: k8s.KubeConfig;
+  /** pods/exec only: a separate KubeConfig object that no REST client shares. */
+  streamingKubeConfig: k8s.KubeConfig;
+  metrics?: GatewayMetrics;
+}
+
+/** The app dependencies plus the store, which the caller starts (and the app closes). */
+export interface ComposedDeps extends AppDeps {
+  store: KubeSessionStore;
+  metrics: GatewayMetrics;
+}
+
+/** Builds the store, both transports and the activity reporter. */
+export function composeDeps(inputs: ComposeInputs): ComposedDeps {
+  const { config, logger } = inputs;
+  if (inputs.kubeConfig === inputs.streamingKubeConfig) {
+    throw new Error('composeDeps: pods/exec needs its own KubeConfig object, not the REST one');
+  }
+  const metrics = inputs.metrics ?? createMetrics();
+  const store = new KubeSessionStore({
+    kubeConfig: inputs.kubeConfig,
+    namespaces: config.namespaces,
+    log: logger,
+  });
+  const agent = new AgentTransport({
+    masterKey: inputs.masterKey,
+    port: config.agentPort,
+    connectTimeoutMs: config.exec.connectTimeoutMs,
+    connectRetries: config.exec.connectRetries,
+    deadlineMarginMs: config.exec.deadlineMarginMs,
+    // The agent caps each stream; JSON escaping can grow text up to 6x in the worst case.
+    maxResponseBytes: config.exec.maxOutputBytes * 12 + 64 * 1024,
+    fileTimeoutMs: FILE_TIMEOUT_MS,
+    lookup: (t) => {
+      const s = store.get(t.namespace, t.name);
+      const state = s && sessionState(s);
+      return state?.kind === 'ready' && state.target.uid === t.uid ? state.target.podIP : undefined;
+    },
+  });
+  const kubeExec = new KubernetesExecTransport({
+    executor: createPodExecutor(inputs.streamingKubeConfig),
+    maxOutputBytes: config.exec.maxOutputBytes,
+    deadlineMarginMs: config.exec.deadlineMarginMs,
+    fileTimeoutMs: FILE_TIMEOUT_MS,
+  });
+  const activity = new ThrottledActivityReporter({
+    patcher: store,
+    throttleMs: config.activityThrottleMs,
+    log: logger,
+    onPatch: (outcome) => metrics.activityPatches.inc({ outcome }),
+  });
+  return {
+    config,
+    logger,
+    keys: inputs.keys,
+    store,
+    transports: { Agent: agent, KubernetesExec: kubeExec },
+    activity,
+    metrics,
+  };
+}

@@ -1,0 +1,70 @@
+/** An MCP client from the official SDK against a listening gateway on a real API server. */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { connectMcp, toolText } from '../helpers/mcp-client.js';
+import { GatewayEnv, KEYS } from './gateway-env.js';
+
+describe('MCP endpoint with a real API server and agent', () => {
+  const env = new GatewayEnv();
+  let client: Client;
+  beforeAll(async () => {
+    await env.setup();
+    const gw = await env.startGateway();
+    client = await connectMcp(gw.url, KEYS.a);
+  });
+  afterAll(async () => {
+    await client.close();
+    await env.teardown();
+  });
+
+  it('lists the tools and calls each one', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'create_session',
+      'delete_session',
+      'exec',
+      'list_sessions',
+      'read_file',
+      'write_file',
+    ]);
+
+    const created = await client.callTool({ name: 'create_session', arguments: { name: 'mcp' } });
+    expect(created.structuredContent).toMatchObject({ name: 'mcp', namespace: env.nsA.name, created: true });
+    await env.makeReady(env.nsA.name, 'mcp');
+
+    const ok = await client.callTool({
+      name: 'exec',
+      arguments: { session: 'mcp', command: 'cd /tmp && echo hi' },
+    });
+    expect(ok.isError).toBe(false);
+    expect(toolText(ok)).toContain('hi');
+    const failed = await client.callTool({
+      name: 'exec',
+      arguments: { session: 'mcp', command: 'pwd; exit 7' },
+    });
+    expect(failed.isError).toBe(true);
+    expect(failed.structuredContent).toMatchObject({ exitCode: 7, stdout: '/tmp\n' });
+
+    const written = await client.callTool({
+      name: 'write_file',
+      arguments: { session: 'mcp', path: 'n/a.txt', content: 'via mcp' },
+    });
+    expect(written.structuredContent).toEqual({ path: 'n/a.txt', size: 7 });
+    const read = await client.callTool({ name: 'read_file', arguments: { session: 'mcp', path: 'n/a.txt' } });
+    expect(toolText(read)).toBe('via mcp');
+
+    const listed = await client.callTool({ name: 'list_sessions', arguments: {} });
+    expect((listed.structuredContent as { items: Array<{ name: string; ready: boolean }> }).items).toEqual([
+      expect.objectContaining({ name: 'mcp', ready: true }),
+    ]);
+
+    const deleted = await client.callTool({ name: 'delete_session', arguments: { session: 'mcp' } });
+    expect(deleted.isError).toBeFalsy();
+    await waitFor(
+      () => env.list(env.nsA.name),
+      predicate('session mcp deleted', (items) => !items.some((s) => s.metadata.name === 'mcp')),
+    );
+  });
+});
