@@ -5,10 +5,11 @@ E2E_KUBECONFIG ?=
 
 .PHONY: test-integration
 test-integration: node-deps localkube ## Integration tests of every workspace with a jest.integration.config.js (each against its own control plane)
-	@for cfg in */jest.integration.config.js; do \
+	@failed=""; for cfg in */jest.integration.config.js; do \
 	  p=$$(dirname $$cfg); echo "== integration: $$p"; \
-	  (cd $$p && $(JEST) -c jest.integration.config.js --runInBand) || exit 1; \
-	done
+	  (cd $$p && $(JEST) -c jest.integration.config.js --runInBand) || failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-integration: failed in:$$failed" >&2; exit 1; fi
 
 .PHONY: test-e2e
 test-e2e: node-deps ## e2e specs (test-e2e/specs) on the local cluster (started if needed), then the cluster lifecycle checks

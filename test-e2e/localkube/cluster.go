@@ -64,6 +64,11 @@ func (c *cluster) bringUp(ctx context.Context, f upFlags) (settings, error) {
 		return settings{}, fmt.Errorf("locate own binary: %w", err)
 	}
 	c.self = self
+	if f.profile == profileCluster {
+		if _, err := checkNodePrerequisites(); err != nil {
+			return settings{}, err
+		}
+	}
 	s, err := resolveSettings(f)
 	if err != nil {
 		return s, err

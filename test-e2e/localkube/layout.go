@@ -68,6 +68,15 @@ func (l layout) kubeletConfig() string     { return l.path("config", "kubelet.ya
 func (l layout) kubeProxyConfig() string   { return l.path("config", "kube-proxy.yaml") }
 func (l layout) podLogsDir() string        { return l.path("pod-logs") }
 
+// ownedPaths are every path localkube creates under the state dir (reset deletes exactly these).
+func (l layout) ownedPaths() []string {
+	paths := []string{l.defaultKubeconfig(), filepath.Join(l.binDir(), "kubectl")}
+	for _, sub := range []string{"pki", "etcd", "logs", "run", "kubeconfigs", "containerd", "cni", "kubelet", "config", "pod-logs"} {
+		paths = append(paths, l.path(sub))
+	}
+	return paths
+}
+
 // servingIPs are the addresses the API server certificate is valid for in both profiles.
 func servingIPs() []net.IP {
 	return []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(nodeIP), net.ParseIP(kubernetesServiceIP)}

@@ -205,7 +205,10 @@ func removePodsWithTemporaryContainerd(l layout) error {
 	return err
 }
 
-// runReset stops the cluster and deletes its state dir (certificates, etcd data, images).
+// runReset stops the cluster and deletes its state: certificates, etcd data, containerd's
+// content and snapshots (imported images), kubelet and CNI state, logs. The state dir is shared
+// with other tools (the image tarballs in images/, helm in bin/), so only localkube's own paths
+// are removed.
 func runReset(args []string) int {
 	fs := flag.NewFlagSet("reset", flag.ContinueOnError)
 	dir := fs.String("dir", "", "state directory (required)")
@@ -231,10 +234,12 @@ func runReset(args []string) int {
 		fmt.Fprintln(os.Stderr, "localkube reset: refusing to delete while mounts remain:", err)
 		return 1
 	}
-	if err := os.RemoveAll(abs); err != nil && !errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintln(os.Stderr, "localkube reset:", err)
-		return 1
+	for _, path := range l.ownedPaths() {
+		if err := os.RemoveAll(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintln(os.Stderr, "localkube reset:", err)
+			return 1
+		}
 	}
-	logf("deleted %s", abs)
+	logf("deleted the cluster state in %s (other tools' files there, e.g. images/, are kept)", abs)
 	return 0
 }

@@ -29,11 +29,7 @@ var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 // prepareNode checks prerequisites, creates the bridge (the API server binds its address),
 // sets the two sysctls pod networking needs, and writes every node config file.
 func prepareNode(s settings, p *pki) (*node, error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("the %s profile runs containerd and creates a bridge, so it needs root; "+
-			"use --profile=%s for a control plane without a node", profileCluster, profileControlPlane)
-	}
-	tools, err := findNodeTools()
+	tools, err := checkNodePrerequisites()
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +41,16 @@ func prepareNode(s settings, p *pki) (*node, error) {
 		return nil, err
 	}
 	return n, n.writeConfigs(tools["cni"], tools["runc"])
+}
+
+// checkNodePrerequisites fails early, before any port or file is touched, when the node cannot
+// run here: not root, or a binary missing. It returns the tools found.
+func checkNodePrerequisites() (map[string]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("the %s profile runs containerd and creates a bridge, so it needs root; "+
+			"use --profile=%s for a control plane without a node", profileCluster, profileControlPlane)
+	}
+	return findNodeTools()
 }
 
 // findNodeTools locates the binaries the node needs, or says which Debian packages provide them.
@@ -148,6 +154,9 @@ func (n *node) startRuntime(c *cluster) error {
 // waitRuntime waits for containerd's CRI to answer, then checks the sandbox image is present:
 // without it no pod can start, and nothing can pull it.
 func (n *node) waitRuntime(ctx context.Context, children []*child) error {
+	// containerd answers within seconds; a CRI plugin that failed to load never will.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	err := waitUntil(ctx, "containerd CRI on "+n.l.containerdSocket(), children, func(ctx context.Context) (bool, string) {
 		rs, err := newCRI(n.l)
 		if err != nil {

@@ -37,7 +37,7 @@ func containerdConfig(l layout, cniBinDir, runcPath string) string {
 		// Snapshotters and runtimes this node never uses; skipping them keeps start-up quiet.
 		`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",` +
 			` "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs",` +
-			` "io.containerd.runtime.v1.linux", "io.containerd.tracing.processor.v1.otlp"]`,
+			` "io.containerd.tracing.processor.v1.otlp"]`,
 		"[grpc]",
 		"  address = " + q(l.containerdSocket()),
 		"[ttrpc]",
@@ -53,6 +53,11 @@ func containerdConfig(l layout, cniBinDir, runcPath string) string {
 		// The streaming server (exec/attach/port-forward) is reached only by the kubelet.
 		`  stream_server_address = "127.0.0.1"`,
 		`  stream_server_port = "0"`,
+		// Pod network namespaces are mounted under the state dir, not the host's /run/netns.
+		`  netns_mounts_under_state_dir = true`,
+		// Root on these VMs lacks CAP_SYS_RESOURCE, so runc cannot lower oom_score_adj (the
+		// kubelet asks -998 for sandboxes, -997 for Guaranteed pods); clamp to containerd's own.
+		`  restrict_oom_score_adj = true`,
 		`  [plugins."io.containerd.grpc.v1.cri".containerd]`,
 		`    snapshotter = "overlayfs"`,
 		`    default_runtime_name = "runc"`,
@@ -133,14 +138,16 @@ func kubeletConfig(l layout, p *pki) ([]byte, error) {
 		"protectKernelDefaults":            false,
 		"cgroupsPerQOS":                    true,
 		"enforceNodeAllocatable":           []string{"pods"},
-		"shutdownGracePeriod":              "0s",
-		"shutdownGracePeriodCriticalPods":  "0s",
-		"maxPods":                          110,
-		"kubeAPIQPS":                       50,
-		"kubeAPIBurst":                     100,
-		"nodeStatusReportFrequency":        "10s",
-		"syncFrequency":                    "10s",
-		"fileCheckFrequency":               "10s",
+		// 0, not -999: lowering oom_score_adj needs CAP_SYS_RESOURCE (see containerdConfig).
+		"oomScoreAdj":                     0,
+		"shutdownGracePeriod":             "0s",
+		"shutdownGracePeriodCriticalPods": "0s",
+		"maxPods":                         110,
+		"kubeAPIQPS":                      50,
+		"kubeAPIBurst":                    100,
+		"nodeStatusReportFrequency":       "10s",
+		"syncFrequency":                   "10s",
+		"fileCheckFrequency":              "10s",
 	}, "", "  ")
 }
 
@@ -156,6 +163,7 @@ func kubeProxyConfig(l layout) ([]byte, error) {
 		"metricsBindAddress": fmt.Sprintf("127.0.0.1:%d", kubeProxyMetricsPort),
 		"mode":               "iptables",
 		"clusterCIDR":        podCIDR,
+		"oomScoreAdj":        0, // lowering it needs CAP_SYS_RESOURCE (see containerdConfig)
 		"nodePortAddresses":  []string{nodeIP + "/32"},
 		"iptables":           map[string]any{"localhostNodePorts": false, "minSyncPeriod": "1s", "syncPeriod": "30s"},
 		// Zero means "leave the host's value alone"; a VM's conntrack table is not ours to resize.
