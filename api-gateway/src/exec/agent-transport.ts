@@ -42,10 +42,13 @@ export interface AgentTransportOptions {
 }
 
 const PROBLEM_LIMIT = 64 * 1024;
+/** Derived tokens kept per session uid (an HMAC per call is cheap, but this is the hot path). */
+const TOKEN_CACHE_SIZE = 4096;
 
 /** ExecTransport over HTTP to the sandbox agent. */
 export class AgentTransport implements ExecTransport {
   readonly pool: AgentPool;
+  private readonly tokens = new Map<string, string>();
 
   constructor(private readonly o: AgentTransportOptions) {
     if (o.masterKey.length === 0) throw new Error('AgentTransport: a master key is required');
@@ -121,11 +124,7 @@ export class AgentTransport implements ExecTransport {
     deadlineAt: number,
     opts: CallOptions,
   ): Promise<AgentResponse> {
-    const token = deriveToken(this.o.masterKey, {
-      namespace: target.namespace,
-      name: target.name,
-      uid: target.uid,
-    });
+    const token = this.token(target);
     try {
       return await sendToAgent(
         this.pool,
@@ -141,6 +140,22 @@ export class AgentTransport implements ExecTransport {
     } catch (err) {
       throw transportProblem(err);
     }
+  }
+
+  /** The session's token: derived from namespace/name/uid, so a re-created session gets a new one. */
+  private token(target: ExecTarget): string {
+    const key = `${target.namespace}/${target.name}/${target.uid}`;
+    let token = this.tokens.get(key);
+    if (token === undefined) {
+      token = deriveToken(this.o.masterKey, {
+        namespace: target.namespace,
+        name: target.name,
+        uid: target.uid,
+      });
+      if (this.tokens.size >= TOKEN_CACHE_SIZE) this.tokens.clear();
+      this.tokens.set(key, token);
+    }
+    return token;
   }
 
   private async read(

@@ -37,7 +37,6 @@ export default fp<AuthPluginOptions>(
         );
       }
       request.principal = principal;
-      request.log = request.log.child({ keyId: principal.keyId });
     });
     done();
   },

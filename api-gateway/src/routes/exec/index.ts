@@ -28,6 +28,7 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
         const result = await app.execs.exec(namespace, request.params.name, request.body, signal);
         request.log.info(
           {
+            keyId: request.principal.keyId,
             namespace,
             session: request.params.name,
             command: commandDigest(request.body.command),
@@ -53,7 +54,12 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
         const stream = await app.execs.execStream(namespace, request.params.name, request.body, signal);
         stream.once('close', dispose);
         request.log.info(
-          { namespace, session: request.params.name, command: commandDigest(request.body.command) },
+          {
+            keyId: request.principal.keyId,
+            namespace,
+            session: request.params.name,
+            command: commandDigest(request.body.command),
+          },
           'exec stream',
         );
         return reply.type('application/x-ndjson').header('cache-control', 'no-store').send(stream);

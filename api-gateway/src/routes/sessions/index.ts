@@ -27,7 +27,7 @@ export default function sessionRoutes(
       const namespace = resolveNamespace(request.principal, bodyNs ?? queryNs);
       const { session, created } = await app.sessions.create(namespace, input);
       request.log.info(
-        { namespace, session: session.name, created },
+        { keyId: request.principal.keyId, namespace, session: session.name, created },
         created ? 'session created' : 'session exists',
       );
       return reply.status(created ? 201 : 200).send(session);
@@ -50,7 +50,10 @@ export default function sessionRoutes(
     async (request, reply: FastifyReply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       await app.sessions.delete(namespace, request.params.name);
-      request.log.info({ namespace, session: request.params.name }, 'session deleted');
+      request.log.info(
+        { keyId: request.principal.keyId, namespace, session: request.params.name },
+        'session deleted',
+      );
       return reply.status(204).send();
     },
   );

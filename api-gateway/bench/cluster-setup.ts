@@ -1,0 +1,115 @@
+/**
+ * Cluster mode: a deployed gateway, one Ready Agent session pod (created through the gateway), the
+ * same pod reached directly (podIP:8090 with its token, read from the session Secret) and through
+ * pods/exec, and a second session with execTransport KubernetesExec on the same image.
+ */
+import { randomBytes } from 'node:crypto';
+
+import * as k8s from '@kubernetes/client-node';
+import {
+  AGENT_PORT,
+  GROUP,
+  PLURAL,
+  TOKEN_SECRET_KEY,
+  VERSION,
+  secretName,
+  type SandboxSession,
+} from '@sandbox-platform/api';
+
+import { GatewayClient } from '../src/client/index.js';
+import { createPodExecutor } from '../src/exec/pod-executor.js';
+import { KubernetesExecTransport } from '../src/exec/kube-exec-transport.js';
+import type { ExecTarget } from '../src/sessions/model.js';
+
+const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
+const READY_TIMEOUT_MS = 180_000;
+
+/** Inputs from the environment (the e2e setup's variables by default). */
+export interface ClusterInputs {
+  gatewayUrl: string;
+  apiKey: string;
+  namespace: string;
+  kubeconfig: string;
+}
+
+/** What the cluster mode measures against. */
+export interface ClusterSetup {
+  client: GatewayClient;
+  agentSession: string;
+  kexecSession: string;
+  direct: { host: string; port: number; token: string };
+  podExec: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+async function waitReady(client: GatewayClient, name: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const s = await client.getSession(name);
+    if (s.ready) return;
+    if (Date.now() > deadline)
+      throw new Error(`session ${name} not Ready after ${READY_TIMEOUT_MS} ms: ${s.reason} ${s.message}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+export async function clusterSetup(i: ClusterInputs): Promise<ClusterSetup> {
+  const client = new GatewayClient({ baseUrl: i.gatewayUrl, apiKey: i.apiKey, namespace: i.namespace });
+  const suffix = randomBytes(3).toString('hex');
+  const agentSession = `bench-agent-${suffix}`;
+  const kexecSession = `bench-kexec-${suffix}`;
+  await client.createSession({ name: agentSession, image: IMAGE, execTransport: 'Agent' });
+  await client.createSession({ name: kexecSession, image: IMAGE, execTransport: 'KubernetesExec' });
+  await waitReady(client, agentSession);
+  await waitReady(client, kexecSession);
+
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(i.kubeconfig);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const cr = (await custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: i.namespace,
+    plural: PLURAL,
+    name: agentSession,
+  })) as SandboxSession;
+  const secret = await core.readNamespacedSecret({ namespace: i.namespace, name: secretName(agentSession) });
+  const token = Buffer.from(secret.data?.[TOKEN_SECRET_KEY] ?? '', 'base64').toString('utf8');
+  const podIP = cr.status?.podIP;
+  if (!podIP || !token) throw new Error(`session ${agentSession}: no pod IP or token yet`);
+
+  // pods/exec on the Agent session's pod, through the gateway's own KubernetesExec code path.
+  const streaming = new k8s.KubeConfig();
+  streaming.loadFromFile(i.kubeconfig);
+  const kexec = new KubernetesExecTransport({
+    executor: createPodExecutor(streaming),
+    maxOutputBytes: 1 << 20,
+    deadlineMarginMs: 10_000,
+    fileTimeoutMs: 60_000,
+  });
+  const target: ExecTarget = {
+    namespace: i.namespace,
+    name: agentSession,
+    uid: cr.metadata.uid ?? '',
+    podName: cr.status?.podName ?? '',
+    podIP,
+    transport: 'KubernetesExec',
+    idleTimeoutSeconds: cr.spec.idleTimeoutSeconds ?? 1800,
+  };
+  const podExec = async (): Promise<void> => {
+    const r = await kexec.exec(target, { command: 'true', timeoutSeconds: 30 });
+    if (r.exitCode !== 0) throw new Error(`pods/exec true exited ${r.exitCode}`);
+  };
+  return {
+    client,
+    agentSession,
+    kexecSession,
+    direct: { host: podIP, port: AGENT_PORT, token },
+    podExec,
+    close: async () => {
+      await client.deleteSession(agentSession);
+      await client.deleteSession(kexecSession);
+    },
+  };
+}

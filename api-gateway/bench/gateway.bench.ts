@@ -1,0 +1,109 @@
+/**
+ * Exec of `true`: p50/p99 latency (sequential) and requests/second (concurrent) through the
+ * gateway, side by side with direct calls to the agent and with pods/exec (the KubernetesExec
+ * transport) in the same run. Goals: gateway p50 <= 1.2x direct; Agent >= 10x faster than
+ * KubernetesExec at p50. Not a test: it prints raw figures and ratios.
+ *
+ *   node bench/run.mjs [--local] [--iterations N] [--warmup N] [--concurrency N] [--seconds N]
+ *
+ * Cluster mode (default) needs a deployed gateway and a node: BENCH_GATEWAY_URL (or
+ * E2E_GATEWAY_URL), BENCH_GATEWAY_API_KEY (or E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (or
+ * E2E_NAMESPACE, default sandbox-e2e), KUBECONFIG (default .localkube/kubeconfig); the pod network
+ * must be reachable from this process (direct mode). --local runs gateway and agent in-process.
+ */
+import { parseArgs } from 'node:util';
+
+import { execTrueCall, hostPort } from './agent-call.js';
+import { clusterSetup } from './cluster-setup.js';
+import { localSetup } from './local-setup.js';
+import { measure, report, type ModeFigures } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    local: { type: 'boolean', default: false },
+    iterations: { type: 'string', default: '500' },
+    warmup: { type: 'string', default: '50' },
+    concurrency: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '5' },
+    'kexec-iterations': { type: 'string', default: '100' },
+  },
+});
+const opts = {
+  iterations: Number(values.iterations),
+  warmup: Number(values.warmup),
+  concurrency: Number(values.concurrency),
+  durationMs: Number(values.seconds) * 1000,
+};
+// pods/exec costs tens of milliseconds per call: fewer samples keep the run short.
+const kexecOpts = { ...opts, iterations: Number(values['kexec-iterations']), warmup: 5 };
+
+function env(...names: string[]): string | undefined {
+  for (const n of names) if (process.env[n]) return process.env[n];
+  return undefined;
+}
+
+function gatewayCall(
+  url: string,
+  apiKey: string,
+  session: string,
+  namespace?: string,
+): ReturnType<typeof execTrueCall> {
+  const query = namespace ? `?namespace=${encodeURIComponent(namespace)}` : '';
+  return execTrueCall({ ...hostPort(url), path: `/v1/sessions/${session}/exec${query}`, token: apiKey });
+}
+
+async function runLocal(): Promise<void> {
+  const s = await localSetup();
+  const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
+  const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
+  try {
+    const rows: ModeFigures[] = [];
+    rows.push(await measure('direct agent (loopback)', direct.call, opts));
+    rows.push(await measure('gateway -> agent (loopback)', gateway.call, opts));
+    report(rows, [['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)']]);
+  } finally {
+    direct.close();
+    gateway.close();
+    await s.close();
+  }
+}
+
+async function runCluster(): Promise<void> {
+  const gatewayUrl = env('BENCH_GATEWAY_URL', 'E2E_GATEWAY_URL');
+  const apiKey = env('BENCH_GATEWAY_API_KEY', 'E2E_GATEWAY_API_KEY');
+  if (!gatewayUrl || !apiKey)
+    throw new Error('set BENCH_GATEWAY_URL and BENCH_GATEWAY_API_KEY (or run with --local)');
+  const namespace = env('BENCH_NAMESPACE', 'E2E_NAMESPACE') ?? 'sandbox-e2e';
+  const kubeconfig = env('KUBECONFIG') ?? '.localkube/kubeconfig';
+  const s = await clusterSetup({ gatewayUrl, apiKey, namespace, kubeconfig });
+  const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
+  const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
+  const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
+  try {
+    const rows: ModeFigures[] = [];
+    rows.push(await measure('direct agent (podIP:8090)', direct.call, opts));
+    rows.push(await measure('gateway, Agent', viaAgent.call, opts));
+    rows.push(await measure('pods/exec, same pod', s.podExec, kexecOpts));
+    rows.push(await measure('gateway, KubernetesExec', viaKexec.call, kexecOpts));
+    report(rows, [
+      ['gateway Agent / direct agent', 'gateway, Agent', 'direct agent (podIP:8090)'],
+      ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
+      ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
+    ]);
+  } finally {
+    direct.close();
+    viaAgent.close();
+    viaKexec.close();
+    await s.close();
+  }
+}
+
+console.log(
+  `gateway bench: ${values.local ? 'local' : 'cluster'} mode, ${JSON.stringify(opts)}, load average ${(
+    await import('node:os')
+  )
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+await (values.local ? runLocal() : runCluster());
