@@ -6,6 +6,8 @@ BENCH_OPERATOR_SESSIONS ?= 200
 BENCH_OPERATOR_ROUNDS ?= 3
 BENCH_OPERATOR_RSS ?= 1000,5000
 BENCH_OPERATOR_CONCURRENCY ?= 16
+# Environment of the operator in the RSS phase: the recommended deployment setting (operator/README.md).
+BENCH_OPERATOR_ENV ?= NODE_OPTIONS=--max-old-space-size=128
 
 .PHONY: operator-build test-operator test-integration-operator bench-operator run-operator audit-operator bench
 
@@ -20,7 +22,7 @@ test-integration-operator: node-deps localkube operator-build ## Operator integr
 
 bench-operator: node-deps localkube operator-build ## Operator vs direct creates of Secret+Pod pairs, throughput, RSS at 1,000/5,000 sessions
 	nice node operator/bench/run.mjs --sessions $(BENCH_OPERATOR_SESSIONS) --rounds $(BENCH_OPERATOR_ROUNDS) \
-	  --rss "$(BENCH_OPERATOR_RSS)" --concurrency $(BENCH_OPERATOR_CONCURRENCY)
+	  --rss "$(BENCH_OPERATOR_RSS)" --concurrency $(BENCH_OPERATOR_CONCURRENCY) --operator-env "$(BENCH_OPERATOR_ENV)"
 
 # Runs the operator in the foreground against $KUBECONFIG (default: the local cluster), with a
 # throwaway master key unless SANDBOX_MASTER_KEY_FILE is set. Not for production: see the chart.
@@ -28,7 +30,7 @@ run-operator: operator-build ## Run the operator locally against $KUBECONFIG (de
 	@key="$${SANDBOX_MASTER_KEY_FILE:-$(LOCALKUBE_DIR)/operator-dev-master-key}"; \
 	if [ ! -s "$$key" ]; then mkdir -p "$$(dirname "$$key")"; head -c 32 /dev/urandom > "$$key"; chmod 600 "$$key"; fi; \
 	KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" SANDBOX_MASTER_KEY_FILE="$$key" LEADER_ELECT=false \
-	  node operator/dist/main.js
+	  node --max-old-space-size=128 operator/dist/main.js
 
 audit-operator: ## npm audit of the operator's runtime dependencies (the registry may refuse; see operator/README.md)
 	npm audit --omit=dev -w operator

@@ -182,6 +182,11 @@ async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
   try {
     await op.waitForLog((l) => l.message === 'operator starting', 60_000);
     await new Promise((r) => setTimeout(r, 3_000));
+    const env =
+      Object.entries(args.operatorEnv)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ') || '(no extra environment)';
+    console.log(`RSS phase, operator environment: ${env}`);
     console.log(`operator RSS with 0 sessions: ${mb(rssOf(op))} MB`);
     const counter = await countChildren(kc, ns.name);
     let created = 0;

@@ -2,6 +2,8 @@
  * Composition root: the only module that reads the environment, builds clients and starts
  * listeners. Everything else receives its dependencies.
  */
+import { getHeapStatistics } from 'node:v8';
+
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION, readMasterKeyFile } from '@sandbox-platform/api';
 
@@ -114,6 +116,8 @@ async function main(): Promise<void> {
     concurrency: config.concurrency,
     leaderElection: Boolean(config.leaderElection),
     httpPort: typeof address === 'object' && address ? address.port : config.http.port,
+    // The V8 heap limit bounds RSS; see operator/README.md (memory) for the recommended setting.
+    heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 1048576),
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {

@@ -3,16 +3,22 @@
  * change of an immutable field) before the operator ever sees it.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import { GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
 import * as k8s from '@kubernetes/client-node';
 
 import {
+  REPO_ROOT,
   apiStatus,
   createTestNamespace,
   kubeClients,
   type KubeClients,
   type TestNamespace,
 } from '../../../test-e2e/src/framework/index.js';
+
+const EXAMPLES = join(REPO_ROOT, 'crds/examples');
 
 let kube: KubeClients;
 let ns: TestNamespace;
@@ -123,6 +129,18 @@ describe('schema validation', () => {
     expect(apiStatus(err)).toBe(422);
     expect(err instanceof k8s.ApiException ? String(err.body) : '').toMatch(message);
   });
+
+  it.each(readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml')))(
+    'accepts the example %s',
+    async (file) => {
+      const [doc] = k8s.loadAllYaml(readFileSync(join(EXAMPLES, file), 'utf8')) as Array<{
+        metadata: { name: string };
+        spec: unknown;
+      }>;
+      const res = await create(`example-${doc!.metadata.name}`, doc!.spec);
+      expect([file, res.code, res.message]).toEqual([file, undefined, '']);
+    },
+  );
 
   it('accepts changing the lifecycle fields', async () => {
     expect((await create('mutable', {})).code).toBeUndefined();
