@@ -1,4 +1,11 @@
-/** Reading request bodies within a byte limit (413 beyond it, before buffering the excess). */
+/**
+ * Reading request bodies within a byte limit (413 beyond it, before buffering the excess).
+ *
+ * Over the limit, reading stops but the request is not destroyed: the server answers 413 and
+ * drains the rest of the body (see server.ts). Destroying it instead would reset the connection
+ * while the client still writes, and clients such as Node's http module then see EPIPE or
+ * ECONNRESET instead of the 413.
+ */
 import type { IncomingMessage } from 'node:http';
 
 import { HttpProblem } from './problem.js';
@@ -11,12 +18,17 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
   }
 }
 
+/** The request body as chunks, without destroying the request when the reader stops early. */
+export function bodyChunks(req: IncomingMessage): AsyncIterable<Buffer> {
+  return req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+}
+
 /** Reads the whole body, at most `limit` bytes. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   checkDeclaredLength(req, limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  for await (const chunk of bodyChunks(req)) {
     size += chunk.length;
     if (size > limit)
       throw new HttpProblem('payload-too-large', `the body exceeds the limit of ${limit} bytes`);

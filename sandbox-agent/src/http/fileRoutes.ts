@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 
 import type { FileStore } from '../files/fileStore.js';
 import { parseWorkspacePath } from '../files/workspacePath.js';
-import { checkDeclaredLength } from './body.js';
+import { bodyChunks, checkDeclaredLength } from './body.js';
 import { sendJson } from './problem.js';
 
 /** URL prefix of the file routes. */
@@ -19,7 +19,7 @@ export async function putFileRoute(
 ): Promise<void> {
   const segments = parseWorkspacePath(pathTail(req));
   checkDeclaredLength(req, limit);
-  const written = await files.write(segments, req, limit);
+  const written = await files.write(segments, bodyChunks(req), limit);
   sendJson(res, 201, written);
 }
 

@@ -26,6 +26,9 @@ export interface ServerDeps {
   logger: Logger;
 }
 
+/** Largest unread request body drained (so the client can read the error) rather than cut off. */
+const MAX_DRAIN_BYTES = 256 * 1024 * 1024;
+
 type Handler = (req: IncomingMessage, res: ServerResponse, deps: ServerDeps) => Promise<void>;
 
 interface Route {
@@ -131,8 +134,18 @@ function renderError(err: unknown, req: IncomingMessage, res: ServerResponse, lo
     logger.error('request failed', { method: req.method, error: errorMessage(err) });
     problem = new HttpProblem('internal', 'internal error, see the agent log');
   }
-  // An unread request body (413, early 401) would otherwise be read to its end before the next request.
-  if (!req.complete) res.setHeader('connection', 'close');
+  if (!req.complete) drainOrClose(req, res);
   if (problem.status === 503) res.setHeader('retry-after', '1');
   sendProblem(res, problem);
+}
+
+/**
+ * A request answered before its body was read (413, 401, 400...): keep reading and discarding the
+ * body so the client, which may still be writing, gets the answer and the connection stays usable
+ * (the server's request timeout bounds the drain). A declared body too large to be worth
+ * draining closes the connection instead.
+ */
+function drainOrClose(req: IncomingMessage, res: ServerResponse): void {
+  if (Number(req.headers['content-length'] ?? 0) > MAX_DRAIN_BYTES) res.setHeader('connection', 'close');
+  else req.resume();
 }

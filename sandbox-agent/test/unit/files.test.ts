@@ -86,6 +86,22 @@ describe('/v1/files', () => {
     expect((await readdir(agent.workspace)).filter((f) => f.includes('chunked'))).toEqual([]);
   });
 
+  it('answers 413 to large uploads on a reused keep-alive connection, which stays usable', async () => {
+    // Regression: stopping to read an over-limit body left it unread, stalling the connection.
+    const chunked = await agent.send({
+      method: 'PUT',
+      path: '/v1/files/big-chunked.bin',
+      headers: { 'transfer-encoding': 'chunked' },
+      body: Buffer.alloc(4 * 1024 * 1024),
+    });
+    expect(chunked.status).toBe(413);
+    const declared = await put('/v1/files/big-declared.bin', Buffer.alloc(32 * 1024 * 1024));
+    expect(declared.status).toBe(413);
+    const next = await put('/v1/files/small.txt', 'fits');
+    expect(next.status).toBe(201);
+    expect([chunked, declared, next].some((r) => r.reusedSocket)).toBe(true);
+  }, 30_000);
+
   it.each([
     ['../ traversal', '/v1/files/../outside.txt'],
     ['nested ../ traversal', '/v1/files/inside/../../outside.txt'],
