@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { GatewayClient, GatewayError } from '../../src/client/index.js';
@@ -8,9 +10,10 @@ import { pending, ready, session } from '../helpers/sessions.js';
 describe('GatewayClient (against a listening gateway with fakes)', () => {
   let t: TestApp;
   let client: GatewayClient;
+  let url: string;
   beforeAll(async () => {
     t = await buildTestApp();
-    const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    url = await t.app.listen({ port: 0, host: '127.0.0.1' });
     client = new GatewayClient({ baseUrl: url + '/', apiKey: KEYS.both, namespace: 'team-a' });
   });
   afterAll(async () => {
@@ -36,6 +39,30 @@ describe('GatewayClient (against a listening gateway with fakes)', () => {
     expect(events.map((e) => e.type)).toEqual(['stdout', 'exit']);
     await client.writeFile('c2', 'dir/f.txt', 'content');
     expect(new TextDecoder().decode(await client.readFile('c2', 'dir/f.txt'))).toBe('content');
+  });
+
+  it('accepts a raw upload with no content type header (as curl -T sends it)', async () => {
+    t.store.put(session('c4', 'team-a', ready()));
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const u = new URL(`${url}/v1/sessions/c4/files/raw.txt?namespace=team-a`);
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname + u.search,
+          method: 'PUT',
+          headers: { authorization: `Bearer ${KEYS.a}`, 'content-length': 3 },
+        },
+        (r) => {
+          let body = '';
+          r.on('data', (c: Buffer) => (body += c.toString()));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end('abc');
+    });
+    expect(res).toEqual({ status: 201, body: JSON.stringify({ path: 'raw.txt', size: 3 }) });
   });
 
   it('throws GatewayError with the problem slug and Retry-After', async () => {

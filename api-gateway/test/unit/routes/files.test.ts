@@ -50,6 +50,17 @@ describe('file routes', () => {
     expect(t.agent.files.get('conf.json')!.toString()).toBe('{"a": 1}');
   });
 
+  it('accepts an upload without a content type (curl -T)', async () => {
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/sessions/demo/files/plain.txt',
+      headers: auth(KEYS.a),
+      payload: Buffer.from('no type'),
+    });
+    expect(res.statusCode).toBe(201);
+    expect(t.agent.files.get('plain.txt')!.toString()).toBe('no type');
+  });
+
   it('normalizes empty and "." segments', async () => {
     await put('a//./b.txt', 'x');
     expect(t.agent.calls[0]!.path).toBe('a/b.txt');
