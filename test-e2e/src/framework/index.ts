@@ -9,3 +9,14 @@ export type { TestNamespace, TestNamespaceOptions } from './namespace.js';
 export { predicate, waitFor, WaitTimeoutError } from './wait-for.js';
 export type { Predicate, WaitOptions } from './wait-for.js';
 export { e2eKubeconfig } from './e2e-setup.js';
+export { kubectl } from './kubectl.js';
+export type { KubectlResult } from './kubectl.js';
+export {
+  containerTerminated,
+  podPhase,
+  podReady,
+  TESTBOX_IMAGE,
+  testboxPod,
+  waitForPod,
+  waitForPodGone,
+} from './pods.js';

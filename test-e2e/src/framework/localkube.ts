@@ -14,15 +14,19 @@ const BUILD_SCRIPT = join(REPO_ROOT, 'test-e2e/localkube/build.sh');
  * Path of the localkube binary: $LOCALKUBE_BIN, else the one test-e2e/localkube/build.sh keeps
  * (built on first use; with an unchanged source the cached binary is reused at once).
  */
+let builtBinary: string | undefined;
+
 export function localkubeBinary(): string {
   const fromEnv = process.env.LOCALKUBE_BIN;
   if (fromEnv) return fromEnv;
+  if (builtBinary) return builtBinary;
   // stderr is inherited: a first build takes minutes and prints its progress.
   const build = spawnSync(BUILD_SCRIPT, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (build.status !== 0) {
     throw new Error(`${BUILD_SCRIPT} failed with status ${String(build.status)}`, { cause: build.error });
   }
-  return build.stdout.trim();
+  builtBinary = build.stdout.trim();
+  return builtBinary;
 }
 
 /** A control plane started by {@link startControlPlane}. */
