@@ -26,6 +26,9 @@ export interface ServerDeps {
   logger: Logger;
 }
 
+/** Period of Node's request and headers timeout checks. */
+const CONNECTION_CHECK_MS = 1000;
+
 /** Largest unread request body drained (so the client can read the error) rather than cut off. */
 const MAX_DRAIN_BYTES = 256 * 1024 * 1024;
 
@@ -78,6 +81,8 @@ export function createAgentServer(deps: ServerDeps): Server {
       requestTimeout: deps.timeouts.requestTimeoutMs,
       headersTimeout: deps.timeouts.headersTimeoutMs,
       keepAliveTimeout: deps.timeouts.keepAliveTimeoutMs,
+      // How often Node enforces the two timeouts above (default 30 s, too coarse for headers).
+      connectionsCheckingInterval: CONNECTION_CHECK_MS,
     },
     (req, res) => void serve(req, res, deps),
   );

@@ -126,3 +126,32 @@ describe('agent HTTP surface', () => {
     expect(first.headers.connection).toBe('keep-alive');
   });
 });
+
+describe('agent HTTP timeouts', () => {
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    agent = await TestAgent.start({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 });
+  });
+  afterAll(async () => {
+    await agent.stop();
+  });
+
+  it('answers a command that runs longer than the request receive timeout', async () => {
+    // requestTimeout bounds receiving the request only; exec answers may take up to 300 s.
+    const res = await agent.exec({ command: 'sleep 2.5; echo done' });
+    expect(res).toMatchObject({ stdout: 'done\n', exitCode: 0 });
+  });
+
+  it('closes a connection whose request headers never complete', async () => {
+    const { connect } = await import('node:net');
+    const socket = connect(agent.running.port, '127.0.0.1');
+    socket.write('POST /v1/exec HTTP/1.1\r\nHost: x\r\n');
+    const started = Date.now();
+    let answer = '';
+    socket.on('data', (d: Buffer) => (answer += d.toString()));
+    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+  });
+});
