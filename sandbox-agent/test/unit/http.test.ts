@@ -1,5 +1,6 @@
 /** HTTP surface: auth, health, problem shape, body limits, validation, keep-alive. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { connect } from 'node:net';
 
 import { problemOf, TestAgent } from './helpers/testAgent.js';
 
@@ -144,7 +145,6 @@ describe('agent HTTP timeouts', () => {
   });
 
   it('closes a connection whose request headers never complete', async () => {
-    const { connect } = await import('node:net');
     const socket = connect(agent.running.port, '127.0.0.1');
     socket.write('POST /v1/exec HTTP/1.1\r\nHost: x\r\n');
     const started = Date.now();
