@@ -3,10 +3,11 @@
  * Ready through the pod's exec readiness probe (`sandbox-agent probe`), and a command sent to
  * <podIP>:8090 with the token from the session's Secret runs.
  *
- * Needs KUBECONFIG pointing at a cluster where the CRD is installed and the operator runs, the
- * image localhost/sandbox-platform/sandbox-agent:dev present on the node, and pod IPs reachable
- * from where the test runs (true on the local single-node cluster). Namespace: $E2E_NAMESPACE
- * (default sandbox-e2e), created when missing and left in place.
+ * Needs KUBECONFIG (exported by the e2e globalSetup) pointing at a cluster where the CRD is
+ * installed and the operator runs, the image localhost/sandbox-platform/sandbox-agent:dev present
+ * on the node, and pod IPs reachable from where the test runs (true on the local single-node
+ * cluster). Namespace: $E2E_NAMESPACE (default sandbox-e2e), created when missing and left in
+ * place.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
@@ -25,8 +26,14 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { apiStatus, isNotFound, kubeClients, type KubeClients } from '../../src/framework/kube.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import {
+  apiStatus,
+  isNotFound,
+  kubeClients,
+  type KubeClients,
+  predicate,
+  waitFor,
+} from '../../src/framework/index.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
