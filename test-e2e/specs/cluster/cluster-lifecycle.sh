@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Lifecycle checks of the local cluster that restart it, so they cannot run inside jest:
+#   - a second `make cluster-up` reuses the running cluster and says so;
+#   - a port already in use gives an error naming the port;
+#   - a missing prerequisite (Go, disk space, node packages) says what to install;
+#   - `make cluster-down` leaves nothing behind, and `make cluster-up` afterwards keeps objects;
+#   - `make cluster-reset` wipes them.
+# Run from the repository root (make test-e2e / make test-cluster-lifecycle). Leaves the cluster up.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+export LOCALKUBE_DIR="${LOCALKUBE_DIR:-$PWD/.localkube}"
+kubectl="$LOCALKUBE_DIR/bin/kubectl"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$tmp/out" | tail -20; }
+# expect DESCRIPTION WANT_RC PATTERN -- COMMAND...: run COMMAND, check its exit code (any non-zero
+# when WANT_RC is "fail") and that its output matches the extended regex PATTERN.
+expect() {
+  local what=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if { [ "$want" = fail ] && [ $rc -ne 0 ] || [ "$want" = "$rc" ]; } && grep -qE -- "$pattern" "$tmp/out"; then
+    ok "$what"
+  else
+    echo "# exit code $rc (wanted $want), output did not match /$pattern/ or code differed" >>"$tmp/out"
+    not_ok "$what"
+  fi
+}
+
+# expect_empty DESCRIPTION -- COMMAND...: COMMAND succeeds and prints nothing.
+expect_empty() {
+  local what=$1
+  shift 2
+  if "$@" >"$tmp/out" 2>&1 && [ ! -s "$tmp/out" ]; then ok "$what"; else not_ok "$what"; fi
+}
+
+echo "# cluster lifecycle checks (state dir $LOCALKUBE_DIR)"
+expect "make cluster-up starts (or reuses) the cluster" 0 "Cluster is up" -- make cluster-up
+expect "a second make cluster-up reuses the running cluster and says so" 0 "already running .*reusing it" -- make cluster-up
+
+marker="m-$RANDOM$RANDOM"
+"$kubectl" create namespace lifecycle-check >/dev/null 2>&1
+"$kubectl" -n lifecycle-check delete configmap marker --ignore-not-found >/dev/null 2>&1
+expect "create a marker object" 0 "created" -- "$kubectl" -n lifecycle-check create configmap marker --from-literal=value="$marker"
+
+# A running pod during cluster-down: its veth, netns, mounts and iptables rules must go too.
+"$kubectl" -n lifecycle-check delete pod sleeper --ignore-not-found --wait >/dev/null 2>&1
+expect "a pod runs before cluster-down" 0 "condition met" -- sh -c "
+  '$kubectl' -n lifecycle-check run sleeper --image=localhost/sandbox-platform/testbox:dev \
+    --image-pull-policy=IfNotPresent --restart=Always --command -- sleep 3600 >/dev/null &&
+  '$kubectl' -n lifecycle-check wait --for=condition=Ready pod/sleeper --timeout=60s"
+
+expect "a port already in use gives an error naming it" fail "port 6443 \(needed by kube-apiserver\) is already in use" -- \
+  make cluster-up LOCALKUBE_PROFILE=controlplane LOCALKUBE_DIR="$tmp/second" LOCALKUBE_PORT=6443 LOCALKUBE_ETCD_PORT=12379
+
+no_go_path="$(echo "$PATH" | tr ':' '\n' | while read -r d; do [ -x "$d/go" ] || echo "$d"; done | paste -sd:)"
+expect "a missing Go toolchain says what to install" fail "Go is not installed.*Install Go 1\.25 or newer" -- \
+  env PATH="$no_go_path" LOCALKUBE_CACHE="$tmp/cache" make localkube
+expect "too little disk space says how much is needed" fail "GB free .*needs about 100000 GB" -- \
+  env LOCALKUBE_CACHE="$tmp/cache" LOCALKUBE_MIN_FREE_GB=100000 make localkube
+expect "missing node packages say what to install" fail "missing node prerequisites: containerd.*apt-get install containerd runc containernetworking-plugins iptables" -- \
+  env PATH=/nonexistent "$PWD/test-e2e/localkube/bin/localkube" up --profile=cluster --dir="$tmp/third"
+
+expect "make cluster-down stops everything and leaves nothing behind" 0 "clean: no process, mount, netns, veth, bridge, iptables rule or listening port left" -- make cluster-down
+expect "after cluster-down no bridge is left (ip link)" 1 "" -- ip link show lkbr0
+expect_empty "after cluster-down nothing listens on 6443 (ss)" -- ss -Hltn "sport = :6443"
+
+expect "make cluster-up after cluster-down" 0 "Cluster is up" -- make cluster-up
+expect "objects survive cluster-down and cluster-up (etcd data persists)" 0 "^$marker\$" -- \
+  "$kubectl" -n lifecycle-check get configmap marker -o jsonpath='{.data.value}{"\n"}'
+
+expect "the pod runs again after cluster-up (the kubelet recreates its sandbox)" 0 "condition met" -- \
+  "$kubectl" -n lifecycle-check wait --for=condition=Ready pod/sleeper --timeout=60s
+
+expect "make cluster-reset wipes the state" 0 "deleted the cluster state" -- make cluster-reset
+expect "make cluster-up after cluster-reset" 0 "Cluster is up" -- make cluster-up
+expect "objects are gone after cluster-reset" 1 "NotFound" -- "$kubectl" get namespace lifecycle-check
+
+echo "1..$n"
+if [ "$failed" -gt 0 ]; then
+  echo "# $failed of $n lifecycle checks failed"
+  exit 1
+fi
+echo "# all $n lifecycle checks passed"
