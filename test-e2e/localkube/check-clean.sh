@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verify that a stopped localkube left nothing behind: no process, mount, network namespace,
-# veth, bridge, iptables rule or listening port. Exits 1 and lists what remains otherwise.
+# veth, bridge, iptables rule, kubelet cgroup or listening port. Exits 1 and lists what remains otherwise.
 #   usage: check-clean.sh <state-dir> [apiserver-port] [etcd-port]
 set -uo pipefail
 dir="$(cd "$1" 2>/dev/null && pwd || echo "$1")"
@@ -20,6 +20,9 @@ netns="$(ls /run/netns 2>/dev/null | grep '^cni-' || true)"
 links="$(ip -br link 2>/dev/null | awk '$1 == "lkbr0" || $1 ~ /^veth/ {print $1}')"
 [ -n "$links" ] && left+=("links:"$'\n'"$links")
 
+cgroups="$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true)"
+[ -n "$cgroups" ] && left+=("kubelet cgroups:"$'\n'"$cgroups")
+
 if command -v iptables-save >/dev/null 2>&1; then
   rules="$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E 'KUBE-|name: "localkube"' || true)"
   [ -n "$rules" ] && left+=("iptables rules:"$'\n'"$rules")
@@ -34,4 +37,4 @@ if [ ${#left[@]} -gt 0 ]; then
   printf '%s\n' "${left[@]}" >&2
   exit 1
 fi
-echo "[cluster-down] clean: no process, mount, netns, veth, bridge, iptables rule or listening port left"
+echo "[cluster-down] clean: no process, mount, netns, veth, bridge, iptables rule, kubepods cgroup or listening port left"

@@ -50,8 +50,22 @@ func cleanupHost(l layout) {
 	}
 	errs = append(errs, removeKubeletCgroups())
 	errs = append(errs, restoreSysctls(l))
+	removeEmptyHostDirs()
 	if err := errors.Join(errs...); err != nil {
 		logf("node cleanup: %v", err)
+	}
+}
+
+// hostDirsOutsideState are the only paths containerd 1.6 and its CNI library use outside the
+// state dir (shim sockets, CNI result cache; neither is configurable there). They are removed
+// when empty, deepest first; a non-empty one belongs to something else still running.
+var hostDirsOutsideState = []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"}
+
+func removeEmptyHostDirs() {
+	for _, dir := range hostDirsOutsideState {
+		if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTEMPTY) {
+			logf("remove %s: %v", dir, err)
+		}
 	}
 }
 
