@@ -15,8 +15,10 @@ test-integration: node-deps localkube ## Integration tests of every workspace wi
 test-e2e: node-deps ## e2e specs (test-e2e/specs) on the local cluster (started if needed), then the cluster lifecycle checks
 ifeq ($(E2E_KUBECONFIG),)
 	$(MAKE) cluster-up
-	cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand
-	test-e2e/specs/cluster/cluster-lifecycle.sh
+	@# Both parts run even when the first fails, so one report shows every failure.
+	@rc=0; (cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
+	test-e2e/specs/cluster/cluster-lifecycle.sh || rc=1; \
+	exit $$rc
 else
 	cd test-e2e && E2E_KUBECONFIG=$(E2E_KUBECONFIG) $(JEST) -c jest.e2e.config.js --runInBand
 endif

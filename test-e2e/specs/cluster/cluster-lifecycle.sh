@@ -66,7 +66,7 @@ expect "too little disk space says how much is needed" fail "GB free .*needs abo
 expect "missing node packages say what to install" fail "missing node prerequisites: containerd.*apt-get install containerd runc containernetworking-plugins iptables" -- \
   env PATH=/nonexistent "$PWD/test-e2e/localkube/bin/localkube" up --profile=cluster --dir="$tmp/third"
 
-expect "make cluster-down stops everything and leaves nothing behind" 0 "clean: no process, mount, netns, veth, bridge, iptables rule or listening port left" -- make cluster-down
+expect "make cluster-down stops everything and leaves nothing behind" 0 "\[cluster-down\] clean: no process, mount, netns, veth, bridge, iptables rule, kubepods cgroup or listening port left" -- make cluster-down
 expect "after cluster-down no bridge is left (ip link)" 1 "" -- ip link show lkbr0
 expect_empty "after cluster-down nothing listens on 6443 (ss)" -- ss -Hltn "sport = :6443"
 
