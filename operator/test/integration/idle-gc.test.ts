@@ -69,6 +69,7 @@ describe('idle collection', () => {
       predicate('children garbage-collected', ([p, s]) => p === undefined && s === undefined),
       { timeoutMs: 60_000 },
     );
+    await op.waitForLog((l) => l.message === 'collected session' && l.session === 'idle-delete');
     expect(op.messages('collected session').map((l) => [l.session, l.reason, l.policy])).toContainEqual([
       'idle-delete',
       'IdleTimeout',

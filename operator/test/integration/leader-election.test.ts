@@ -90,6 +90,8 @@ describe('two operator replicas', () => {
       () => readPod(kube.core, ns.name, 'sbs-two'),
       predicate('pod sbs-two', (p) => p !== undefined),
     );
+    // The log line follows the create call; wait for it rather than race the pipe.
+    await b.waitForLog((l) => l.message === 'created pod' && l.pod === 'sbs-two');
     expect(b.messages('created pod').map((l) => l.pod)).toEqual(['sbs-two']);
   });
 
