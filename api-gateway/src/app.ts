@@ -16,6 +16,7 @@ import errorsPlugin from './plugins/errors.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
 import servicesPlugin from './plugins/services.js';
+import shutdownPlugin from './plugins/shutdown.js';
 import storePlugin from './plugins/store.js';
 import validationPlugin from './plugins/validation.js';
 import execRoutes from './routes/exec/index.js';
@@ -52,6 +53,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
   });
   await app.register(errorsPlugin);
+  await app.register(shutdownPlugin);
   await app.register(validationPlugin);
   await app.register(openapiPlugin);
   await app.register(configPlugin, { config: deps.config });

@@ -1,0 +1,123 @@
+/**
+ * The composition root as a real process (src/server.ts bundled with esbuild): config validated
+ * at start (fail fast), /readyz after the watches synced, and graceful SIGTERM: an exec in flight
+ * completes, then the process exits 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { build } from 'esbuild';
+
+import { GatewayClient } from '../../src/client/index.js';
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { GatewayEnv, KEYS, MASTER_KEY } from './gateway-env.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as { port: number };
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+function exited(child: ChildProcess): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  let stderr = '';
+  let stdout = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr, stdout })));
+}
+
+describe('server.ts as a process', () => {
+  const env = new GatewayEnv();
+  let dir: string;
+  let bundle: string;
+  let baseEnv: Record<string, string>;
+  beforeAll(async () => {
+    await env.setup();
+    // Inside api-gateway/node_modules/.cache so external packages resolve as in the package.
+    const cache = join(here, '../../node_modules/.cache');
+    mkdirSync(cache, { recursive: true });
+    dir = mkdtempSync(join(cache, 'server-test-'));
+    bundle = join(dir, 'server.mjs');
+    await build({
+      entryPoints: [join(here, '../../src/server.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      outfile: bundle,
+      packages: 'external',
+      logLevel: 'warning',
+      alias: { '@sandbox-platform/api': join(here, '../../../crds/src/index.ts') },
+    });
+    const keys = join(dir, 'keys.json');
+    writeFileSync(keys, JSON.stringify({ keys: [{ id: 'a', key: KEYS.a, namespaces: [env.nsA.name] }] }));
+    const master = join(dir, 'master-key');
+    writeFileSync(master, MASTER_KEY);
+    baseEnv = {
+      PATH: process.env.PATH ?? '',
+      KUBECONFIG: process.env.KUBECONFIG!,
+      GATEWAY_API_KEYS_FILE: keys,
+      SANDBOX_MASTER_KEY_FILE: master,
+      GATEWAY_NAMESPACES: `${env.nsA.name},${env.nsB.name}`,
+      GATEWAY_AGENT_PORT: String(env.agentPort),
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_LOG_LEVEL: 'info',
+    };
+  });
+  afterAll(async () => {
+    await env.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses to start with an invalid configuration, listing the problem', async () => {
+    const child = spawn(process.execPath, [bundle], {
+      env: { ...baseEnv, GATEWAY_PORT: 'eighty', GATEWAY_NAMESPACES: '' },
+    });
+    const { code, stderr } = await exited(child);
+    expect(code).toBe(1);
+    const line = JSON.parse(stderr.trim().split('\n').at(-1)!) as {
+      message: string;
+      err: { message: string };
+    };
+    expect(line.message).toBe('api-gateway failed to start');
+    expect(line.err.message).toMatch(/GATEWAY_PORT must be integer/);
+  });
+
+  it('serves once synced and finishes an in-flight exec on SIGTERM before exiting 0', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [bundle], { env: { ...baseEnv, GATEWAY_PORT: String(port) } });
+    const done = exited(child);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(
+      () => fetch(`${url}/readyz`).then((r) => r.status),
+      predicate('/readyz 200', (s: number) => s === 200),
+      { timeoutMs: 30_000 },
+    );
+    const client = new GatewayClient({ baseUrl: url, apiKey: KEYS.a });
+    await client.createSession({ name: 'graceful' });
+    await env.makeReady(env.nsA.name, 'graceful');
+    await client.exec('graceful', { command: 'true' });
+
+    const inFlight = client.exec('graceful', { command: 'sleep 2; echo finished' });
+    await new Promise((r) => setTimeout(r, 500));
+    child.kill('SIGTERM');
+    const result = await inFlight;
+    const answeredAt = Date.now();
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'finished\n' });
+    const { code, stdout } = await done;
+    expect(code).toBe(0);
+    // Regression: the caller's keep-alive connection once held the process for the 72 s keep-alive timeout.
+    expect(Date.now() - answeredAt).toBeLessThan(5000);
+    expect(stdout).toMatch(/shutting down/);
+    expect(stdout).not.toContain(KEYS.a);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+});
