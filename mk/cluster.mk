@@ -69,3 +69,8 @@ cluster-status: ## Is the local cluster running? readyz and nodes
 cluster-reset: ## Stop the local cluster and delete its state (etcd data, certificates, imported images)
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
 	@$(LOCALKUBE_BIN) reset --dir=$(LOCALKUBE_DIR)
+
+.PHONY: test-localkube
+test-localkube: ## gofmt, go vet and the Go unit tests of localkube (host cleanup parsing, process matching)
+	@cd $(LOCALKUBE_SRC) && test -z "$$(gofmt -l .)" || { echo "gofmt: files need formatting:"; gofmt -l .; exit 1; }
+	cd $(LOCALKUBE_SRC) && nice go vet . && nice go test -count=1 .

@@ -9,8 +9,19 @@ import (
 	"time"
 )
 
-// cniNetworkComment is in every rule the CNI bridge and portmap plugins add for this network.
-const cniNetworkComment = `name: "localkube"`
+// cniNetworkComment is in every rule the CNI bridge and portmap plugins add for this network;
+// iptables-save prints the quotes inside a comment escaped.
+var cniNetworkComments = []string{`name: "localkube"`, `name: \"localkube\"`}
+
+// isThisNetworksRule reports whether an iptables-save rule carries this network's CNI comment.
+func isThisNetworksRule(spec string) bool {
+	for _, c := range cniNetworkComments {
+		if strings.Contains(spec, c) {
+			return true
+		}
+	}
+	return false
+}
 
 // removeOwnIptablesRules deletes what this node left in iptables after its components stopped:
 // chains named KUBE-* (the kubelet's canary/hint chains; kube-proxy's are gone after its own
@@ -29,7 +40,7 @@ func removeOwnIptablesRules(bin string) error {
 		chains, rules := parseIptablesSave(dump)
 		ours := ownChains(chains, rules)
 		for _, r := range rules {
-			if ours[r.chain] || !(strings.Contains(r.spec, cniNetworkComment) || ours[r.target]) {
+			if ours[r.chain] || !(isThisNetworksRule(r.spec) || ours[r.target]) {
 				continue
 			}
 			args := append([]string{"-t", table, "-D", r.chain}, splitRuleSpec(r.spec)...)
@@ -91,7 +102,7 @@ func ownChains(chains map[string]bool, rules []iptRule) map[string]bool {
 			}
 			all := true
 			for _, r := range rules {
-				if r.chain == c && !strings.Contains(r.spec, cniNetworkComment) && !ours[r.target] {
+				if r.chain == c && !isThisNetworksRule(r.spec) && !ours[r.target] {
 					all = false
 				}
 			}

@@ -152,17 +152,20 @@ func down(l layout) error {
 	return sweep(l)
 }
 
-// sweep is the crash path: kill leftover processes of this dir, remove pods through a temporary
-// containerd if sandboxes remain, then clean host state. A clean supervisor stop leaves nothing
-// for it to do.
+// sweep is the crash path: stop leftover component processes of this dir, remove pods through
+// a temporary containerd if sandboxes remain (it reattaches to their shims), kill any shim still
+// left, then clean host state. A clean supervisor stop leaves nothing for it to do.
 func sweep(l layout) error {
-	if n := killLeftovers(l); n > 0 {
-		logf("killed %d leftover processes", n)
+	if n := killLeftovers(l, false); n > 0 {
+		logf("stopped %d leftover component processes", n)
 	}
 	if fileExists(l.containerdConfig()) && hasSandboxState(l) {
 		if err := removePodsWithTemporaryContainerd(l); err != nil {
 			logf("remove leftover pods: %v", err)
 		}
+	}
+	if n := killLeftovers(l, true); n > 0 {
+		logf("killed %d leftover containerd shims", n)
 	}
 	if fileExists(l.containerdConfig()) {
 		cleanupHost(l)

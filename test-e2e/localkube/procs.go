@@ -13,7 +13,7 @@ import (
 // re-executed from localkube with a path under the dir in their arguments, the private
 // containerd (its --config is under the dir) and its shims (their -address is the dir's socket).
 // Processes are matched by their exact arguments, never by name alone.
-func leftoverPids(l layout) []int {
+func leftoverPids(l layout, shims bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -28,7 +28,8 @@ func leftoverPids(l layout) []int {
 		if err != nil || len(raw) == 0 {
 			continue
 		}
-		if belongsTo(l, strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")) {
+		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if belongsTo(l, argv) && (shims || !isShim(argv)) {
 			pids = append(pids, pid)
 		}
 	}
@@ -56,9 +57,13 @@ func belongsTo(l layout, argv []string) bool {
 	return false
 }
 
+func isShim(argv []string) bool { return strings.HasPrefix(filepath.Base(argv[0]), "containerd-shim") }
+
 // killLeftovers sends SIGTERM, waits up to 10 s, then SIGKILLs what is left; returns how many.
-func killLeftovers(l layout) int {
-	pids := leftoverPids(l)
+// Without shims, containerd's shims (and so the containers they hold) are spared, so that a
+// restarted containerd can still stop those containers cleanly through CRI.
+func killLeftovers(l layout, shims bool) int {
+	pids := leftoverPids(l, shims)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}

@@ -34,7 +34,7 @@ func runStatus(args []string) int {
 	pid, alive := supervisorPid(l)
 	if !alive {
 		fmt.Printf("localkube: not running (state dir %s)\n", abs)
-		if leftovers := leftoverPids(l); len(leftovers) > 0 {
+		if leftovers := leftoverPids(l, true); len(leftovers) > 0 {
 			fmt.Printf("warning: %d leftover processes %v; run `make cluster-down`\n", len(leftovers), leftovers)
 		}
 		return 3

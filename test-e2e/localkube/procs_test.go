@@ -1,0 +1,31 @@
+package main
+
+import "testing"
+
+func TestBelongsToMatchesOnlyThisStateDir(t *testing.T) {
+	l := layout{dir: "/work/main/.localkube"}
+	cases := []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"/cache/localkube-abc", "etcd", "--data-dir=/work/main/.localkube/etcd"}, true},
+		{[]string{"/usr/bin/containerd", "--config", "/work/main/.localkube/containerd/config.toml"}, true},
+		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-address", "/work/main/.localkube/containerd/containerd.sock"}, true},
+		// Another state dir whose name merely starts with ours.
+		{[]string{"/cache/localkube-abc", "etcd", "--data-dir=/work/main/.localkube-2/etcd"}, false},
+		// A system containerd, and a shell that mentions the dir.
+		{[]string{"/usr/bin/containerd"}, false},
+		{[]string{"/bin/sh", "-c", "ls /work/main/.localkube/etcd"}, false},
+	}
+	for _, c := range cases {
+		if got := belongsTo(l, c.argv); got != c.want {
+			t.Errorf("belongsTo(%q) = %v, want %v", c.argv, got, c.want)
+		}
+	}
+}
+
+func TestUnescapeMountPath(t *testing.T) {
+	if got := unescapeMountPath(`/work/my\040dir/x`); got != "/work/my dir/x" {
+		t.Fatalf("unescape = %q", got)
+	}
+}
