@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // upFlags are the flags of `localkube up` (and of `start`, which runs `up` in the background).
@@ -20,6 +22,7 @@ type upFlags struct {
 	crdDir                   string
 	port, etcdPort           int
 	verbosity                int
+	exitWithParent           bool
 	timeout                  time.Duration
 }
 
@@ -33,6 +36,7 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.IntVar(&f.port, "port", 6443, "kube-apiserver port; 0 picks a free one")
 	fs.IntVar(&f.etcdPort, "etcd-port", 2379, "etcd client port on 127.0.0.1 (peer port is the next one); 0 picks free ones")
 	fs.IntVar(&f.verbosity, "v", 1, "log verbosity of the components")
+	fs.BoolVar(&f.exitWithParent, "exit-with-parent", false, "stop the cluster when the parent process dies (test harnesses)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to become ready")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -62,6 +66,12 @@ func runUp(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localkube up:", err)
 		return 2
+	}
+	if f.exitWithParent {
+		if err := exitWithParent(); err != nil {
+			logf("error: %v", err)
+			return 1
+		}
 	}
 	if err := supervise(f); err != nil {
 		logf("error: %v", err)
@@ -106,6 +116,19 @@ func supervise(f upFlags) error {
 	}
 	fmt.Printf("READY %s\n", s.kubeconfig)
 	return c.runUntilStopped(stop)
+}
+
+// exitWithParent asks the kernel for SIGTERM when the parent dies, so a test runner killed hard
+// (jest on a CI timeout) does not leave a control plane behind; the usual stop path follows.
+func exitWithParent() error {
+	parent := os.Getppid()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("set parent-death signal: %w", err)
+	}
+	if os.Getppid() != parent {
+		return errors.New("parent exited during start-up")
+	}
+	return nil
 }
 
 // claimPidFile refuses to start a second supervisor on the same state dir.

@@ -60,7 +60,14 @@ export interface ControlPlaneOptions {
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<RunningControlPlane> {
   const binary = opts.binary ?? localkubeBinary();
   const dir = mkdtempSync(join(tmpdir(), 'localkube-cp-'));
-  const args = ['up', '--profile=controlplane', `--dir=${dir}`, '--port=0', '--etcd-port=0'];
+  const args = [
+    'up',
+    '--profile=controlplane',
+    `--dir=${dir}`,
+    '--port=0',
+    '--etcd-port=0',
+    '--exit-with-parent',
+  ];
   if (opts.crdDir) args.push(`--crds=${opts.crdDir}`);
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
