@@ -26,7 +26,7 @@ export interface ToolContext {
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
-  log: Pick<FastifyBaseLogger, 'error'>;
+  log: Pick<FastifyBaseLogger, 'error' | 'warn'>;
 }
 
 const SANDBOX =
@@ -54,7 +54,8 @@ function guard(log: ToolContext['log']): Guard {
     try {
       return await fn();
     } catch (err) {
-      if (!isProblemError(err) || err.status >= 500) log.error({ err }, 'MCP tool failed');
+      if (!isProblemError(err)) log.error({ err }, 'MCP tool failed');
+      else if (err.status >= 500) log.warn({ slug: err.slug, detail: err.detail }, 'MCP tool failed');
       return errorToolResult(err);
     }
   };

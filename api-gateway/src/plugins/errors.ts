@@ -49,6 +49,22 @@ export function toProblem(err: unknown): ProblemError {
   return new ProblemError('internal', undefined, { cause: err });
 }
 
+/**
+ * Logs a failure once, here. Unexpected failures (500) at error with the cause chain; expected
+ * 5xx states (sandbox not ready, unreachable, timing out) at warn with their cause's message;
+ * the caller's mistakes (4xx) at debug.
+ */
+function logProblem(request: FastifyRequest, problem: ProblemError): void {
+  if (problem.slug === 'internal') {
+    request.log.error({ err: problem.cause ?? problem, slug: problem.slug }, 'request failed');
+  } else if (problem.status >= 500) {
+    const cause = problem.cause instanceof Error ? problem.cause.message : undefined;
+    request.log.warn({ slug: problem.slug, detail: problem.detail, cause }, 'request failed');
+  } else {
+    request.log.debug({ slug: problem.slug, detail: problem.detail }, 'request refused');
+  }
+}
+
 /** Writes a problem reply. */
 export function sendProblem(reply: FastifyReply, problem: ProblemError): FastifyReply {
   if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
@@ -60,12 +76,7 @@ export default fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
     app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
       const problem = toProblem(err);
-      if (problem.status >= 500) {
-        // Logged once, here, with the cause chain; the client gets the generic title only.
-        request.log.error({ err: problem.cause ?? problem, slug: problem.slug }, 'request failed');
-      } else {
-        request.log.debug({ slug: problem.slug, detail: problem.detail }, 'request refused');
-      }
+      logProblem(request, problem);
       if (problem.status >= 500 && problem.slug === 'internal') {
         return sendProblem(reply, new ProblemError('internal'));
       }
