@@ -35,8 +35,8 @@ lint: node-deps ## eslint, prettier and a type check of sources and tests
 
 .PHONY: test-unit
 test-unit: node-deps ## Unit tests of every workspace (no cluster)
-	for p in crds sandbox-agent operator api-gateway; do (cd $$p && $(JEST)) || exit 1; done
+	for p in crds sandbox-agent operator api-gateway test-e2e; do (cd $$p && $(JEST)) || exit 1; done
 
 .PHONY: test
-test: verify lint test-unit chart-lint test-images test-integration test-e2e ## Every tier: verify, lint, unit, chart checks, images, integration, e2e
+test: verify lint test-unit test-localkube chart-lint test-images test-integration test-e2e ## Every tier: verify, lint, unit, chart checks, images, integration, e2e
 	@echo "make test: all tiers passed"

@@ -11,7 +11,12 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // Each package's tsconfig.test.json covers its sources, tests, benches and specs (the
+      // build tsconfig.json covers src only), so every linted file belongs to a program.
+      parserOptions: {
+        project: ['./*/tsconfig.test.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -24,7 +29,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/test/**/*.ts', '**/bench/**/*.ts', '**/scripts/**/*.ts'],
+    files: ['**/test/**/*.ts', '**/specs/**/*.ts', '**/bench/**/*.ts', '**/scripts/**/*.ts'],
     rules: {
       'no-console': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

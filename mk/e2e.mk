@@ -12,14 +12,19 @@ test-integration: node-deps localkube ## Integration tests of every workspace wi
 	if [ -n "$$failed" ]; then echo "test-integration: failed in:$$failed" >&2; exit 1; fi
 
 .PHONY: test-e2e
-test-e2e: node-deps ## e2e specs (test-e2e/specs) on the local cluster (started if needed), then the cluster lifecycle checks
+test-e2e: node-deps ## e2e: local cluster + the chart installed (platform-up), the specs, helm upgrade/uninstall checks, cluster lifecycle checks
 ifeq ($(E2E_KUBECONFIG),)
-	$(MAKE) cluster-up
-	@# Both parts run even when the first fails, so one report shows every failure.
-	@rc=0; (cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
+	$(MAKE) platform-up
+	@# Every part runs even when an earlier one fails, so one report shows every failure.
+	@rc=0; \
+	(set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
+	test-e2e/specs/platform/helm-lifecycle.sh || rc=1; \
 	test-e2e/specs/cluster/cluster-lifecycle.sh || rc=1; \
 	exit $$rc
 else
+	@# Any cluster: install the chart there first (make platform-up E2E_KUBECONFIG=...), or export
+	@# E2E_GATEWAY_URL / E2E_GATEWAY_API_KEY / E2E_OTHER_API_KEY for an existing installation.
+	@if [ -f $(PLATFORM_ENV) ] && [ -z "$$E2E_GATEWAY_URL" ]; then set -a; . $(PLATFORM_ENV); set +a; fi; \
 	cd test-e2e && E2E_KUBECONFIG=$(E2E_KUBECONFIG) $(JEST) -c jest.e2e.config.js --runInBand
 endif
 
