@@ -15,9 +15,11 @@ import configPlugin from './plugins/config.js';
 import errorsPlugin from './plugins/errors.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
+import activityPlugin from './plugins/activity.js';
 import servicesPlugin from './plugins/services.js';
 import shutdownPlugin from './plugins/shutdown.js';
 import storePlugin from './plugins/store.js';
+import transportsPlugin from './plugins/transports.js';
 import validationPlugin from './plugins/validation.js';
 import execRoutes from './routes/exec/index.js';
 import fileRoutes from './routes/files/index.js';
@@ -60,7 +62,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics() });
   await app.register(storePlugin, { store: deps.store });
   await app.register(authPlugin, { keys: deps.keys });
-  await app.register(servicesPlugin, { transports: deps.transports, activity: deps.activity });
+  await app.register(transportsPlugin, { transports: deps.transports });
+  await app.register(activityPlugin, { activity: deps.activity });
+  await app.register(servicesPlugin);
 
   await app.register(healthRoutes);
   await app.register(sessionRoutes);

@@ -1,9 +1,12 @@
 /** Decorations the gateway's plugins add to fastify, typed once for every route. */
+import type { ActivityReporter } from '../activity/reporter.js';
 import type { Principal } from '../auth/keys.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { ExecService } from '../service/exec-service.js';
 import type { SessionsService } from '../service/sessions-service.js';
+import type { ExecTransport } from '../exec/types.js';
+import type { TransportKind } from '../sessions/model.js';
 import type { SessionStore } from '../sessions/store.js';
 
 declare module 'fastify' {
@@ -12,6 +15,10 @@ declare module 'fastify' {
     config: GatewayConfig;
     /** Session cache and writes (plugins/store.ts). */
     store: SessionStore;
+    /** One exec transport per execTransport value (plugins/transports.ts). */
+    transports: Record<TransportKind, ExecTransport>;
+    /** Activity reporter (plugins/activity.ts). */
+    activity: ActivityReporter;
     /** Session operations (plugins/services.ts). */
     sessions: SessionsService;
     /** Exec and file operations (plugins/services.ts). */
