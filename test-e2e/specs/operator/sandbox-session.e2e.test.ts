@@ -129,26 +129,30 @@ afterAll(async () => {
 });
 
 describe('a SandboxSession on a real node', () => {
-  it('becomes Ready with a running Pod and its IP', async () => {
-    const s = await waitFor(
-      getSession,
-      predicate('Ready=True with a pod IP', (x) => {
-        const ready = x?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
-        return ready?.status === 'True' && Boolean(x?.status?.podIP);
-      }),
-      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1_000 },
-    );
-    const pod = await kube.core.readNamespacedPod({ namespace: NAMESPACE, name: podName(name) });
-    expect(pod.status?.phase).toBe('Running');
-    expect(pod.status?.podIP).toBe(s?.status?.podIP);
-    expect(s?.status).toMatchObject({
-      podName: podName(name),
-      secretName: secretName(name),
-      phase: 'Ready',
-      nodeName: pod.spec?.nodeName,
-    });
-    expect(s?.status?.conditions?.find((c) => c.type === CONDITIONS.podScheduled)?.status).toBe('True');
-  });
+  it(
+    'becomes Ready with a running Pod and its IP',
+    async () => {
+      const s = await waitFor(
+        getSession,
+        predicate('Ready=True with a pod IP', (x) => {
+          const ready = x?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+          return ready?.status === 'True' && Boolean(x?.status?.podIP);
+        }),
+        { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1_000 },
+      );
+      const pod = await kube.core.readNamespacedPod({ namespace: NAMESPACE, name: podName(name) });
+      expect(pod.status?.phase).toBe('Running');
+      expect(pod.status?.podIP).toBe(s?.status?.podIP);
+      expect(s?.status).toMatchObject({
+        podName: podName(name),
+        secretName: secretName(name),
+        phase: 'Ready',
+        nodeName: pod.spec?.nodeName,
+      });
+      expect(s?.status?.conditions?.find((c) => c.type === CONDITIONS.podScheduled)?.status).toBe('True');
+    },
+    READY_TIMEOUT_MS + 30_000,
+  );
 
   it('`kubectl wait --for=condition=Ready` returns', async () => {
     const out = await kubectl('wait', '--for=condition=Ready', `sandboxsession/${name}`, '--timeout=120s');
