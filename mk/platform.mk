@@ -64,3 +64,8 @@ platform-env: ## Write .localkube/platform/platform.env (gateway URL and keys fo
 .PHONY: platform-down
 platform-down: tools ## helm uninstall the platform (the CRD stays: see charts/sandbox-platform/README.md)
 	$(HELM) $(PK) uninstall $(PLATFORM_RELEASE) -n $(PLATFORM_NAMESPACE) --wait --timeout 3m
+
+.PHONY: run
+run: platform-up ## Everything: local Kubernetes, images, CRD, operator, gateway, an example session; prints how to use it
+	@PLATFORM_KUBECONFIG=$(PLATFORM_KUBECONFIG) PLATFORM_NAMESPACE=$(PLATFORM_NAMESPACE) PLATFORM_RELEASE=$(PLATFORM_RELEASE) \
+	  DEMO_NAMESPACE=$(DEMO_NAMESPACE) test-e2e/tools/demo.sh
