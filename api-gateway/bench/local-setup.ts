@@ -74,6 +74,7 @@ export async function localSetup(): Promise<LocalSetup> {
     SANDBOX_MASTER_KEY_FILE: '/unused',
     GATEWAY_NAMESPACES: NAMESPACE,
     GATEWAY_AGENT_PORT: String(agent.port),
+    GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
   });
   const session: SandboxSession = {
     metadata: { name: NAME, namespace: NAMESPACE, uid: UID },

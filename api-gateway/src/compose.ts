@@ -62,7 +62,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     fileTimeoutMs: FILE_TIMEOUT_MS,
     lookup: (t) => {
       const s = store.get(t.namespace, t.name);
-      const state = s && sessionState(s);
+      const state = s && sessionState(s, config.addressPolicy);
       return state?.kind === 'ready' && state.target.uid === t.uid ? state.target.podIP : undefined;
     },
   });

@@ -5,6 +5,8 @@
  */
 import { Ajv } from 'ajv';
 
+import type { AddressPolicy } from './sessions/address.js';
+
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
 const envSchema = {
   type: 'object',
@@ -26,6 +28,8 @@ const envSchema = {
      * must be among them. Required.
      */
     GATEWAY_NAMESPACES: { type: 'string', minLength: 1 },
+    /** Dial loopback pod IPs (127.0.0.0/8, ::1). Tests only: agents there run on the test host. */
+    GATEWAY_ALLOW_LOOPBACK_POD_IPS: { type: 'boolean', default: false },
     /** Port of the in-pod agent. Only tests change it (a local agent); clients can never choose it. */
     GATEWAY_AGENT_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 8090 },
     /** Comma-separated image allowlist; an entry ending in `*` is a prefix. Empty: only the operator default image. */
@@ -74,6 +78,8 @@ export interface GatewayConfig {
   masterKeyFile: string;
   namespaces: string[];
   agentPort: number;
+  /** Which pod IPs may be dialed (see sessions/address.ts). */
+  addressPolicy: AddressPolicy;
   policy: SessionPolicy;
   exec: ExecLimits;
   maxBodyBytes: number;
@@ -128,7 +134,9 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
 type RawEnv = {
   [K in keyof typeof envSchema.properties]: (typeof envSchema.properties)[K] extends { type: 'integer' }
     ? number
-    : string;
+    : (typeof envSchema.properties)[K] extends { type: 'boolean' }
+      ? boolean
+      : string;
 };
 
 function toConfig(e: RawEnv): GatewayConfig {
@@ -161,6 +169,7 @@ function toConfig(e: RawEnv): GatewayConfig {
     masterKeyFile: e.SANDBOX_MASTER_KEY_FILE,
     namespaces: [...new Set(namespaces)],
     agentPort: e.GATEWAY_AGENT_PORT,
+    addressPolicy: { allowLoopback: e.GATEWAY_ALLOW_LOOPBACK_POD_IPS },
     policy: {
       imageAllowlist: list(e.GATEWAY_IMAGE_ALLOWLIST),
       defaultIdleTimeoutSeconds: e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,

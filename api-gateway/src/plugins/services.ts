@@ -8,7 +8,7 @@ import './types.js';
 
 export default fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
-    app.decorate('sessions', new SessionsService(app.store, app.config.policy));
+    app.decorate('sessions', new SessionsService(app.store, app.config.policy, app.config.addressPolicy));
     app.decorate(
       'execs',
       new ExecService({
@@ -17,6 +17,7 @@ export default fp(
         activity: app.activity,
         limits: app.config.exec,
         maxFileBytes: app.config.maxFileBytes,
+        addressPolicy: app.config.addressPolicy,
         metrics: app.metrics,
       }),
     );

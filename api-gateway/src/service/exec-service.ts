@@ -9,6 +9,7 @@ import type { ActivityReporter } from '../activity/reporter.js';
 import type { ExecLimits } from '../config.js';
 import { ProblemError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { AddressPolicy } from '../sessions/address.js';
 import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
 import type { SessionStore } from '../sessions/store.js';
 import type { ExecRequest, ExecResult, ExecTransport, FileDownload, WriteFileResult } from '../exec/types.js';
@@ -31,6 +32,8 @@ export interface ExecServiceDeps {
   activity: ActivityReporter;
   limits: ExecLimits;
   maxFileBytes: number;
+  /** Which pod IPs may be dialed. */
+  addressPolicy: AddressPolicy;
   metrics?: GatewayMetrics;
 }
 
@@ -93,7 +96,7 @@ export class ExecService {
       }
       return { waitMs };
     }
-    const state = sessionState(s);
+    const state = sessionState(s, this.d.addressPolicy);
     if (state.kind === 'ready') return { target: state.target };
     if (state.kind === 'gone') {
       throw new ProblemError('session-gone', `session ${name} is gone: ${state.reason}`, {

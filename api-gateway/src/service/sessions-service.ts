@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 
 import type { SessionPolicy } from '../config.js';
 import { ProblemError } from '../errors.js';
+import { DEFAULT_ADDRESS_POLICY, type AddressPolicy } from '../sessions/address.js';
 import { toSessionView, type SessionView } from '../sessions/model.js';
 import {
   buildSession,
@@ -43,6 +44,7 @@ export class SessionsService {
   constructor(
     private readonly store: SessionStore,
     private readonly policy: SessionPolicy,
+    private readonly addressPolicy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
   ) {}
 
   /** Create-or-get; idempotent by name. `created` tells 201 from 200. */
@@ -67,7 +69,7 @@ export class SessionsService {
         throw new ProblemError('conflict', `session ${name} exists with a different ${fields.join(', ')}`);
       }
     }
-    return { session: toSessionView(session), created };
+    return { session: toSessionView(session, this.addressPolicy), created };
   }
 
   /** One session; 404 when unknown, 410 when this replica saw it deleted. */
@@ -76,7 +78,7 @@ export class SessionsService {
     assertSynced(this.store);
     const s = this.store.get(namespace, name);
     if (!s) throw notFoundOrGone(this.store, namespace, name);
-    return toSessionView(s);
+    return toSessionView(s, this.addressPolicy);
   }
 
   /** Every session of the namespace, by name. */
@@ -84,7 +86,7 @@ export class SessionsService {
     assertSynced(this.store);
     return this.store
       .list(namespace)
-      .map(toSessionView)
+      .map((s) => toSessionView(s, this.addressPolicy))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 

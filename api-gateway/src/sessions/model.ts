@@ -2,10 +2,10 @@
  * Pure functions over SandboxSession objects: what state a session is in for the gateway, and the
  * representation returned to API callers. No I/O here.
  */
-import { isIP } from 'node:net';
-
 import type { SandboxSession, SandboxSessionCondition } from '@sandbox-platform/api';
 import { CONDITIONS, REASONS } from '@sandbox-platform/api';
+
+import { DEFAULT_ADDRESS_POLICY, dialable, type AddressPolicy } from './address.js';
 
 /** Exec transport of a session (the CRD default is Agent). */
 export type TransportKind = 'Agent' | 'KubernetesExec';
@@ -36,8 +36,14 @@ export function readyCondition(s: SandboxSession): SandboxSessionCondition | und
   return s.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
 }
 
-/** Classifies a session: ready (with its target), pending, or gone (deleting or collected). */
-export function sessionState(s: SandboxSession): SessionState {
+/**
+ * Classifies a session: ready (with its target), pending, or gone (deleting or collected). A pod
+ * IP the address policy refuses leaves the session pending: it is never dialed.
+ */
+export function sessionState(
+  s: SandboxSession,
+  policy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
+): SessionState {
   const cond = readyCondition(s);
   if (s.metadata.deletionTimestamp) {
     return { kind: 'gone', reason: REASONS.terminating, message: 'the session is being deleted' };
@@ -45,7 +51,7 @@ export function sessionState(s: SandboxSession): SessionState {
   if (cond?.status === 'False' && COLLECTED_REASONS.has(cond.reason)) {
     return { kind: 'gone', reason: cond.reason, message: cond.message };
   }
-  const podIP = readyAddress(s, cond);
+  const podIP = readyAddress(s, cond, policy);
   if (podIP) return { kind: 'ready', target: toTarget(s, podIP) };
   return {
     kind: 'pending',
@@ -55,12 +61,16 @@ export function sessionState(s: SandboxSession): SessionState {
 }
 
 /**
- * The pod IP of a Ready session, or undefined. Only an IP literal is accepted: the address is used
- * to open connections, so a hostname (or anything else) in status is never dialed.
+ * The pod IP of a Ready session, or undefined. Only an IP literal the policy allows is accepted:
+ * the address is used to open connections, so a hostname (or anything else) is never dialed.
  */
-function readyAddress(s: SandboxSession, cond: SandboxSessionCondition | undefined): string | undefined {
+function readyAddress(
+  s: SandboxSession,
+  cond: SandboxSessionCondition | undefined,
+  policy: AddressPolicy,
+): string | undefined {
   const podIP = s.status?.podIP;
-  if (cond?.status !== 'True' || !podIP || isIP(podIP) === 0) return undefined;
+  if (cond?.status !== 'True' || !podIP || !dialable(podIP, policy)) return undefined;
   return s.metadata.uid && s.metadata.name ? podIP : undefined;
 }
 
@@ -102,8 +112,11 @@ function iso(value: string | Date | undefined): string | undefined {
 }
 
 /** Builds the API representation of a session. */
-export function toSessionView(s: SandboxSession): SessionView {
-  const state = sessionState(s);
+export function toSessionView(
+  s: SandboxSession,
+  policy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
+): SessionView {
+  const state = sessionState(s, policy);
   const reason = state.kind === 'ready' ? REASONS.ready : state.reason;
   const cond = readyCondition(s);
   return {

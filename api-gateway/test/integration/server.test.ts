@@ -68,6 +68,7 @@ describe('server.ts as a process', () => {
       SANDBOX_MASTER_KEY_FILE: master,
       GATEWAY_NAMESPACES: `${env.nsA.name},${env.nsB.name}`,
       GATEWAY_AGENT_PORT: String(env.agentPort),
+      GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_LOG_LEVEL: 'info',
     };

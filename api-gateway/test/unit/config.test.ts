@@ -33,6 +33,16 @@ describe('loadConfig', () => {
     });
   });
 
+  it('refuses loopback pod IPs unless GATEWAY_ALLOW_LOOPBACK_POD_IPS=true', () => {
+    expect(loadConfig(required).addressPolicy).toEqual({ allowLoopback: false });
+    expect(loadConfig({ ...required, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true' }).addressPolicy).toEqual({
+      allowLoopback: true,
+    });
+    expect(() => loadConfig({ ...required, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'yes' })).toThrow(
+      /GATEWAY_ALLOW_LOOPBACK_POD_IPS/,
+    );
+  });
+
   it('coerces numbers from strings', () => {
     expect(loadConfig({ ...required, GATEWAY_PORT: '9000', GATEWAY_AGENT_PORT: '18090' })).toMatchObject({
       port: 9000,

@@ -47,6 +47,16 @@ describe('exec routes', () => {
       expect(t.kube.calls).toHaveLength(0);
     });
 
+    it.each(['169.254.169.254', '127.0.0.1'])(
+      'never dials a status pod IP of %s: the session stays not ready',
+      async (ip) => {
+        t.store.put(session('odd', 'team-a', ready(ip)));
+        const res = await exec('odd', { command: 'true', waitSeconds: 0 });
+        expectProblem(res, 503, 'session-not-ready');
+        expect(t.agent.calls).toHaveLength(0);
+      },
+    );
+
     it('uses the KubernetesExec transport for sessions that ask for it', async () => {
       t.store.put(session('k', 'team-a', ready(), kubeExec));
       await exec('k', { command: 'true', timeoutSeconds: 5 });
