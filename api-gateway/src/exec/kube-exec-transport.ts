@@ -4,13 +4,13 @@
  * lesson of the seed system that froze when a streaming exec patched a shared API client), and
  * returns exactly the Agent transport's result shape, deadline and output cap.
  */
-import { PassThrough, Readable, Writable } from 'node:stream';
+import { PassThrough, Readable, type Writable } from 'node:stream';
 
 import { SANDBOX_CONTAINER, WORKSPACE_DIR } from '@sandbox-platform/api';
 
 import { ProblemError } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
-import { exitCodeOf, type ExecStatus } from './exec-status.js';
+import type { ExecStatus } from './exec-status.js';
 import {
   EXIT_NOT_FOUND,
   EXIT_PATH_FORBIDDEN,
@@ -18,7 +18,8 @@ import {
   readFileArgv,
   writeFileArgv,
 } from './kube-exec-script.js';
-import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
+import { CappedBuffer, encodeOutput } from './output.js';
+import { PodRun, StreamSink, type ExecSocket, type RunOutcome, type RunSpec } from './pod-run.js';
 import type {
   CallOptions,
   ExecRequest,
@@ -28,13 +29,6 @@ import type {
   StreamEvent,
   WriteFileResult,
 } from './types.js';
-
-/** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
-export interface ExecSocket {
-  readonly protocol: string;
-  close(): void;
-  on(event: 'close', listener: () => void): unknown;
-}
 
 /** One pods/exec call (no TTY). */
 export interface PodExecCall {
@@ -64,24 +58,6 @@ export interface KubeExecTransportOptions {
   maxCommandBytes?: number;
   /** The sandbox workspace (the platform's /workspace; tests run the scripts elsewhere). */
   workspace?: string;
-}
-
-/** What one run produced (output went to the sinks). */
-interface RunOutcome {
-  exitCode: number;
-  timedOut: boolean;
-  durationMs: number;
-}
-
-interface RunSpec {
-  argv: string[];
-  stdout: (chunk: Buffer) => void;
-  stderr: (chunk: Buffer) => void;
-  /** Bytes for stdin (uploads); needs the v5 protocol to half-close stdin. */
-  stdin?: Buffer;
-  /** Command timeout in ms; the socket is closed at timeout + margin. */
-  timeoutMs: number;
-  signal?: AbortSignal;
 }
 
 const V5 = 'v5.channel.k8s.io';
@@ -263,134 +239,4 @@ function checkFileExit(run: RunOutcome, err: CappedBuffer): void {
     'upstream-error',
     `the file transfer failed (exit ${run.exitCode})${detail ? `: ${detail}` : ''}`,
   );
-}
-
-/** One pods/exec call: collects the status, enforces the hard deadline, reports the outcome once. */
-class PodRun {
-  readonly stdout: Writable;
-  readonly stderr: Writable;
-  readonly done: Promise<RunOutcome>;
-  private resolve!: (r: RunOutcome) => void;
-  private reject!: (e: Error) => void;
-  private readonly startedAt = Date.now();
-  private status: ExecStatus | undefined;
-  private socket: ExecSocket | undefined;
-  private hardTimeout = false;
-  private settled = false;
-  private readonly timer: NodeJS.Timeout;
-  private readonly onAbort = (): void => this.cancel();
-
-  constructor(
-    private readonly spec: RunSpec,
-    marginMs: number,
-  ) {
-    this.stdout = sink(spec.stdout);
-    this.stderr = sink(spec.stderr);
-    this.done = new Promise((res, rej) => {
-      this.resolve = res;
-      this.reject = rej;
-    });
-    // Callers that bail out early (upload refused) never await `done`: keep its rejection handled.
-    this.done.catch(() => undefined);
-    this.timer = setTimeout(() => {
-      this.hardTimeout = true;
-      this.close();
-      this.finish();
-    }, spec.timeoutMs + marginMs);
-    spec.signal?.addEventListener('abort', this.onAbort, { once: true });
-  }
-
-  attach(socket: ExecSocket): void {
-    this.socket = socket;
-    socket.on('close', () => this.finish());
-    if (this.settled) socket.close();
-  }
-
-  onStatus(status: ExecStatus): void {
-    this.status = status;
-    this.finish();
-  }
-
-  /** The caller went away: close the socket (the in-pod `timeout` still bounds the command). */
-  cancel(): void {
-    this.close();
-    this.dispose();
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.spec.signal?.removeEventListener('abort', this.onAbort);
-  }
-
-  private close(): void {
-    try {
-      this.socket?.close();
-    } catch {
-      // closing an already-closed socket: nothing left to release
-    }
-  }
-
-  private finish(): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.dispose();
-    const durationMs = Date.now() - this.startedAt;
-    if (this.status) {
-      try {
-        const exitCode = exitCodeOf(this.status);
-        const timedOut = durationMs >= this.spec.timeoutMs && (exitCode === 124 || exitCode === 137);
-        this.resolve({ exitCode: timedOut ? 124 : exitCode, timedOut, durationMs });
-      } catch (e) {
-        this.reject(e as Error);
-      }
-      return;
-    }
-    if (this.hardTimeout) {
-      this.resolve({ exitCode: 124, timedOut: true, durationMs });
-      return;
-    }
-    this.reject(new ProblemError('upstream-error', 'the exec stream closed without an exit status'));
-  }
-}
-
-function sink(onChunk: (c: Buffer) => void): Writable {
-  return new Writable({
-    write(chunk: Buffer, _enc, cb): void {
-      onChunk(chunk);
-      cb();
-    },
-  });
-}
-
-/** Turns one stream's bytes into capped NDJSON events without splitting characters. */
-class StreamSink {
-  private readonly chunker = new Utf8Chunker();
-  private readonly cap: CappedBuffer;
-
-  constructor(
-    private readonly type: 'stdout' | 'stderr',
-    max: number,
-    private readonly emit: (ev: StreamEvent) => void,
-  ) {
-    this.cap = new CappedBuffer(max);
-  }
-
-  get truncated(): boolean {
-    return this.cap.truncated;
-  }
-
-  push(chunk: Buffer): void {
-    const kept = this.cap.push(chunk);
-    if (kept.length > 0) this.send(this.chunker.push(kept));
-  }
-
-  flush(): void {
-    this.send(this.chunker.flush());
-  }
-
-  private send(bytes: Buffer): void {
-    if (bytes.length === 0) return;
-    const { data, encoding } = encodeOutput(bytes);
-    this.emit({ type: this.type, data, encoding });
-  }
 }

@@ -8,7 +8,8 @@ import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 
-import type { ExecSocket, PodExecutor } from './kube-exec-transport.js';
+import type { PodExecutor } from './kube-exec-transport.js';
+import type { ExecSocket } from './pod-run.js';
 
 /** A PodExecutor for a dedicated KubeConfig (load a fresh one for it; do not share). */
 export function createPodExecutor(streamingConfig: k8s.KubeConfig): PodExecutor {
