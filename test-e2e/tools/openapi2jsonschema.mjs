@@ -104,7 +104,10 @@ function main() {
         const schema = crdSchema(v.schema.openAPIV3Schema);
         // metadata is validated by the API server, not by the CRD schema.
         schema.properties.metadata = { type: 'object' };
-        writeFileSync(join(args.out, fileName(crd.spec.names.kind, crd.spec.group, v.name)), JSON.stringify(schema));
+        writeFileSync(
+          join(args.out, fileName(crd.spec.names.kind, crd.spec.group, v.name)),
+          JSON.stringify(schema),
+        );
         count++;
       }
     }

@@ -48,7 +48,6 @@ describe('pods with an exec readiness probe', () => {
       maxMs: Math.max(...timings),
       allMs: timings,
     };
-    // eslint-disable-next-line no-console -- this measurement is the test's report
     console.log(`create-to-Ready: ${JSON.stringify(summary)}`);
     expect(timings).toHaveLength(PODS);
   });
