@@ -2,14 +2,17 @@
 # Integration tests also run through `make test-integration` (api-gateway/jest.integration.config.js).
 
 # Benchmark knobs (bench-gateway): sequential samples, warm-up calls, concurrent callers and seconds
-# of the requests/second phase, samples of the (slow) pods/exec modes.
+# of the requests/second phase, samples of the (slow) pods/exec modes, and the rounds the modes are
+# interleaved in (each round runs a slice of every mode, so load drift hits all of them alike).
 BENCH_GATEWAY_ITERATIONS ?= 500
 BENCH_GATEWAY_WARMUP ?= 50
 BENCH_GATEWAY_CONCURRENCY ?= 8
 BENCH_GATEWAY_SECONDS ?= 5
 BENCH_GATEWAY_KEXEC_ITERATIONS ?= 100
+BENCH_GATEWAY_ROUNDS ?= 10
 BENCH_GATEWAY_ARGS = --iterations $(BENCH_GATEWAY_ITERATIONS) --warmup $(BENCH_GATEWAY_WARMUP) \
-  --concurrency $(BENCH_GATEWAY_CONCURRENCY) --seconds $(BENCH_GATEWAY_SECONDS) --kexec-iterations $(BENCH_GATEWAY_KEXEC_ITERATIONS)
+  --concurrency $(BENCH_GATEWAY_CONCURRENCY) --seconds $(BENCH_GATEWAY_SECONDS) --kexec-iterations $(BENCH_GATEWAY_KEXEC_ITERATIONS) \
+  --rounds $(BENCH_GATEWAY_ROUNDS)
 
 # run-gateway: namespaces served and the dev key files (the master key is the operator's dev key,
 # so tokens match a locally run operator).

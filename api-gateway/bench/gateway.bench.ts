@@ -1,10 +1,13 @@
 /**
  * Exec of `true`: p50/p99 latency (sequential) and requests/second (concurrent) through the
- * gateway, side by side with direct calls to the agent and with pods/exec (the KubernetesExec
- * transport) in the same run. Goals: gateway p50 <= 1.2x direct; Agent >= 10x faster than
- * KubernetesExec at p50. Not a test: it prints raw figures and ratios.
+ * gateway, side by side with direct calls to the agent, with a trivial Node proxy in front of the
+ * agent (the floor of one extra HTTP hop: bench/trivial-proxy.ts) and with pods/exec (the
+ * KubernetesExec transport) in the same run. The modes are measured interleaved (stats.ts) so
+ * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
+ * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
  *
  *   node bench/run.mjs [--local] [--iterations N] [--warmup N] [--concurrency N] [--seconds N]
+ *                      [--rounds N] [--kexec-iterations N]
  *
  * Cluster mode (default) needs a deployed gateway and a node: BENCH_GATEWAY_URL (or
  * E2E_GATEWAY_URL), BENCH_GATEWAY_API_KEY (or E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (or
@@ -16,7 +19,8 @@ import { parseArgs } from 'node:util';
 import { execTrueCall, hostPort } from './agent-call.js';
 import { clusterSetup } from './cluster-setup.js';
 import { localSetup } from './local-setup.js';
-import { measure, report, type ModeFigures } from './stats.js';
+import { measureInterleaved, report, type ModeSpec } from './stats.js';
+import { startTrivialProxy } from './trivial-proxy.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +29,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '50' },
     concurrency: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '10' },
     'kexec-iterations': { type: 'string', default: '100' },
   },
 });
@@ -33,9 +38,18 @@ const opts = {
   warmup: Number(values.warmup),
   concurrency: Number(values.concurrency),
   durationMs: Number(values.seconds) * 1000,
+  rounds: Number(values.rounds),
 };
 // pods/exec costs tens of milliseconds per call: fewer samples keep the run short.
-const kexecOpts = { ...opts, iterations: Number(values['kexec-iterations']), warmup: 5 };
+const kexecOpts = { iterations: Number(values['kexec-iterations']), warmup: 5 };
+
+function spec(
+  mode: string,
+  call: () => Promise<void>,
+  o: { iterations: number; warmup: number } = opts,
+): ModeSpec {
+  return { mode, call, iterations: o.iterations, warmup: o.warmup };
+}
 
 function env(...names: string[]): string | undefined {
   for (const n of names) if (process.env[n]) return process.env[n];
@@ -54,16 +68,29 @@ function gatewayCall(
 
 async function runLocal(): Promise<void> {
   const s = await localSetup();
+  const proxy = await startTrivialProxy(s.agentUrl);
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
+  const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
-    const rows: ModeFigures[] = [];
-    rows.push(await measure('direct agent (loopback)', direct.call, opts));
-    rows.push(await measure('gateway -> agent (loopback)', gateway.call, opts));
-    report(rows, [['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)']]);
+    const rows = await measureInterleaved(
+      [
+        spec('direct agent (loopback)', direct.call),
+        spec('trivial proxy -> agent', viaProxy.call),
+        spec('gateway -> agent (loopback)', gateway.call),
+      ],
+      opts,
+    );
+    report(rows, [
+      ['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)'],
+      ['trivial proxy / direct (floor of one hop)', 'trivial proxy -> agent', 'direct agent (loopback)'],
+      ['gateway / trivial proxy', 'gateway -> agent (loopback)', 'trivial proxy -> agent'],
+    ]);
   } finally {
     direct.close();
+    viaProxy.close();
     gateway.close();
+    await proxy.close();
     await s.close();
   }
 }
@@ -76,24 +103,35 @@ async function runCluster(): Promise<void> {
   const namespace = env('BENCH_NAMESPACE', 'E2E_NAMESPACE') ?? 'sandbox-e2e';
   const kubeconfig = env('KUBECONFIG') ?? '.localkube/kubeconfig';
   const s = await clusterSetup({ gatewayUrl, apiKey, namespace, kubeconfig });
+  const proxy = await startTrivialProxy(s.direct);
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
+  const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   try {
-    const rows: ModeFigures[] = [];
-    rows.push(await measure('direct agent (podIP:8090)', direct.call, opts));
-    rows.push(await measure('gateway, Agent', viaAgent.call, opts));
-    rows.push(await measure('pods/exec, same pod', s.podExec, kexecOpts));
-    rows.push(await measure('gateway, KubernetesExec', viaKexec.call, kexecOpts));
+    const rows = await measureInterleaved(
+      [
+        spec('direct agent (podIP:8090)', direct.call),
+        spec('trivial proxy -> podIP', viaProxy.call),
+        spec('gateway, Agent', viaAgent.call),
+        spec('pods/exec, same pod', s.podExec, kexecOpts),
+        spec('gateway, KubernetesExec', viaKexec.call, kexecOpts),
+      ],
+      opts,
+    );
     report(rows, [
       ['gateway Agent / direct agent', 'gateway, Agent', 'direct agent (podIP:8090)'],
+      ['trivial proxy / direct (floor of one hop)', 'trivial proxy -> podIP', 'direct agent (podIP:8090)'],
+      ['gateway Agent / trivial proxy', 'gateway, Agent', 'trivial proxy -> podIP'],
       ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
       ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
     ]);
   } finally {
     direct.close();
+    viaProxy.close();
     viaAgent.close();
     viaKexec.close();
+    await proxy.close();
     await s.close();
   }
 }

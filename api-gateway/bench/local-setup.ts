@@ -1,12 +1,14 @@
 /**
  * Local mode: the gateway and a real agent in this process, no Kubernetes. The session store is a
  * static one-session store pointing at the agent on 127.0.0.1; everything else (auth, schema
- * validation, readiness, token derivation, keep-alive pool, activity throttling) is the real code.
+ * validation, readiness, token derivation, keep-alive pool, activity throttling, info logging to
+ * /dev/null) is the real code.
  * It measures the gateway's own overhead; KubernetesExec cannot be measured here.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 
 import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 
@@ -16,7 +18,7 @@ import { buildApp } from '../src/app.js';
 import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
-import { WinstonFastifyLogger, silentWinston } from '../src/logger.js';
+import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
 
 const NAMESPACE = 'bench';
@@ -93,7 +95,16 @@ export async function localSetup(): Promise<LocalSetup> {
       ],
     },
   };
-  const logger = new WinstonFastifyLogger(silentWinston());
+  // The production logger at its default level (info), writing its JSON lines synchronously (as
+  // stdout to a pipe does) to /dev/null: the per-exec log line is part of what a call costs.
+  const devNull = openSync('/dev/null', 'w');
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb): void {
+      writeSync(devNull, chunk);
+      cb();
+    },
+  });
+  const logger = new WinstonFastifyLogger(createWinston('info', sink));
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
     port: agent.port,
@@ -127,6 +138,7 @@ export async function localSetup(): Promise<LocalSetup> {
     close: async () => {
       await app.close();
       await agent.close(0);
+      closeSync(devNull);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -34,12 +34,12 @@ export async function latencies(
   return out.sort((a, b) => a - b);
 }
 
-/** Calls per second with `concurrency` callers looping for `durationMs`. */
-export async function throughput(
+/** Calls completed by `concurrency` callers looping for `durationMs`, and the seconds it took. */
+export async function throughputRun(
   call: () => Promise<void>,
   concurrency: number,
   durationMs: number,
-): Promise<number> {
+): Promise<{ done: number; seconds: number }> {
   const end = Date.now() + durationMs;
   let done = 0;
   const started = process.hrtime.bigint();
@@ -51,28 +51,60 @@ export async function throughput(
       }
     }),
   );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return done / seconds;
+  return { done, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
 
-/** Measures one mode. */
-export async function measure(
-  mode: string,
-  call: () => Promise<void>,
-  o: { iterations: number; warmup: number; concurrency: number; durationMs: number },
-): Promise<ModeFigures> {
-  const lat = await latencies(call, o.iterations, o.warmup);
-  const rps = await throughput(call, o.concurrency, o.durationMs);
-  const meanMs = lat.reduce((a, b) => a + b, 0) / lat.length;
-  return {
-    mode,
-    samples: lat.length,
-    p50Ms: quantile(lat, 0.5),
-    p99Ms: quantile(lat, 0.99),
-    meanMs,
-    rps,
-    concurrency: o.concurrency,
-  };
+/** One mode to measure: its call, sequential samples and unmeasured warm-up calls. */
+export interface ModeSpec {
+  mode: string;
+  call: () => Promise<void>;
+  iterations: number;
+  warmup: number;
+}
+
+/**
+ * Measures several modes interleaved: the samples of each mode are split into `rounds` slices,
+ * and each round runs one slice of every mode (in an order rotated per round), first sequential
+ * latencies, then the requests/second phase likewise split into `rounds` slices of
+ * durationMs/rounds. On a shared machine the load drifts over seconds; interleaving exposes every
+ * mode to the same drift, so the ratios between modes are steadier than with one block per mode.
+ */
+export async function measureInterleaved(
+  specs: readonly ModeSpec[],
+  o: { rounds: number; concurrency: number; durationMs: number },
+): Promise<ModeFigures[]> {
+  const rounds = Math.max(1, o.rounds);
+  for (const s of specs) for (let i = 0; i < s.warmup; i++) await s.call();
+  const samples = specs.map(() => [] as number[]);
+  const runs = specs.map(() => ({ done: 0, seconds: 0 }));
+  const order = (r: number): number[] => specs.map((_, i) => (i + r) % specs.length);
+  for (let r = 0; r < rounds; r++) {
+    for (const i of order(r)) {
+      const s = specs[i]!;
+      // Slice r of the samples: rounds * slice sums to exactly s.iterations.
+      const n = Math.floor(((r + 1) * s.iterations) / rounds) - Math.floor((r * s.iterations) / rounds);
+      samples[i]!.push(...(await latencies(s.call, n, 0)));
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (const i of order(r)) {
+      const t = await throughputRun(specs[i]!.call, o.concurrency, o.durationMs / rounds);
+      runs[i]!.done += t.done;
+      runs[i]!.seconds += t.seconds;
+    }
+  }
+  return specs.map((s, i) => {
+    const lat = samples[i]!.sort((a, b) => a - b);
+    return {
+      mode: s.mode,
+      samples: lat.length,
+      p50Ms: quantile(lat, 0.5),
+      p99Ms: quantile(lat, 0.99),
+      meanMs: lat.reduce((a, b) => a + b, 0) / lat.length,
+      rps: runs[i]!.done / runs[i]!.seconds,
+      concurrency: o.concurrency,
+    };
+  });
 }
 
 /** Prints the figures as a table plus the ratios the goals are stated in. */

@@ -3,13 +3,18 @@
  * `log.info(msg)`, `log.info(obj, msg)`, `log.child(bindings)`). Logs are structured JSON with
  * key/values (session, namespace, reason); never secrets: request headers are not logged.
  */
+import type { Writable } from 'node:stream';
+
 import type { FastifyBaseLogger } from 'fastify';
 import winston from 'winston';
 
 type Level = 'error' | 'warn' | 'info' | 'debug';
 
-/** Creates the process logger (JSON lines on stdout). */
-export function createWinston(level: Level): winston.Logger {
+/**
+ * Creates the process logger (JSON lines on stdout; on `stream` instead when given: the benchmark
+ * logs the same lines to /dev/null so their cost is measured).
+ */
+export function createWinston(level: Level, stream?: Writable): winston.Logger {
   return winston.createLogger({
     level,
     format: winston.format.combine(
@@ -17,7 +22,7 @@ export function createWinston(level: Level): winston.Logger {
       winston.format.errors({ stack: true }),
       winston.format.json(),
     ),
-    transports: [new winston.transports.Console()],
+    transports: [stream ? new winston.transports.Stream({ stream }) : new winston.transports.Console()],
   });
 }
 
