@@ -12,6 +12,12 @@
  * as the Pod). With Never, every crash would fail the Pod and lose the workspace; with OnFailure, an
  * agent exiting 0 would leave a Succeeded Pod that nothing restarts. A Pod that still ends in a
  * terminal phase (eviction, node loss) is deleted and created again by the reconcile.
+ *
+ * shareProcessNamespace: the Pod's pause process becomes PID 1 of the Pod and reaps orphaned
+ * processes. Otherwise the container's entrypoint is PID 1: the agent image execs node, which
+ * never waits for orphans it inherits (background jobs of user commands whose parent exited), so
+ * they would stay zombies for the Pod's life. Allowed by PodSecurity `restricted`; the only other
+ * process it makes visible in /proc is pause itself.
  */
 import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
 import {
@@ -56,6 +62,7 @@ export function buildPod(session: SandboxSession, ref: SessionRef, opts: PodBuil
       restartPolicy: 'Always',
       automountServiceAccountToken: false,
       enableServiceLinks: false,
+      shareProcessNamespace: true,
       terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds,
       securityContext: {
         runAsNonRoot: true,

@@ -1,7 +1,8 @@
 /**
  * e2e: the operator on a real node. A SandboxSession becomes Ready with a real Pod; kubectl shows
  * the printer columns, `kubectl wait --for=condition=Ready` returns, `kubectl describe` lists the
- * operator's Events; deleting the session removes its Pod and Secret.
+ * operator's Events; orphaned processes in the Pod are reaped (pause is PID 1); deleting the
+ * session removes its Pod and Secret.
  *
  * Needs KUBECONFIG pointing at a cluster with the CRD installed and the operator running (the e2e
  * setup deploys it), and an image on the node: the agent image when present (execTransport Agent),
@@ -22,6 +23,7 @@ import {
   GROUP,
   KIND,
   PLURAL,
+  SANDBOX_CONTAINER,
   VERSION,
   podName,
   secretName,
@@ -182,6 +184,20 @@ describe('a SandboxSession on a real node', () => {
     const out = await kubectl('describe', 'sandboxsession', name);
     expect(out).toMatch(/Events:/);
     for (const reason of ['CreatedSecret', 'CreatedPod', 'Ready']) expect(out).toContain(reason);
+  });
+
+  it('reaps orphaned processes: the Pod shares one process namespace, with pause as PID 1', async () => {
+    // The inner bash exits at once, orphaning its background sleep; when the sleep ends a second
+    // later, only PID 1 can reap it. The entrypoint (node for the agent) would leave a zombie.
+    const script =
+      'bash -c "sleep 1 &"; sleep 3; cat /proc/1/comm; ' +
+      'for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null && echo; done';
+    const out = await kubectl('exec', podName(name), '-c', SANDBOX_CONTAINER, '--', 'bash', '-c', script);
+    const [pid1, ...stats] = out.trim().split('\n');
+    // /proc/<pid>/stat: "pid (comm) state ..."; comm may hold spaces, so read after the last ')'.
+    const zombies = stats.filter((line) => line.slice(line.lastIndexOf(')') + 2).startsWith('Z'));
+    expect(zombies).toEqual([]);
+    expect(pid1).toBe('pause');
   });
 
   it('deleting the session removes its Pod and Secret', async () => {

@@ -84,6 +84,8 @@ describe('buildPod', () => {
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
     expect(pod.spec?.enableServiceLinks).toBe(false);
     expect(pod.spec?.restartPolicy).toBe('Always');
+    // pause is PID 1 and reaps orphans (the agent's node process would leave them as zombies).
+    expect(pod.spec?.shareProcessNamespace).toBe(true);
     expect(pod.spec?.terminationGracePeriodSeconds).toBe(10);
   });
 
