@@ -1,9 +1,10 @@
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics:
  *
- * - a candidate takes the Lease when it is free (no holder, or released with an empty holder) or
- *   when the holder has not renewed it for leaseDuration, measured on the candidate's own clock
- *   from the moment it last saw the Lease change (so clock skew between replicas does not matter);
+ * - a candidate takes the Lease when it is free (no holder: released with an empty holder, or
+ *   created with `spec: {}` by the Helm chart) or when the holder has not renewed it for
+ *   leaseDuration, measured on the candidate's own clock from the moment it last saw the Lease
+ *   change (so clock skew between replicas does not matter);
  * - every write is an optimistic-concurrency update (resourceVersion), so two candidates can never
  *   both win: the loser gets 409 and keeps waiting;
  * - the leader renews every retryPeriod and gives up when it could not renew for renewDeadline
@@ -22,6 +23,13 @@ export interface LeaseRecord {
   readonly renewTime?: Date;
   readonly leaseTransitions?: number;
   readonly resourceVersion?: string;
+  /**
+   * Labels and annotations of the Lease object, carried over unchanged on every write: the Lease
+   * may belong to a Helm release (its labels and meta.helm.sh annotations), and an update
+   * replaces the whole object.
+   */
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 /** Reads and writes the one Lease. create and update throw ConflictError on 409. */
@@ -169,6 +177,8 @@ export class LeaderElector {
     const at = new Date(now);
     return {
       resourceVersion: current?.resourceVersion,
+      labels: current?.labels,
+      annotations: current?.annotations,
       holderIdentity: this.opts.identity,
       leaseDurationSeconds: Math.ceil(this.opts.leaseDurationMs / 1000),
       acquireTime: mine ? current?.acquireTime : at,

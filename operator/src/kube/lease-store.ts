@@ -36,7 +36,13 @@ function toLease(namespace: string, name: string, r: LeaseRecord): k8s.V1Lease {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: { namespace, name, resourceVersion: r.resourceVersion },
+    metadata: {
+      namespace,
+      name,
+      resourceVersion: r.resourceVersion,
+      labels: r.labels && { ...r.labels },
+      annotations: r.annotations && { ...r.annotations },
+    },
     spec: {
       holderIdentity: r.holderIdentity,
       leaseDurationSeconds: r.leaseDurationSeconds,
@@ -51,6 +57,8 @@ function toRecord(lease: k8s.V1Lease): LeaseRecord {
   const spec = lease.spec ?? {};
   return {
     resourceVersion: lease.metadata?.resourceVersion,
+    labels: lease.metadata?.labels,
+    annotations: lease.metadata?.annotations,
     holderIdentity: spec.holderIdentity,
     leaseDurationSeconds: spec.leaseDurationSeconds,
     acquireTime: toDate(spec.acquireTime),

@@ -1,6 +1,8 @@
 /**
  * Leader election with two operator processes on one Lease: only the leader reconciles; when it is
  * killed, the other takes over within the lease duration; SIGTERM releases the Lease and exits 0.
+ * And a Lease that exists with an empty spec (the Helm chart creates it so that `helm uninstall`
+ * removes it) is acquired at once, its labels and annotations kept.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
@@ -108,5 +110,38 @@ describe('two operator replicas', () => {
     } finally {
       expect(await c.stop('SIGTERM')).toBe(0);
     }
+  });
+});
+
+describe('a Lease created empty by the chart', () => {
+  it('is acquired at once, renewed and released, keeping its labels and annotations', async () => {
+    const leases = kube.kc.makeApiClient(k8s.CoordinationV1Api);
+    const name = 'sandbox-operator-chart';
+    const helm = {
+      labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': 'sandbox' },
+      annotations: { 'meta.helm.sh/release-name': 'sandbox', 'meta.helm.sh/release-namespace': ns.name },
+    };
+    await leases.createNamespacedLease({
+      namespace: ns.name,
+      body: { metadata: { name, ...helm }, spec: {} },
+    });
+    const env = { ...LEASE, LEASE_NAME: name };
+    const started = Date.now();
+    const d = startOperator({ namespace: ns.name, identity: 'replica-d', env });
+    try {
+      await d.waitForLog((l) => l.message === 'acquired leader lease');
+      expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
+      await d.waitForLog((l) => l.message === 'controller started');
+      // Renewals (every RETRY_SECONDS) keep the object's metadata too.
+      await new Promise((r) => setTimeout(r, (RETRY_SECONDS + 1) * 1000));
+      const held = await leases.readNamespacedLease({ namespace: ns.name, name });
+      expect(held.spec).toMatchObject({ holderIdentity: 'replica-d', leaseDurationSeconds: LEASE_SECONDS });
+      expect(held.metadata).toMatchObject(helm);
+    } finally {
+      expect(await d.stop('SIGTERM')).toBe(0);
+    }
+    const released = await leases.readNamespacedLease({ namespace: ns.name, name });
+    expect(released.spec?.holderIdentity).toBe('');
+    expect(released.metadata).toMatchObject(helm);
   });
 });

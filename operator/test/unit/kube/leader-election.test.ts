@@ -84,6 +84,25 @@ describe('LeaderElector.tryAcquireOrRenew', () => {
     expect(lease.record?.acquireTime).toEqual(new Date(20_000));
   });
 
+  it("takes a Lease created empty (the chart's `spec: {}`) at once, keeping its labels and annotations", async () => {
+    const lease = new FakeLease();
+    const helm = {
+      labels: { 'app.kubernetes.io/managed-by': 'Helm' },
+      annotations: { 'meta.helm.sh/release-name': 'sandbox' },
+    };
+    lease.record = { resourceVersion: '7', ...helm };
+    const clock = { t: 3_000 };
+    const a = candidate(lease, 'a', clock);
+    expect(await a.acquire()).toBe(true);
+    expect(lease.record).toMatchObject({ holderIdentity: 'a', leaseDurationSeconds: 15, ...helm });
+    expect(lease.record.acquireTime).toEqual(new Date(3_000));
+    clock.t = 5_000;
+    expect(await a.tryAcquireOrRenew()).toBe(true);
+    expect(lease.record).toMatchObject({ holderIdentity: 'a', ...helm });
+    await a.release();
+    expect(lease.record).toMatchObject({ holderIdentity: '', ...helm });
+  });
+
   it('keeps acquireTime on renewal', async () => {
     const lease = new FakeLease();
     const clock = { t: 0 };
