@@ -17,7 +17,8 @@ operator-build: node-deps ## Compile the operator (tsc -b operator; incremental)
 test-operator: node-deps ## Unit tests of the operator (fakes only, no cluster)
 	cd operator && $(JEST)
 
-test-integration-operator: node-deps localkube operator-build ## Operator integration tests on a control-plane-only localkube
+# tools: helm renders the chart's operator RBAC and Lease for watch-namespaces.test.ts.
+test-integration-operator: node-deps localkube operator-build tools ## Operator integration tests on a control-plane-only localkube
 	cd operator && $(JEST) -c jest.integration.config.js --runInBand
 
 bench-operator: node-deps localkube operator-build ## Operator vs direct creates of Secret+Pod pairs, throughput, RSS at 1,000/5,000 sessions

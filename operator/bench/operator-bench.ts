@@ -8,6 +8,8 @@
  * 3. operator RSS with 1,000 and 5,000 sessions (goal <= 200 MB at 5,000).
  *
  * Usage: node operator/bench/run.mjs [--sessions 200] [--rounds 3] [--rss 1000,5000]
+ *        [--concurrency 16] [--operator-env K=V,...] (RSS phase) [--profile DIR] (V8 CPU profiles
+ *        of the provisioning rounds' operators, written on exit; open in Chrome DevTools)
  * Figures taken on a loaded machine are noisy; the load average is printed with them.
  */
 import { readFileSync } from 'node:fs';
@@ -79,6 +81,7 @@ async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Rou
   const op = startOperator({
     namespace: viaOperator.name,
     env: { LOG_LEVEL: 'info', CONCURRENCY: String(CONCURRENCY) },
+    nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
   });
   try {
     await op.waitForLog((l) => l.message === 'controller started', 60_000);
@@ -257,6 +260,7 @@ function parseArgs(argv: string[]): {
   rss: number[];
   concurrency: number;
   operatorEnv: Record<string, string>;
+  profile: string;
 } {
   const get = (flag: string, fallback: string): string => {
     const i = argv.indexOf(flag);
@@ -266,6 +270,7 @@ function parseArgs(argv: string[]): {
     sessions: Number(get('--sessions', '200')),
     rounds: Number(get('--rounds', '3')),
     concurrency: Number(get('--concurrency', '16')),
+    profile: get('--profile', ''),
     // --operator-env NODE_OPTIONS=--max-semi-space-size=4,MALLOC_ARENA_MAX=2 (RSS phase only)
     operatorEnv: Object.fromEntries(
       get('--operator-env', '')

@@ -13,7 +13,8 @@ import { Ajv } from 'ajv';
 import { LOG_LEVELS, type LogLevel } from './telemetry/logger.js';
 
 const QUANTITY = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$';
-const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+const LABEL = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
+const DNS_LABEL = `^${LABEL}$`;
 
 /** JSON schema of the environment. Defaults here are the documented defaults. */
 export const ENV_SCHEMA = {
@@ -25,12 +26,19 @@ export const ENV_SCHEMA = {
       minLength: 1,
       description: `Required. File holding the token master key (>= ${MIN_MASTER_KEY_BYTES} bytes), mounted from the master-key Secret.`,
     },
+    WATCH_NAMESPACES: {
+      type: 'string',
+      default: '',
+      pattern: `^(${LABEL}(,${LABEL})*)?$`,
+      description:
+        'Comma-separated namespaces whose SandboxSessions are reconciled (one watch, LIST and pair of ' +
+        'informers each, so namespaced Roles suffice); empty means all namespaces (needs cluster-wide RBAC).',
+    },
     WATCH_NAMESPACE: {
       type: 'string',
       default: '',
-      pattern: `^(${DNS_LABEL.slice(1, -1)})?$`,
-      description:
-        'Namespace whose SandboxSessions are reconciled; empty means all namespaces (needs cluster-wide RBAC).',
+      pattern: `^(${LABEL})?$`,
+      description: 'Alias of WATCH_NAMESPACES for a single namespace; an error when both are set and differ.',
     },
     SANDBOX_DEFAULT_IMAGE: {
       type: 'string',
@@ -155,7 +163,7 @@ export const ENV_SCHEMA = {
     },
     LEASE_NAMESPACE: {
       type: 'string',
-      pattern: `^(${DNS_LABEL.slice(1, -1)})?$`,
+      pattern: `^(${LABEL})?$`,
       default: '',
       description: 'Namespace of the leader Lease; defaults to POD_NAMESPACE.',
     },
@@ -220,8 +228,11 @@ export const ENV_SCHEMA = {
 export interface OperatorConfig {
   /** SANDBOX_MASTER_KEY_FILE. */
   readonly masterKeyFile: string;
-  /** WATCH_NAMESPACE ('' = all namespaces). */
-  readonly watchNamespace: string;
+  /**
+   * WATCH_NAMESPACES (or its alias WATCH_NAMESPACE), sorted and distinct; empty = all namespaces
+   * (one cluster-wide watch, LIST and pair of informers instead of one per namespace).
+   */
+  readonly watchNamespaces: readonly string[];
   /** Inputs of buildPod. */
   readonly pod: {
     readonly defaultImage: string;
@@ -305,7 +316,7 @@ export function loadConfig(env: Env, host: string = hostname()): OperatorConfig 
 function toConfig(p: Parsed, host: string): OperatorConfig {
   return {
     masterKeyFile: p.SANDBOX_MASTER_KEY_FILE,
-    watchNamespace: p.WATCH_NAMESPACE,
+    watchNamespaces: watchNamespaces(p),
     pod: {
       defaultImage: p.SANDBOX_DEFAULT_IMAGE,
       defaultResources: {
@@ -329,6 +340,18 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     logLevel: p.LOG_LEVEL as LogLevel,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_SECONDS * 1000,
   };
+}
+
+function watchNamespaces(p: Parsed): string[] {
+  const list = p.WATCH_NAMESPACES ? p.WATCH_NAMESPACES.split(',') : [];
+  const distinct = [...new Set(list)].sort();
+  const problems: string[] = [];
+  if (distinct.length !== list.length) problems.push('WATCH_NAMESPACES names a namespace twice');
+  if (p.WATCH_NAMESPACE && list.length > 0 && (list.length !== 1 || list[0] !== p.WATCH_NAMESPACE)) {
+    problems.push('WATCH_NAMESPACE and WATCH_NAMESPACES are both set and differ; set only WATCH_NAMESPACES');
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  return distinct.length > 0 ? distinct : p.WATCH_NAMESPACE ? [p.WATCH_NAMESPACE] : [];
 }
 
 function leaderElection(p: Parsed): NonNullable<OperatorConfig['leaderElection']> {

@@ -23,6 +23,7 @@ import { QueuedEventRecorder } from './kube/events-recorder.js';
 import { LeaderElector } from './kube/leader-election.js';
 import { createLeaseStore } from './kube/lease-store.js';
 import { Resync } from './kube/resync.js';
+import { SessionCache } from './kube/session-cache.js';
 import { SessionChangeFilter } from './kube/session-change-filter.js';
 import { createSessionStore } from './kube/session-store.js';
 import { WorkQueue } from './kube/work-queue.js';
@@ -53,13 +54,19 @@ async function main(): Promise<void> {
     metrics.watchEvents.inc({ source });
     queue.add(key);
   };
-  const informers = createChildInformers(kc, clients.core, config.watchNamespace, {
+  const informers = createChildInformers(kc, clients.core, config.watchNamespaces, {
     logger,
     enqueue: (resource, key) => enqueue(resource)(key),
   });
-  const events = new QueuedEventRecorder(clients.events, { instance: config.identity, logger });
+  const events = new QueuedEventRecorder(clients.events, {
+    instance: config.identity,
+    logger,
+    // Events trail a burst: they wait (at most 5 s) while sessions are queued for a reconcile.
+    held: () => queue.depth > 0,
+  });
+  const cache = new SessionCache();
   const deps: ControllerDeps = {
-    sessions: createSessionStore(clients.custom, config.watchNamespace),
+    sessions: createSessionStore(clients.custom, config.watchNamespaces, cache),
     pods: createPodStore(clients.core, informers.pods),
     secrets: createSecretStore(clients.core, informers.secrets),
     events,
@@ -70,10 +77,11 @@ async function main(): Promise<void> {
     waitRequeueMs: config.waitRequeueMs,
     observer: metrics,
     logger,
+    queueDepth: () => queue.depth,
   };
   const filter = new SessionChangeFilter();
   const workload = new Workload({
-    informers: [informers.pods, informers.secrets],
+    informers: informers.all,
     queue,
     events,
     resync: new Resync({
@@ -84,11 +92,16 @@ async function main(): Promise<void> {
       logger,
     }),
     startWatch: async () => {
-      await waitUntilWatchable(kc, sessionsPath(config.watchNamespace), logger);
+      const scopes = config.watchNamespaces.length > 0 ? config.watchNamespaces : [''];
+      await Promise.all(scopes.map((ns) => waitUntilWatchable(kc, sessionsPath(ns), logger)));
       return startSessionWatch({
-        namespace: config.watchNamespace,
+        namespaces: config.watchNamespaces,
         logger,
         onEvent: (event) => {
+          // Every event feeds the cache (status-only ones too: they carry the resourceVersion
+          // the next status write needs); only the ones that matter queue a reconcile.
+          if (event.type === 'DELETED') cache.forget(event.key);
+          else cache.observe(event.object);
           if (filter.admit(event.type, event.key, event.object)) enqueue('sessions')(event.key);
         },
       });
@@ -112,7 +125,7 @@ async function main(): Promise<void> {
   });
   const address = server.address();
   logger.info('operator starting', {
-    watchNamespace: config.watchNamespace || '(all)',
+    watchNamespaces: config.watchNamespaces.length > 0 ? config.watchNamespaces.join(',') : '(all)',
     concurrency: config.concurrency,
     leaderElection: Boolean(config.leaderElection),
     httpPort: typeof address === 'object' && address ? address.port : config.http.port,
@@ -153,7 +166,7 @@ function createQueue(
   });
 }
 
-/** The watch path of SandboxSessions in the watched scope (what dot-i watches). */
+/** The watch path of SandboxSessions in a namespace, '' = all (what dot-i watches). */
 function sessionsPath(namespace: string): string {
   return `/apis/${GROUP}/${VERSION}/${namespace ? `namespaces/${namespace}/` : ''}${PLURAL}`;
 }

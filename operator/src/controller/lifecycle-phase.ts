@@ -36,28 +36,26 @@ function decideFor(scope: Scope, deps: ControllerDeps): LifecycleDecision {
 }
 
 async function collect(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
-  const fresh = await deps.sessions.get(scope.key);
+  const fresh = await deps.sessions.read(scope.key);
   if (!fresh || fresh.metadata.uid !== scope.ref.uid || fresh.metadata.deletionTimestamp) {
     scope.deleted = true;
     return {};
   }
   scope.session = fresh;
+  scope.resourceVersion = fresh.metadata.resourceVersion ?? '';
   const again = decideFor(scope, deps);
   scope.expiresAt = again.expiresAt;
   if (!again.expired) return { requeueAfterMs: again.requeueAfterMs };
-  const resourceVersion = fresh.metadata.resourceVersion ?? '';
-  if (fresh.spec.shutdownPolicy === 'Retain') return retain(scope, deps, again.reason, resourceVersion);
-  return remove(scope, deps, again.reason, resourceVersion);
+  if (fresh.spec.shutdownPolicy === 'Retain') return retain(scope, deps, again.reason);
+  return remove(scope, deps, again.reason);
 }
 
-async function remove(
-  scope: Scope,
-  deps: ControllerDeps,
-  reason: ExpiryReason,
-  resourceVersion: string,
-): Promise<PhaseResult> {
+async function remove(scope: Scope, deps: ControllerDeps, reason: ExpiryReason): Promise<PhaseResult> {
   try {
-    const outcome = await deps.sessions.delete(scope.key, { uid: scope.ref.uid, resourceVersion });
+    const outcome = await deps.sessions.delete(scope.key, {
+      uid: scope.ref.uid,
+      resourceVersion: scope.resourceVersion,
+    });
     scope.deleted = true;
     if (outcome === 'gone') return {};
   } catch (err) {
@@ -75,23 +73,19 @@ async function remove(
   return {};
 }
 
-async function retain(
-  scope: Scope,
-  deps: ControllerDeps,
-  reason: ExpiryReason,
-  resourceVersion: string,
-): Promise<PhaseResult> {
+async function retain(scope: Scope, deps: ControllerDeps, reason: ExpiryReason): Promise<PhaseResult> {
   const status = computeStatus(statusInputsOf(scope, { kind: 'collected', reason }));
   try {
     const outcome = await deps.sessions.patchStatus(
       scope.key,
       statusPatch(scope.session.status, status),
-      resourceVersion,
+      scope.resourceVersion,
     );
     if (outcome === 'gone') {
       scope.deleted = true;
       return {};
     }
+    scope.resourceVersion = outcome.resourceVersion;
   } catch (err) {
     if (isConflict(err)) return { requeueAfterMs: 0 };
     throw new Error('write collected status', { cause: err });

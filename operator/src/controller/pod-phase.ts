@@ -48,6 +48,7 @@ async function createPod(scope: Scope, deps: ControllerDeps, childName: string):
   const body = buildPod(scope.session, scope.ref, deps.podOptions);
   try {
     const created = await deps.pods.create(scope.ref.namespace, body);
+    scope.created = true;
     deps.logger.info('created pod', {
       namespace: scope.ref.namespace,
       session: scope.ref.name,

@@ -1,6 +1,11 @@
 /**
- * The reconcile driver. Level-triggered: it ignores what woke it up, re-reads the session by key,
- * runs the phases, then writes the computed status once, only if it changed.
+ * The reconcile driver. Level-triggered: it ignores what woke it up, re-reads the session by key
+ * (from the watch-fed cache; see kube/session-cache.ts), runs the phases, then writes the computed
+ * status once, only if it changed, onto the resourceVersion it was computed from. A refused write
+ * (the read was stale, or the session changed meanwhile) runs the reconcile again at once.
+ *
+ * In a burst, a reconcile that created a child while other sessions wait in the queue leaves the
+ * status write to its next run, queued behind them: Secrets and Pods first, status after.
  *
  *   live session:       ensureSecret -> ensurePod (provisioning; stops at the first halt or error)
  *                       -> expireIfDue (always runs, so a session stuck in provisioning is still
@@ -10,6 +15,7 @@
  */
 import { CONDITIONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 
+import { isConflict } from '../kube/errors.js';
 import { sessionRef } from '../resources/metadata.js';
 import { removeChildren } from './children-phase.js';
 import { isNameConflict } from './errors.js';
@@ -44,12 +50,21 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
     return {};
   }
   if (session.metadata.deletionTimestamp) return {};
-  const scope: Scope = { key, ref: sessionRef(session), session, now: deps.clock.now(), deleted: false };
+  const scope: Scope = {
+    key,
+    ref: sessionRef(session),
+    session,
+    resourceVersion: session.metadata.resourceVersion ?? '',
+    now: deps.clock.now(),
+    created: false,
+    deleted: false,
+  };
   const run = await runAll(scope, deps);
   if (scope.deleted) return {};
-  await writeStatus(scope, deps, outcomeOf(scope, run.failure));
+  if (run.failure === undefined && scope.created && deps.queueDepth() > 0) return { requeueAfterMs: 0 };
+  const written = await writeStatus(scope, deps, outcomeOf(scope, run.failure));
   if (run.failure !== undefined) throw asError(run.failure);
-  return { requeueAfterMs: run.requeueAfterMs };
+  return { requeueAfterMs: written ? run.requeueAfterMs : 0 };
 }
 
 async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
@@ -96,20 +111,32 @@ function outcomeOf(scope: Scope, failure: unknown): Outcome {
   return { kind: 'failed', reason: REASONS.reconcileError, message: RECONCILE_ERROR_MESSAGE };
 }
 
-async function writeStatus(scope: Scope, deps: ControllerDeps, outcome: Outcome): Promise<void> {
+/** Writes the computed status if it changed; false when the write was refused (stale read). */
+async function writeStatus(scope: Scope, deps: ControllerDeps, outcome: Outcome): Promise<boolean> {
   const stored = scope.session.status;
   const computed = computeStatus(statusInputsOf(scope, outcome));
   const base = scope.writtenStatus ?? stored;
   if (!statusEqual(base, computed)) {
     try {
-      const result = await deps.sessions.patchStatus(scope.key, statusPatch(base, computed));
-      if (result === 'gone') return;
+      const result = await deps.sessions.patchStatus(
+        scope.key,
+        statusPatch(base, computed),
+        scope.resourceVersion,
+      );
+      if (result === 'gone') return true;
+      scope.resourceVersion = result.resourceVersion;
     } catch (err) {
-      throw new Error('write status', { cause: err });
+      if (!isConflict(err)) throw new Error('write status', { cause: err });
+      deps.logger.debug('status write refused: the session changed since it was read; reconciling again', {
+        namespace: scope.ref.namespace,
+        session: scope.ref.name,
+      });
+      return false;
     }
   }
   for (const event of transitionEvents(stored, computed)) deps.events.record(scope.session, event);
   observe(scope, deps, stored, computed);
+  return true;
 }
 
 function observe(

@@ -36,6 +36,12 @@ export interface ControllerDeps {
   readonly waitRequeueMs: number;
   readonly observer: ReconcileObserver;
   readonly logger: Logger;
+  /**
+   * Sessions waiting in the work queue. While others wait, a reconcile that created a child
+   * leaves its status write to its next run (queued behind them), so that in a burst every
+   * session's Secret and Pod come first and the status writes follow.
+   */
+  readonly queueDepth: () => number;
 }
 
 /** What the reconcile of one session has learned so far. */
@@ -44,7 +50,14 @@ export interface Scope {
   readonly ref: SessionRef;
   /** The session as last read (replaced by a fresh read before collecting). */
   session: SandboxSession;
+  /**
+   * The resourceVersion the next status write applies to: the session's as read, then each
+   * write's answer. A write onto any other version is refused, so a stale read writes nothing.
+   */
+  resourceVersion: string;
   readonly now: Date;
+  /** This reconcile created the Secret or the Pod. */
+  created: boolean;
   /** The session's own Secret, once ensured. */
   secret?: SecretView;
   /** The session's own Pod, once ensured (may be failing or terminating). */

@@ -47,6 +47,7 @@ async function createSecret(scope: Scope, deps: ControllerDeps, childName: strin
   const body = buildSecret(scope.ref, deriveToken(deps.masterKey, scope.ref));
   try {
     const created = await deps.secrets.create(scope.ref.namespace, body);
+    scope.created = true;
     deps.logger.info('created secret', logFields(scope, childName));
     deps.events.record(scope.session, {
       type: 'Normal',

@@ -1,64 +1,102 @@
 /**
- * The two owned-object informers (Pods and Secrets with app.kubernetes.io/managed-by=
- * sandbox-operator, in the watched namespace or cluster-wide) and the mapping of their events to
- * session keys.
+ * The owned-object informers (Pods and Secrets with app.kubernetes.io/managed-by=
+ * sandbox-operator) and the mapping of their events to session keys. One Pod and one Secret
+ * informer per watched namespace, so that namespaced Roles suffice (a LIST or watch across
+ * namespaces needs a ClusterRole), or one of each cluster-wide when no namespace is named.
  */
 import type * as k8s from '@kubernetes/client-node';
 
 import { CHILD_SELECTOR } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
-import { OwnedInformer } from './owned-informer.js';
+import { OwnedInformer, type ListPage } from './owned-informer.js';
 import { ownerKey } from './owner-key.js';
 import { projectPod, projectSecret } from './projections.js';
 import type { PodView, SecretView } from './views.js';
 
-/** The informers. */
-export interface ChildInformers {
-  readonly pods: OwnedInformer<PodView>;
-  readonly secrets: OwnedInformer<SecretView>;
+/** Cached views by namespace and name, across the informers of every watched namespace. */
+export interface ViewCache<V> {
+  get(namespace: string, name: string): V | undefined;
 }
 
-/** Builds (does not start) the informers; `enqueue` receives the session key of every change. */
+/** The informers. */
+export interface ChildInformers {
+  readonly pods: ViewCache<PodView>;
+  readonly secrets: ViewCache<SecretView>;
+  /** Every informer, to start and stop. */
+  readonly all: ReadonlyArray<OwnedInformer<PodView> | OwnedInformer<SecretView>>;
+}
+
+type Resource = 'pods' | 'secrets';
+
+/**
+ * Builds (does not start) the informers; `enqueue` receives the session key of every change.
+ * `namespaces` empty: cluster-wide.
+ */
 export function createChildInformers(
   kc: k8s.KubeConfig,
   core: k8s.CoreV1Api,
-  watchNamespace: string,
-  opts: { readonly logger: Logger; readonly enqueue: (resource: 'pods' | 'secrets', key: string) => void },
+  namespaces: readonly string[],
+  opts: { readonly logger: Logger; readonly enqueue: (resource: Resource, key: string) => void },
 ): ChildInformers {
-  const ns = watchNamespace;
-  const base = `/api/v1/${ns ? `namespaces/${ns}/` : ''}`;
+  const scopes = namespaces.length > 0 ? namespaces : [''];
   const onChange =
-    (resource: 'pods' | 'secrets') =>
+    (resource: Resource) =>
     (view: PodView | SecretView): void => {
       const key = ownerKey(view.metadata);
       if (key) opts.enqueue(resource, key);
     };
+  const pods = new Map<string, OwnedInformer<PodView>>();
+  const secrets = new Map<string, OwnedInformer<SecretView>>();
+  for (const ns of scopes) {
+    pods.set(
+      ns,
+      new OwnedInformer<PodView>({
+        ...common(kc, ns, 'pods', opts.logger),
+        listPage: (labelSelector, limit, _continue) =>
+          ns
+            ? core.listNamespacedPod({ namespace: ns, labelSelector, limit, _continue })
+            : core.listPodForAllNamespaces({ labelSelector, limit, _continue }),
+        project: projectPod,
+        onChange: onChange('pods'),
+      }),
+    );
+    secrets.set(
+      ns,
+      new OwnedInformer<SecretView>({
+        ...common(kc, ns, 'secrets', opts.logger),
+        listPage: (labelSelector, limit, _continue): Promise<ListPage> =>
+          ns
+            ? core.listNamespacedSecret({ namespace: ns, labelSelector, limit, _continue })
+            : core.listSecretForAllNamespaces({ labelSelector, limit, _continue }),
+        project: projectSecret,
+        onChange: onChange('secrets'),
+      }),
+    );
+  }
+  return { pods: routed(pods), secrets: routed(secrets), all: [...pods.values(), ...secrets.values()] };
+}
+
+function common(
+  kc: k8s.KubeConfig,
+  ns: string,
+  resource: Resource,
+  logger: Logger,
+): { kc: k8s.KubeConfig; resource: string; path: string; labelSelector: string; logger: Logger } {
+  const path = `/api/v1/${ns ? `namespaces/${ns}/` : ''}${resource}`;
   return {
-    pods: new OwnedInformer<PodView>({
-      kc,
-      resource: 'pods',
-      path: `${base}pods`,
-      labelSelector: CHILD_SELECTOR,
-      listPage: (labelSelector, limit, _continue) =>
-        ns
-          ? core.listNamespacedPod({ namespace: ns, labelSelector, limit, _continue })
-          : core.listPodForAllNamespaces({ labelSelector, limit, _continue }),
-      project: projectPod,
-      onChange: onChange('pods'),
-      logger: opts.logger,
-    }),
-    secrets: new OwnedInformer<SecretView>({
-      kc,
-      resource: 'secrets',
-      path: `${base}secrets`,
-      labelSelector: CHILD_SELECTOR,
-      listPage: (labelSelector, limit, _continue) =>
-        ns
-          ? core.listNamespacedSecret({ namespace: ns, labelSelector, limit, _continue })
-          : core.listSecretForAllNamespaces({ labelSelector, limit, _continue }),
-      project: projectSecret,
-      onChange: onChange('secrets'),
-      logger: opts.logger,
-    }),
+    kc,
+    resource: ns ? `${resource} in ${ns}` : resource,
+    path,
+    labelSelector: CHILD_SELECTOR,
+    logger,
+  };
+}
+
+/** Looks a view up in the informer of its namespace (or the cluster-wide one, keyed ''). */
+function routed<V extends PodView | SecretView>(
+  informers: ReadonlyMap<string, OwnedInformer<V>>,
+): ViewCache<V> {
+  return {
+    get: (namespace, name) => (informers.get(namespace) ?? informers.get(''))?.get(namespace, name),
   };
 }

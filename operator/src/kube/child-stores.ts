@@ -6,13 +6,13 @@
 import type * as k8s from '@kubernetes/client-node';
 
 import { AlreadyExistsError, isNotFound, is409 } from './errors.js';
-import type { OwnedInformer } from './owned-informer.js';
+import type { ViewCache } from './child-informers.js';
 import type { PodStore, SecretStore, WriteOutcome } from './ports.js';
 import { projectPod, projectSecret } from './projections.js';
 import type { PodView, SecretView } from './views.js';
 
 /** Pods: cache from the informer, writes through CoreV1Api. */
-export function createPodStore(core: k8s.CoreV1Api, informer: OwnedInformer<PodView>): PodStore {
+export function createPodStore(core: k8s.CoreV1Api, informer: ViewCache<PodView>): PodStore {
   return {
     cached: (namespace, name) => informer.get(namespace, name),
     read: async (namespace, name) => {
@@ -36,7 +36,7 @@ export function createPodStore(core: k8s.CoreV1Api, informer: OwnedInformer<PodV
 }
 
 /** Secrets: cache from the informer (never their data), writes through CoreV1Api. */
-export function createSecretStore(core: k8s.CoreV1Api, informer: OwnedInformer<SecretView>): SecretStore {
+export function createSecretStore(core: k8s.CoreV1Api, informer: ViewCache<SecretView>): SecretStore {
   return {
     cached: (namespace, name) => informer.get(namespace, name),
     read: async (namespace, name) => {

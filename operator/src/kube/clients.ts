@@ -88,7 +88,9 @@ class KeepAliveAuth implements k8s.SecurityAuthentication {
 
   private keepAlive(fresh: HttpAgent | undefined): HttpAgent {
     const options = { ...((fresh as { options?: AgentOptions } | undefined)?.options ?? {}) };
-    const common = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: 16 };
+    // Idle connections are kept up to maxSockets: closing the ones above a lower limit after a
+    // burst would cost new TLS handshakes (a few ms of CPU each) at the next one.
+    const common = { keepAlive: true, maxSockets: this.maxSockets, maxFreeSockets: this.maxSockets };
     return fresh instanceof HttpsAgent ? new HttpsAgent({ ...options, ...common }) : new HttpAgent(common);
   }
 }

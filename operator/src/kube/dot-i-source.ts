@@ -12,16 +12,20 @@
  *   closes the watch connection with it.
  * - dot-i re-watches without a resourceVersion, replaying every session as ADDED and never
  *   reporting deletions it missed: the periodic resync (kube/resync.ts) catches those.
+ * - one Operator instance per watched namespace: dot-i keys its abort handles by resource
+ *   (`plural.apiVersion`), so a second watchResource for another namespace on the same instance
+ *   would overwrite the first's handle. Separate instances keep each watch whole; since stop() is
+ *   never called (see above), shutdown is the same for one namespace or many.
  * - ESM: the CommonJS module.exports arrives as the default import; the class is `.default`.
  * - dot-i loads its own KubeConfig (client-node 0.20, loadFromDefault: $KUBECONFIG, ~/.kube/config,
  *   then in-cluster), the same sources our client-node 1.4 KubeConfig loads.
  */
 import dotI from '@dot-i/k8s-operator';
-import { GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
+import { GROUP, PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
 import { keyString } from '../controller/session-key.js';
 import type { Logger } from '../telemetry/log-port.js';
-import type { SessionLike, WatchEventType } from './session-change-filter.js';
+import type { WatchEventType } from './session-change-filter.js';
 
 const Operator = dotI.default;
 
@@ -29,18 +33,19 @@ const Operator = dotI.default;
 export interface SessionWatchEvent {
   readonly type: WatchEventType;
   readonly key: string;
-  readonly object: SessionLike;
+  /** The object as the API server sent it (a SandboxSession: the watch is on that resource). */
+  readonly object: SandboxSession;
 }
 
 /** Source parameters. */
 export interface SessionWatchOptions {
-  /** '' watches all namespaces. */
-  readonly namespace: string;
+  /** The namespaces to watch, one watch each; empty: one watch on all namespaces. */
+  readonly namespaces: readonly string[];
   readonly onEvent: (event: SessionWatchEvent) => void;
   readonly logger: Logger;
 }
 
-/** A running watch. */
+/** The running watches. */
 export interface SessionWatch {
   /** Drops every later event. Never stops dot-i itself (that would exit the process with 1). */
   close(): void;
@@ -49,7 +54,10 @@ export interface SessionWatch {
 class SessionWatchOperator extends Operator {
   closed = false;
 
-  constructor(private readonly opts: SessionWatchOptions) {
+  constructor(
+    private readonly opts: SessionWatchOptions,
+    private readonly namespace: string,
+  ) {
     super({
       debug: (message: string) => opts.logger.debug(message, { component: 'dot-i' }),
       info: (message: string) => opts.logger.info(message, { component: 'dot-i' }),
@@ -70,23 +78,24 @@ class SessionWatchOperator extends Operator {
           this.opts.onEvent({
             type: event.type,
             key: keyString({ namespace, name }),
-            object: event.object,
+            object: event.object as SandboxSession,
           });
         }
         return Promise.resolve();
       },
-      this.opts.namespace || undefined,
+      this.namespace || undefined,
     );
   }
 }
 
-/** Starts the watch; resolves once the watch request was issued. */
+/** Starts the watches; resolves once every watch request was issued. */
 export async function startSessionWatch(opts: SessionWatchOptions): Promise<SessionWatch> {
-  const operator = new SessionWatchOperator(opts);
-  await operator.start();
+  const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
+  const operators = scopes.map((ns) => new SessionWatchOperator(opts, ns));
+  await Promise.all(operators.map((o) => o.start()));
   return {
     close: () => {
-      operator.closed = true;
+      for (const o of operators) o.closed = true;
     },
   };
 }

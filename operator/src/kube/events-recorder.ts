@@ -5,9 +5,10 @@
  *
  * Events are best-effort, as in client-go: record() only queues, and a background sender writes
  * them with little concurrency. In a burst (hundreds of sessions created at once) the Event
- * writes then trail the Secret, Pod and status writes instead of competing with them for the API
- * server; the queue is bounded and a full queue drops Events (counted, logged at warn). A failed
- * write is logged and never fails or delays a reconcile. On shutdown, flush() sends what is left.
+ * writes wait while reconciles are queued (`held`), for at most `maxHoldMs`, so that they trail
+ * the Secret, Pod and status writes instead of competing with them for the API server; the queue
+ * is bounded and a full queue drops Events (counted, logged at warn). A failed write is logged and
+ * never fails or delays a reconcile. On shutdown, flush() sends what is left at once.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -30,14 +31,29 @@ export interface EventSenderOptions {
   readonly maxInFlight?: number;
   /** Events queued at most; more are dropped (default 1000). */
   readonly maxQueued?: number;
+  /** While true (e.g. reconciles are waiting), queued Events are not sent yet. */
+  readonly held?: () => boolean;
+  /** Longest an Event waits for `held` to clear (default 5000 ms). */
+  readonly maxHoldMs?: number;
+  readonly now?: () => number;
+}
+
+/** How often a held sender looks again. */
+const HOLD_POLL_MS = 100;
+
+interface Queued {
+  readonly body: k8s.EventsV1Event;
+  readonly at: number;
 }
 
 /** An EventRecorder that queues and sends events.k8s.io/v1 Events in the background. */
 export class QueuedEventRecorder implements EventRecorder {
-  private readonly queue: k8s.EventsV1Event[] = [];
+  private readonly queue: Queued[] = [];
   private inFlight = 0;
   private dropped = 0;
   private idle: Array<() => void> = [];
+  private flushing = false;
+  private holdTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly api: Pick<k8s.EventsV1Api, 'createNamespacedEvent'>,
@@ -55,7 +71,8 @@ export class QueuedEventRecorder implements EventRecorder {
       }
       return;
     }
-    this.queue.push(buildEvent(session, event, this.opts.instance, new Date()));
+    const now = this.now();
+    this.queue.push({ body: buildEvent(session, event, this.opts.instance, new Date(now)), at: now });
     this.pump();
   }
 
@@ -66,6 +83,8 @@ export class QueuedEventRecorder implements EventRecorder {
 
   /** Resolves when every queued Event was sent (or failed), or after `timeoutMs`. */
   async flush(timeoutMs: number): Promise<boolean> {
+    this.flushing = true;
+    this.pump();
     if (this.pending === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const done = new Promise<boolean>((resolve) => this.idle.push(() => resolve(true)));
@@ -79,10 +98,29 @@ export class QueuedEventRecorder implements EventRecorder {
 
   private pump(): void {
     while (this.inFlight < (this.opts.maxInFlight ?? 2) && this.queue.length > 0) {
-      const body = this.queue.shift()!;
+      if (this.holding(this.queue[0]!)) return this.pollLater();
+      const { body } = this.queue.shift()!;
       this.inFlight++;
       void this.send(body);
     }
+  }
+
+  private holding(oldest: Queued): boolean {
+    if (this.flushing || !this.opts.held?.()) return false;
+    return this.now() - oldest.at < (this.opts.maxHoldMs ?? 5000);
+  }
+
+  private pollLater(): void {
+    if (this.holdTimer) return;
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      this.pump();
+    }, HOLD_POLL_MS);
+    this.holdTimer.unref();
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
   }
 
   private async send(body: k8s.EventsV1Event): Promise<void> {

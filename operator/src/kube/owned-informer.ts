@@ -7,6 +7,8 @@
  *   projects page by page, so whole Pods and Secret data never accumulate in memory;
  * - restart after errors: ListWatch stops for good on a watch or list error, so we restart it
  *   with a capped exponential delay, and start() only resolves once the first LIST succeeded.
+ *   The delay is reset by a successful LIST or a watch event, not by ListWatch's CONNECT, which
+ *   it emits before every attempt (a denied LIST would otherwise be retried every second).
  */
 import * as k8s from '@kubernetes/client-node';
 
@@ -53,14 +55,14 @@ export class OwnedInformer<V extends Projected> {
   constructor(private readonly opts: OwnedInformerOptions<V>) {
     const watch = new ProjectingWatch(opts.kc, (raw) => opts.project(raw));
     this.listWatch = new k8s.ListWatch(opts.path, watch, () => this.list(), false, opts.labelSelector);
-    const changed = (obj: k8s.KubernetesObject): void => opts.onChange(obj as unknown as V);
+    const changed = (obj: k8s.KubernetesObject): void => {
+      this.failures = 0;
+      opts.onChange(obj as unknown as V);
+    };
     this.listWatch.on(k8s.ADD, changed);
     this.listWatch.on(k8s.UPDATE, changed);
     this.listWatch.on(k8s.DELETE, changed);
     this.listWatch.on(k8s.ERROR, (err: unknown) => this.restartLater(err));
-    this.listWatch.on(k8s.CONNECT, () => {
-      this.failures = 0;
-    });
   }
 
   /** True once the first LIST completed. */
@@ -108,6 +110,7 @@ export class OwnedInformer<V extends Projected> {
       cont = page.metadata?._continue || undefined;
     } while (cont);
     this.synced = true;
+    this.failures = 0;
     return { metadata: { resourceVersion }, items };
   }
 

@@ -14,17 +14,27 @@ export type StatusPatch = { [K in keyof SandboxSessionStatus]?: SandboxSessionSt
 /** Outcome of a write against an object that may have disappeared meanwhile. */
 export type WriteOutcome = 'done' | 'gone';
 
+/** Outcome of a status write: the session's new resourceVersion, or 'gone'. */
+export type StatusWrite = { readonly resourceVersion: string } | 'gone';
+
 /** SandboxSession reads and the only writes the operator makes to it: status, and deletion. */
 export interface SessionStore {
-  /** A fresh read from the API server; undefined when the session does not exist. */
+  /**
+   * The session from the watch-fed cache (a fresh read on a miss); undefined when it does not
+   * exist. May lag the API server by a watch event: every write made from it carries its
+   * resourceVersion, so a stale read can only cause a refused write (ConflictError).
+   */
   get(key: SessionKey): Promise<SandboxSession | undefined>;
-  /** Keys of every session in the watched scope (paged LIST). */
+  /** A fresh read from the API server; undefined when the session does not exist. */
+  read(key: SessionKey): Promise<SandboxSession | undefined>;
+  /** Keys of every session in the watched namespaces (paged LIST per namespace). */
   listKeys(): Promise<SessionKey[]>;
   /**
-   * Merge-patches status. With `resourceVersion`, the patch only applies to that version of the
-   * object and throws ConflictError otherwise (a racing activity annotation wins).
+   * Merge-patches status, only onto this `resourceVersion` of the object (the one the status was
+   * computed from); throws ConflictError when the object changed since (a racing activity
+   * annotation wins, a stale read is refused).
    */
-  patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion?: string): Promise<WriteOutcome>;
+  patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion: string): Promise<StatusWrite>;
   /** Deletes the session if it still has this UID and resourceVersion; ConflictError otherwise. */
   delete(key: SessionKey, preconditions: { uid: string; resourceVersion: string }): Promise<WriteOutcome>;
 }

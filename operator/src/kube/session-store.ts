@@ -1,71 +1,109 @@
 /**
- * SessionStore on client-node's CustomObjectsApi. Status is written with a JSON merge patch to the
- * status subresource; when a resourceVersion is given it travels in the patch body, which the API
- * server enforces as an optimistic-concurrency precondition (409 on mismatch).
+ * SessionStore on client-node's CustomObjectsApi and the watch-fed SessionCache. Reads by key come
+ * from the cache (a GET on a miss); fresh reads always GET. Status is written with a JSON merge
+ * patch to the status subresource carrying the resourceVersion the status was computed from, which
+ * the API server enforces as an optimistic-concurrency precondition (409 on mismatch); the answer
+ * is written through to the cache, a refusal holds the cache entry back.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
-import type { SessionKey } from '../controller/session-key.js';
+import { keyString, type SessionKey } from '../controller/session-key.js';
 import { MERGE_PATCH } from './clients.js';
 import { ConflictError, isNotFound, is409 } from './errors.js';
-import type { SessionStore, StatusPatch, WriteOutcome } from './ports.js';
+import type { SessionStore, StatusPatch, StatusWrite, WriteOutcome } from './ports.js';
+import type { SessionCache } from './session-cache.js';
 
 const PAGE = 500;
 
-/** The SessionStore of the watched scope ('' = all namespaces). */
-export function createSessionStore(custom: k8s.CustomObjectsApi, watchNamespace: string): SessionStore {
-  const at = (
-    key: SessionKey,
-  ): { group: string; version: string; plural: string; namespace: string; name: string } => ({
-    group: GROUP,
-    version: VERSION,
-    plural: PLURAL,
-    namespace: key.namespace,
-    name: key.name,
-  });
+/** The SessionStore of the watched namespaces (empty: all namespaces). */
+export function createSessionStore(
+  custom: k8s.CustomObjectsApi,
+  namespaces: readonly string[],
+  cache: SessionCache,
+): SessionStore {
+  const read = async (key: SessionKey): Promise<SandboxSession | undefined> => {
+    try {
+      return asSession(await custom.getNamespacedCustomObject(at(key)));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
   return {
-    get: async (key) => {
+    get: async (key) => cache.get(keyString(key)) ?? read(key),
+    read,
+    listKeys: async () => {
+      const scopes = namespaces.length > 0 ? namespaces : [''];
+      const lists = await Promise.all(scopes.map((ns) => listKeys(custom, ns, cache)));
+      return lists.flat();
+    },
+    patchStatus: async (key, patch, resourceVersion): Promise<StatusWrite> => {
+      const body: { status: StatusPatch; metadata?: { resourceVersion: string } } = { status: patch };
+      if (resourceVersion) body.metadata = { resourceVersion };
       try {
-        return asSession(await custom.getNamespacedCustomObject(at(key)));
+        const updated = asSession(
+          await custom.patchNamespacedCustomObjectStatus({ ...at(key), body }, MERGE_PATCH),
+        );
+        cache.written(updated);
+        return { resourceVersion: updated.metadata.resourceVersion ?? '' };
       } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
+        if (isNotFound(err)) return 'gone';
+        if (is409(err)) cache.invalidate(keyString(key));
+        throw conflict(err);
       }
     },
-    listKeys: () => listKeys(custom, watchNamespace),
-    patchStatus: (key, patch, resourceVersion) => {
-      const body: { status: StatusPatch; metadata?: { resourceVersion: string } } = { status: patch };
-      if (resourceVersion !== undefined) body.metadata = { resourceVersion };
-      return written(() => custom.patchNamespacedCustomObjectStatus({ ...at(key), body }, MERGE_PATCH));
-    },
-    delete: (key, preconditions) =>
-      written(() =>
-        custom.deleteNamespacedCustomObject({
+    delete: async (key, preconditions): Promise<WriteOutcome> => {
+      try {
+        await custom.deleteNamespacedCustomObject({
           ...at(key),
           body: { preconditions, propagationPolicy: 'Background' },
-        }),
-      ),
+        });
+        return 'done';
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        throw conflict(err);
+      }
+    },
   };
 }
 
-async function listKeys(custom: k8s.CustomObjectsApi, namespace: string): Promise<SessionKey[]> {
+function at(key: SessionKey): {
+  group: string;
+  version: string;
+  plural: string;
+  namespace: string;
+  name: string;
+} {
+  return { group: GROUP, version: VERSION, plural: PLURAL, namespace: key.namespace, name: key.name };
+}
+
+/** LISTs one namespace ('' = all) page by page, and prunes the cache of what it no longer shows. */
+async function listKeys(
+  custom: k8s.CustomObjectsApi,
+  namespace: string,
+  cache: SessionCache,
+): Promise<SessionKey[]> {
   const keys: SessionKey[] = [];
   let cont: string | undefined;
+  let listVersion: string | undefined;
   do {
     const base = { group: GROUP, version: VERSION, plural: PLURAL, limit: PAGE, _continue: cont };
     const page = (await (namespace
       ? custom.listNamespacedCustomObject({ ...base, namespace })
       : custom.listClusterCustomObject(base))) as {
       items?: SandboxSession[];
-      metadata?: { continue?: string };
+      metadata?: { continue?: string; resourceVersion?: string };
     };
+    // Every page of a paged LIST is served from the first page's snapshot.
+    listVersion ??= page.metadata?.resourceVersion;
     for (const item of page.items ?? []) {
       const { namespace: ns, name } = item.metadata;
       if (ns && name) keys.push({ namespace: ns, name });
     }
     cont = page.metadata?.continue || undefined;
   } while (cont);
+  cache.prune(namespace, new Set(keys.map(keyString)), listVersion);
   return keys;
 }
 
@@ -77,13 +115,6 @@ function asSession(value: unknown): SandboxSession {
   return { ...s, metadata: s.metadata, spec: s.spec ?? {} };
 }
 
-async function written(call: () => Promise<unknown>): Promise<WriteOutcome> {
-  try {
-    await call();
-    return 'done';
-  } catch (err) {
-    if (isNotFound(err)) return 'gone';
-    if (is409(err)) throw new ConflictError('the SandboxSession changed meanwhile', { cause: err });
-    throw err;
-  }
+function conflict(err: unknown): unknown {
+  return is409(err) ? new ConflictError('the SandboxSession changed meanwhile', { cause: err }) : err;
 }

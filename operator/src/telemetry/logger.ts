@@ -27,11 +27,15 @@ export function createLogger(level: LogLevel, base: LogFields = {}): Logger {
     ),
     transports: [new winston.transports.Console()],
   });
+  // winston formats every call and filters by level only in the transport, so a disabled level
+  // is skipped here (debug lines are frequent: per reconcile, per watch event).
+  const enabled = (l: LogLevel): boolean => logger.isLevelEnabled(l);
+  const skip = (): void => undefined;
   return {
     error: (message, fields) => logger.error(message, fields),
-    warn: (message, fields) => logger.warn(message, fields),
-    info: (message, fields) => logger.info(message, fields),
-    debug: (message, fields) => logger.debug(message, fields),
+    warn: enabled('warn') ? (message, fields) => logger.warn(message, fields) : skip,
+    info: enabled('info') ? (message, fields) => logger.info(message, fields) : skip,
+    debug: enabled('debug') ? (message, fields) => logger.debug(message, fields) : skip,
   };
 }
 

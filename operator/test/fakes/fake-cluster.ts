@@ -16,6 +16,7 @@ import type {
   SessionEvent,
   SessionStore,
   StatusPatch,
+  StatusWrite,
   WriteOutcome,
 } from '../../src/kube/ports.js';
 import { projectPod, projectSecret } from '../../src/kube/projections.js';
@@ -28,7 +29,8 @@ type Op =
   | 'deleteSecret'
   | 'patchStatus'
   | 'deleteSession'
-  | 'getSession';
+  | 'getSession'
+  | 'readSession';
 
 /** The fake cluster. */
 export class FakeCluster {
@@ -37,8 +39,17 @@ export class FakeCluster {
   readonly secrets = new Map<string, { body: V1Secret; view: SecretView }>();
   readonly events: Array<{ session: string; event: SessionEvent }> = [];
   readonly writes: string[] = [];
+  /** Sessions read from the "API server" (not from the session cache), in order. */
+  readonly sessionReads: string[] = [];
   /** When true, cached() answers from `podCache`/`secretCache`, which tests sync by hand. */
   lagCache = false;
+  /**
+   * When set, the session store's get() answers from this map (a watch-fed cache lagging the
+   * stored sessions) and falls back to the stored session on a miss; tests fill it by hand. As in
+   * kube/session-store.ts, a successful status write is written through to it and a refused one
+   * drops the entry.
+   */
+  sessionCache?: Map<string, SandboxSession>;
   podCache = new Map<string, PodView>();
   secretCache = new Map<string, SecretView>();
   /** Errors to throw from the next call of an operation. */
@@ -97,9 +108,13 @@ export class FakeCluster {
     return {
       get: async (key) => {
         this.failIfAsked('getSession');
-        this.onGet?.(k(key.namespace, key.name), ++this.gets);
-        const s = this.sessions.get(k(key.namespace, key.name));
-        return s && jsonClone(s);
+        const cached = this.sessionCache?.get(k(key.namespace, key.name));
+        if (cached) return jsonClone(cached);
+        return this.freshRead(key);
+      },
+      read: async (key) => {
+        this.failIfAsked('readSession');
+        return this.freshRead(key);
       },
       listKeys: async () =>
         [...this.sessions.values()].map((s) => ({
@@ -167,11 +182,20 @@ export class FakeCluster {
     return this.events.map((e) => e.event.reason);
   }
 
-  private patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion?: string): WriteOutcome {
+  private freshRead(key: SessionKey): SandboxSession | undefined {
+    this.onGet?.(k(key.namespace, key.name), ++this.gets);
+    this.sessionReads.push(key.name);
+    const s = this.sessions.get(k(key.namespace, key.name));
+    return s && jsonClone(s);
+  }
+
+  private patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion: string): StatusWrite {
     this.failIfAsked('patchStatus');
     const s = this.sessions.get(k(key.namespace, key.name));
     if (!s) return 'gone';
-    if (resourceVersion !== undefined && s.metadata.resourceVersion !== resourceVersion) {
+    // As the API server: an empty resourceVersion is no precondition.
+    if (resourceVersion !== '' && s.metadata.resourceVersion !== resourceVersion) {
+      this.sessionCache?.delete(k(key.namespace, key.name));
       throw new ConflictError('resourceVersion mismatch');
     }
     const status: Record<string, unknown> = { ...(s.status ?? {}) };
@@ -182,7 +206,9 @@ export class FakeCluster {
     s.status = status;
     s.metadata.resourceVersion = String(++this.rv);
     this.writes.push(`patchStatus ${key.name}`);
-    return 'done';
+    if (this.sessionCache?.has(k(key.namespace, key.name)))
+      this.sessionCache.set(k(key.namespace, key.name), jsonClone(s));
+    return { resourceVersion: s.metadata.resourceVersion };
   }
 
   private deleteChild<T extends { view: { metadata: { uid: string } } }>(

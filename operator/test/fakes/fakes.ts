@@ -81,5 +81,6 @@ export function controllerDeps(
     waitRequeueMs: 5000,
     observer: new MemoryObserver(),
     logger: new MemoryLogger(),
+    queueDepth: () => 0,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Idle and lifetime collection on a real API server: Delete removes the session, Retain keeps it
- * with Ready=False/IdleTimeout and removes (for good) its Pod and Secret, and a fresh activity
- * annotation postpones collection.
+ * with Ready=False/IdleTimeout (or LifetimeExceeded) and removes (for good) its Pod and Secret, and
+ * a fresh activity annotation postpones collection. The lifetime sessions (60 s, the CRD's
+ * minimum) are created first so that their minute overlaps the idle tests.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
@@ -20,15 +21,20 @@ import {
   gone,
   readPod,
   readSecret,
+  ready,
   readyIs,
   runningReady,
   setPodStatus,
 } from './harness/sessions.js';
 
+const LIFETIME_S = 60;
+
 let kube: KubeClients;
 let ns: TestNamespace;
 let op: OperatorProcess;
 let sessions: Sessions;
+/** Creation time and expiresAt (ms) of the lifetime sessions, created first. */
+const lifetime: Record<string, { created: number; expiresAt: number }> = {};
 
 beforeAll(async () => {
   kube = kubeClients();
@@ -36,7 +42,34 @@ beforeAll(async () => {
   sessions = new Sessions(kube.custom, ns.name);
   op = startOperator({ namespace: ns.name });
   await op.waitForLog((l) => l.message === 'controller started');
+  await Promise.all(
+    (['Delete', 'Retain'] as const).map(async (policy) => {
+      const name = `lifetime-${policy.toLowerCase()}`;
+      await readySession(name, {
+        idleTimeoutSeconds: 600,
+        maxLifetimeSeconds: LIFETIME_S,
+        shutdownPolicy: policy,
+      });
+      const s = await sessions.waitFor(
+        name,
+        predicate('expiresAt set', (x) => Boolean(x?.status?.expiresAt)),
+      );
+      lifetime[name] = {
+        created: Date.parse(String(s?.metadata.creationTimestamp)),
+        expiresAt: Date.parse(String(s?.status?.expiresAt)),
+      };
+    }),
+  );
 });
+
+/**
+ * Collection happens at the deadline: not before it (creationTimestamp has 1 s precision, so
+ * allow that), and within a few seconds after it (a loaded 2-core machine).
+ */
+function expectAtDeadline(at: number, deadline: number): void {
+  expect(at).toBeGreaterThanOrEqual(deadline - 1_000);
+  expect(at).toBeLessThan(deadline + 10_000);
+}
 
 afterAll(async () => {
   await op?.stop('SIGTERM');
@@ -116,17 +149,38 @@ describe('idle collection', () => {
 });
 
 describe('lifetime collection', () => {
-  it('collects an active session at maxLifetimeSeconds (status shows the deadline)', async () => {
-    await sessions.create('short-lived', {
-      idleTimeoutSeconds: 600,
-      maxLifetimeSeconds: 60,
-      shutdownPolicy: 'Retain',
+  // The two sessions were created (and made Ready) in beforeAll, so their minute runs while the
+  // idle tests above run.
+  it('Delete: the session is deleted at maxLifetimeSeconds, active or not', async () => {
+    const { created, expiresAt } = lifetime['lifetime-delete']!;
+    expect(expiresAt).toBe(created + LIFETIME_S * 1000);
+    await sessions.waitFor('lifetime-delete', gone, LIFETIME_S * 1000 + 30_000);
+    expectAtDeadline(Date.now(), expiresAt);
+    await op.waitForLog((l) => l.message === 'collected session' && l.session === 'lifetime-delete');
+    expect(op.messages('collected session').find((l) => l.session === 'lifetime-delete')).toMatchObject({
+      reason: 'LifetimeExceeded',
+      policy: 'Delete',
     });
+  });
+
+  it('Retain: the session ends Ready=False/LifetimeExceeded at maxLifetimeSeconds, its children deleted', async () => {
+    const { expiresAt } = lifetime['lifetime-retain']!;
     const s = await sessions.waitFor(
-      'short-lived',
-      predicate('expiresAt set', (x) => Boolean(x?.status?.expiresAt)),
+      'lifetime-retain',
+      readyIs('False', 'LifetimeExceeded'),
+      Math.max(expiresAt - Date.now(), 0) + 30_000,
     );
-    const created = Date.parse(String(s?.metadata.creationTimestamp));
-    expect(Date.parse(String(s?.status?.expiresAt))).toBe(created + 60_000);
+    const transition = Date.parse(String(ready(s)?.lastTransitionTime));
+    expectAtDeadline(transition, expiresAt);
+    expect(s?.status).toMatchObject({ phase: 'Terminated' });
+    expect(Date.parse(String(s?.status?.expiresAt))).toBe(expiresAt);
+    await waitFor(
+      async () => [
+        await readPod(kube.core, ns.name, 'sbs-lifetime-retain'),
+        await readSecret(kube.core, ns.name, 'sbs-lifetime-retain-token'),
+      ],
+      predicate('children deleted', ([p, sec]) => p === undefined && sec === undefined),
+    );
+    expect(await eventReasons(kube.core, ns.name, 'lifetime-retain')).toContain('LifetimeExceeded');
   });
 });

@@ -9,7 +9,7 @@ describe('loadConfig', () => {
     const c = loadConfig(REQUIRED, 'host-1');
     expect(c).toMatchObject({
       masterKeyFile: '/etc/sandbox/master-key',
-      watchNamespace: '',
+      watchNamespaces: [],
       concurrency: 16,
       resyncMs: 300_000,
       requeueFloorMs: 250,
@@ -45,8 +45,38 @@ describe('loadConfig', () => {
     });
     expect(c.concurrency).toBe(4);
     expect(c.leaderElection).toBeUndefined();
-    expect(c.watchNamespace).toBe('team-a');
+    expect(c.watchNamespaces).toEqual(['team-a']);
     expect(c.identity).toBe('op-0');
+  });
+
+  describe('watched namespaces', () => {
+    const watched = (env: Record<string, string>): readonly string[] =>
+      loadConfig({ ...REQUIRED, ...env }).watchNamespaces;
+
+    it('WATCH_NAMESPACES lists them (sorted); WATCH_NAMESPACE is an alias for one', () => {
+      expect(watched({ WATCH_NAMESPACES: 'team-b,team-a' })).toEqual(['team-a', 'team-b']);
+      expect(watched({ WATCH_NAMESPACE: 'team-a' })).toEqual(['team-a']);
+      expect(watched({ WATCH_NAMESPACES: 'team-a', WATCH_NAMESPACE: 'team-a' })).toEqual(['team-a']);
+      expect(watched({ WATCH_NAMESPACES: '', WATCH_NAMESPACE: '' })).toEqual([]);
+    });
+
+    it('rejects both set and different', () => {
+      for (const env of [
+        { WATCH_NAMESPACES: 'team-a,team-b', WATCH_NAMESPACE: 'team-a' },
+        { WATCH_NAMESPACES: 'team-b', WATCH_NAMESPACE: 'team-a' },
+      ]) {
+        expect(() => watched(env)).toThrow(/WATCH_NAMESPACE and WATCH_NAMESPACES are both set and differ/);
+      }
+    });
+
+    it.each(['team-a,,team-b', 'Team-A', 'team-a, team-b', 'team-a,', '-a', 'a'.repeat(64)])(
+      'rejects %p (not a list of DNS labels)',
+      (value) => expect(() => watched({ WATCH_NAMESPACES: value })).toThrow(/WATCH_NAMESPACES/),
+    );
+
+    it('rejects a namespace named twice', () => {
+      expect(() => watched({ WATCH_NAMESPACES: 'team-a,team-a' })).toThrow(/names a namespace twice/);
+    });
   });
 
   it('fails fast, listing every problem', () => {

@@ -127,27 +127,33 @@ export interface StartOptions {
   readonly namespace: string;
   readonly identity?: string;
   readonly env?: Record<string, string>;
+  /** Node.js flags before the script (e.g. --cpu-prof, which NODE_OPTIONS does not accept). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** Starts an operator watching one namespace (its Lease lives there too). */
 export function startOperator(opts: StartOptions): OperatorProcess {
   buildOperator();
   const identity = opts.identity ?? `op-${randomBytes(3).toString('hex')}`;
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'operator/dist/main.js')], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      KUBECONFIG: process.env.KUBECONFIG,
-      SANDBOX_MASTER_KEY_FILE: masterKeyFile(),
-      WATCH_NAMESPACE: opts.namespace,
-      LEASE_NAMESPACE: opts.namespace,
-      POD_NAME: identity,
-      HTTP_PORT: '0',
-      HTTP_HOST: '127.0.0.1',
-      LOG_LEVEL: 'debug',
-      ...opts.env,
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), join(REPO_ROOT, 'operator/dist/main.js')],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env.PATH,
+        KUBECONFIG: process.env.KUBECONFIG,
+        SANDBOX_MASTER_KEY_FILE: masterKeyFile(),
+        WATCH_NAMESPACE: opts.namespace,
+        LEASE_NAMESPACE: opts.namespace,
+        POD_NAME: identity,
+        HTTP_PORT: '0',
+        HTTP_HOST: '127.0.0.1',
+        LOG_LEVEL: 'debug',
+        ...opts.env,
+      },
     },
-  });
+  );
   return new OperatorProcess(identity, child);
 }

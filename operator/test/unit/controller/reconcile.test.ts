@@ -128,6 +128,87 @@ describe('reconcile: provisioning', () => {
   });
 });
 
+describe('reconcile: the watch-fed session cache', () => {
+  const cacheOf = (s: SandboxSession): Map<string, SandboxSession> =>
+    new Map([['team-a/demo', structuredClone(s)]]);
+
+  it('reads the session from the cache: no GET', async () => {
+    cluster.putSession(session());
+    cluster.sessionCache = cacheOf(cluster.session()!);
+    await reconcile(KEY, deps);
+    expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo', 'patchStatus demo']);
+    expect(cluster.sessionReads).toEqual([]);
+    cluster.writes.length = 0;
+    await reconcile(KEY, deps);
+    expect(cluster.writes).toEqual([]);
+  });
+
+  it('a status computed from a stale cached session is refused, and the next run reads afresh: readyTime stays set-once', async () => {
+    cluster.putSession(session());
+    await reconcile(KEY, deps);
+    const stale = structuredClone(cluster.session()!);
+    ready_();
+    clock.set('2030-01-01T00:00:42Z');
+    await reconcile(KEY, deps);
+    const events = cluster.eventReasons();
+    cluster.sessionCache = cacheOf(stale);
+    clock.set('2030-01-01T00:00:50Z');
+    cluster.writes.length = 0;
+    cluster.sessionReads.length = 0;
+    const refused = await reconcile(KEY, deps);
+    expect(refused.requeueAfterMs).toBe(0);
+    expect(cluster.sessionReads).toEqual([]);
+    expect(cluster.writes).toEqual([]);
+    expect(cluster.session()?.status?.readyTime).toBe('2030-01-01T00:00:42Z');
+    expect(cluster.eventReasons()).toEqual(events);
+    await reconcile(KEY, deps);
+    expect(cluster.sessionReads).toEqual(['demo']);
+    expect(cluster.writes).toEqual([]);
+    expect(cluster.session()?.status?.readyTime).toBe('2030-01-01T00:00:42Z');
+    expect(cluster.eventReasons()).toEqual(events);
+  });
+
+  it('decides collection on a fresh read, not on the cache', async () => {
+    cluster.putSession(session(withSpec({ idleTimeoutSeconds: 60 })));
+    await reconcile(KEY, deps);
+    ready_();
+    await reconcile(KEY, deps);
+    cluster.sessionCache = cacheOf(cluster.session()!);
+    cluster.touchSession(
+      'team-a',
+      'demo',
+      (s) => (s.metadata.annotations = { 'sandbox.dev/last-activity': '2030-01-01T00:01:05Z' }),
+    );
+    clock.set('2030-01-01T00:01:10Z');
+    const result = await reconcile(KEY, deps);
+    expect(cluster.session()).toBeDefined();
+    expect(cluster.sessionReads.at(-1)).toBe('demo');
+    expect(result.requeueAfterMs).toBe(55_000);
+  });
+});
+
+describe('reconcile: bursts', () => {
+  it('while other sessions wait, creates the children and leaves the status write to the next run', async () => {
+    deps = { ...deps, queueDepth: () => 5 };
+    cluster.putSession(session());
+    const first = await reconcile(KEY, deps);
+    expect(first.requeueAfterMs).toBe(0);
+    expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo']);
+    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedPod']);
+    await reconcile(KEY, deps);
+    expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo', 'patchStatus demo']);
+    expect(readyCondition(cluster.session())).toMatchObject({ status: 'False', reason: 'PodPending' });
+  });
+
+  it('writes status at once when a create failed, however busy the queue', async () => {
+    deps = { ...deps, queueDepth: () => 5 };
+    cluster.putSession(session());
+    cluster.failNext.set('createPod', new Error('boom'));
+    await expect(reconcile(KEY, deps)).rejects.toThrow('create Pod sbs-demo');
+    expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'patchStatus demo']);
+  });
+});
+
 describe('reconcile: ownership', () => {
   const foreignMeta = { namespace: 'team-a', uid: 'x', resourceVersion: '1' };
 

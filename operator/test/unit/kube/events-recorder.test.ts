@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
 import { QueuedEventRecorder, buildEvent } from '../../../src/kube/events-recorder.js';
@@ -94,5 +94,44 @@ describe('QueuedEventRecorder', () => {
     }
     expect(await rec.flush(100)).toBe(true);
     expect(logger.lines.filter((l) => l.message === 'could not record event')).toHaveLength(3);
+  });
+
+  it('holds Events while reconciles wait, at most maxHoldMs; flush sends them at once', () => {
+    jest.useFakeTimers();
+    try {
+      const api = new SlowApi();
+      let busy = true;
+      let now = 0;
+      const rec = new QueuedEventRecorder(api, {
+        instance: 'op',
+        logger: new MemoryLogger(),
+        maxInFlight: 10,
+        held: () => busy,
+        maxHoldMs: 1000,
+        now: () => now,
+      });
+      rec.record(session(), EVENT);
+      jest.advanceTimersByTime(500);
+      expect(api.bodies).toHaveLength(0);
+      busy = false;
+      jest.advanceTimersByTime(100);
+      expect(api.bodies).toHaveLength(1);
+
+      busy = true;
+      now = 2000;
+      rec.record(session(), EVENT);
+      jest.advanceTimersByTime(300);
+      expect(api.bodies).toHaveLength(1);
+      now = 3000;
+      jest.advanceTimersByTime(100);
+      expect(api.bodies).toHaveLength(2);
+
+      rec.record(session(), EVENT);
+      expect(api.bodies).toHaveLength(2);
+      void rec.flush(1000);
+      expect(api.bodies).toHaveLength(3);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
