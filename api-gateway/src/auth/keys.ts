@@ -9,7 +9,7 @@
  * and compared with every entry in constant time (no early exit), so timing reveals neither which
  * entry matched nor how much of a hash did.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 
 import { Ajv } from 'ajv';
 
@@ -115,7 +115,8 @@ export class ApiKeys implements KeyAuthenticator {
 
   authenticate(presented: string): Principal | undefined {
     if (presented.length === 0) return undefined;
-    const digest = createHash('sha256').update(presented, 'utf8').digest();
+    // One-shot hash (no Hash object): about 2x cheaper for a key-sized input; same SHA-256.
+    const digest = hash('sha256', presented, 'buffer');
     let found: Principal | undefined;
     for (const k of this.keys) {
       // Every entry is compared, matched or not: the loop's duration does not depend on the key.

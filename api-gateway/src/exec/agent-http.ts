@@ -11,6 +11,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 
 import type { AgentPool } from './agent-pool.js';
+import type { CancelSignal } from './types.js';
 
 /** A transport failure: nothing usable came back from the agent. */
 export class AgentTransportError extends Error {
@@ -44,7 +45,7 @@ export interface DeliveryOptions {
   retries: number;
   /** Absolute deadline (epoch ms) of the whole call including the response body. */
   deadlineAt: number;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** Backoff between connect attempts. */
   retryDelayMs?: number;
 }

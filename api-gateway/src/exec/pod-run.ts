@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { ProblemError } from '../errors.js';
 import { exitCodeOf, type ExecStatus } from './exec-status.js';
 import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
-import type { StreamEvent } from './types.js';
+import type { CancelSignal, StreamEvent } from './types.js';
 
 /** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
 export interface ExecSocket {
@@ -32,7 +32,7 @@ export interface RunSpec {
   stdin?: Buffer;
   /** Command timeout in ms; the socket is closed at timeout + margin. */
   timeoutMs: number;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 /** One pods/exec call: collects the status, enforces the hard deadline, reports the outcome once. */

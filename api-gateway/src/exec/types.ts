@@ -54,10 +54,21 @@ export interface FileDownload {
   size: number | undefined;
 }
 
+/**
+ * The part of an AbortSignal that calls use: an AbortSignal fits, and so does the lighter
+ * per-request signal of routes/request-signal.ts. As with an AbortSignal, a listener added after
+ * the abort is never called: check `aborted` first where that matters.
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** Per-call options. */
 export interface CallOptions {
   /** Aborted when the client goes away or the server shuts down. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 /** Runs commands and moves files in a Ready session. */

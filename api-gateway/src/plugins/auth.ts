@@ -15,6 +15,8 @@ export interface AuthPluginOptions {
   keys: KeyAuthenticator;
 }
 
+type HookDone = (err?: Error) => void;
+
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /** The presented key of a request, if it carries a well-formed bearer header. */
@@ -26,17 +28,22 @@ export function bearerToken(header: string | undefined): string | undefined {
 export default fp<AuthPluginOptions>(
   (app: FastifyInstance, opts: AuthPluginOptions, done: (err?: Error) => void) => {
     app.decorateRequest('principal', undefined as unknown as Principal);
-    app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
-      if (request.routeOptions.config.public === true) return;
+    // A callback hook, not an async one: fastify then runs the next step synchronously instead of
+    // after a promise settles (this hook runs on every request).
+    app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, hookDone: HookDone) => {
+      if (request.routeOptions.config.public === true) return hookDone();
       const presented = bearerToken(request.headers.authorization);
       const principal = presented === undefined ? undefined : opts.keys.authenticate(presented);
       if (!principal) {
-        throw new ProblemError(
-          'unauthorized',
-          presented === undefined ? 'missing bearer API key' : 'invalid API key',
+        return hookDone(
+          new ProblemError(
+            'unauthorized',
+            presented === undefined ? 'missing bearer API key' : 'invalid API key',
+          ),
         );
       }
       request.principal = principal;
+      hookDone();
     });
     done();
   },

@@ -13,7 +13,8 @@ export interface MetricsPluginOptions {
 export default fp<MetricsPluginOptions>(
   (app: FastifyInstance, opts: MetricsPluginOptions, done: (err?: Error) => void) => {
     app.decorate('metrics', opts.metrics);
-    app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    // A callback hook (not async): it runs on every response and must not add a promise hop.
+    app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, hookDone: () => void) => {
       const route = request.routeOptions.url ?? 'unmatched';
       const labels = { method: request.method, route, status: String(reply.statusCode) };
       opts.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
@@ -21,6 +22,7 @@ export default fp<MetricsPluginOptions>(
         { method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
         'request done',
       );
+      hookDone();
     });
     done();
   },

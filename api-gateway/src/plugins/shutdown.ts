@@ -19,10 +19,19 @@ export default fp(
       sweep.unref();
       hookDone();
     });
-    app.addHook('onSend', async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-      if (closing && !reply.raw.headersSent) reply.header('connection', 'close');
-      return payload;
-    });
+    // A callback hook (not async): it runs on every response and must not add a promise hop.
+    app.addHook(
+      'onSend',
+      (
+        _request: FastifyRequest,
+        reply: FastifyReply,
+        payload: unknown,
+        hookDone: (err: Error | null, payload: unknown) => void,
+      ) => {
+        if (closing && !reply.raw.headersSent) reply.header('connection', 'close');
+        hookDone(null, payload);
+      },
+    );
     app.addHook('onClose', (_instance: FastifyInstance, hookDone: () => void) => {
       clearInterval(sweep);
       hookDone();

@@ -12,7 +12,14 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { AddressPolicy } from '../sessions/address.js';
 import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
 import type { SessionStore } from '../sessions/store.js';
-import type { ExecRequest, ExecResult, ExecTransport, FileDownload, WriteFileResult } from '../exec/types.js';
+import type {
+  CancelSignal,
+  ExecRequest,
+  ExecResult,
+  ExecTransport,
+  FileDownload,
+  WriteFileResult,
+} from '../exec/types.js';
 import { assertSessionName } from './namespaces.js';
 import { assertSynced, notFoundOrGone } from './sessions-service.js';
 
@@ -65,7 +72,7 @@ export class ExecService {
     namespace: string,
     name: string,
     waitSeconds: number | undefined,
-    signal?: AbortSignal,
+    signal?: CancelSignal,
   ): Promise<ExecTarget> {
     assertSessionName(name);
     assertSynced(this.d.store);
@@ -85,7 +92,7 @@ export class ExecService {
     namespace: string,
     name: string,
     limits: { deadline: number; graceEnd: number },
-    signal: AbortSignal | undefined,
+    signal: CancelSignal | undefined,
   ): { target: ExecTarget } | { waitMs: number } {
     const s = this.d.store.get(namespace, name);
     if (!s) {
@@ -109,7 +116,7 @@ export class ExecService {
   }
 
   /** Runs one command and returns the agent's result shape. */
-  async exec(namespace: string, name: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
+  async exec(namespace: string, name: string, input: ExecInput, signal?: CancelSignal): Promise<ExecResult> {
     const req = this.toRequest(input);
     const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
     const end = this.d.activity.begin(target);
@@ -132,7 +139,7 @@ export class ExecService {
     namespace: string,
     name: string,
     input: ExecInput,
-    signal?: AbortSignal,
+    signal?: CancelSignal,
   ): Promise<Readable> {
     const req = this.toRequest(input);
     const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
@@ -152,7 +159,7 @@ export class ExecService {
     namespace: string,
     name: string,
     file: { path: string; data: Buffer },
-    signal?: AbortSignal,
+    signal?: CancelSignal,
   ): Promise<WriteFileResult> {
     const target = await this.resolveTarget(namespace, name, undefined, signal);
     try {
@@ -163,7 +170,12 @@ export class ExecService {
   }
 
   /** Opens a file of the session's workspace for download (bounded by the file size limit). */
-  async readFile(namespace: string, name: string, path: string, signal?: AbortSignal): Promise<FileDownload> {
+  async readFile(
+    namespace: string,
+    name: string,
+    path: string,
+    signal?: CancelSignal,
+  ): Promise<FileDownload> {
     const target = await this.resolveTarget(namespace, name, undefined, signal);
     try {
       return await this.transport(target).readFile(

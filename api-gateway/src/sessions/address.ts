@@ -29,8 +29,27 @@ const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');
 
+/**
+ * Answers already computed, per loopback setting: every exec checks its session's pod IP, and a
+ * BlockList check (it builds a SocketAddress) costs more than the rest of the readiness check. The
+ * answer depends on nothing but the IP and the setting; the maps are cleared when they fill up.
+ */
+const known = [new Map<string, boolean>(), new Map<string, boolean>()] as const;
+const KNOWN_MAX = 4096;
+
 /** True when the gateway may open connections to this pod IP. */
 export function dialable(ip: string, policy: AddressPolicy): boolean {
+  const cache = known[policy.allowLoopback ? 1 : 0];
+  let ok = cache.get(ip);
+  if (ok === undefined) {
+    ok = check(ip, policy);
+    if (cache.size >= KNOWN_MAX) cache.clear();
+    cache.set(ip, ok);
+  }
+  return ok;
+}
+
+function check(ip: string, policy: AddressPolicy): boolean {
   const family = isIP(ip);
   if (family === 0) return false;
   const type = family === 4 ? 'ipv4' : 'ipv6';

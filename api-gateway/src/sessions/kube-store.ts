@@ -9,6 +9,7 @@ import { ANNOTATIONS, GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
 import type { FastifyBaseLogger } from 'fastify';
 
 import { ProblemError } from '../errors.js';
+import type { CancelSignal } from '../exec/types.js';
 import { apiMessage, apiStatus } from './kube-errors.js';
 import { readyCondition } from './model.js';
 import { NamespaceWatch, type NamespaceCache } from './informer.js';
@@ -78,7 +79,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     return this.tombstones.get(namespace, name);
   }
 
-  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: CancelSignal): Promise<void> {
     return this.waiters.wait(`${namespace}/${name}`, timeoutMs, signal);
   }
 

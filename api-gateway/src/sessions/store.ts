@@ -4,6 +4,8 @@
  */
 import type { SandboxSession } from '@sandbox-platform/api';
 
+import type { CancelSignal } from '../exec/types.js';
+
 /** What the gateway remembers about a session it saw deleted (so callers get 410, not 404). */
 export interface Tombstone {
   uid: string;
@@ -30,7 +32,7 @@ export interface SessionStore {
   /** A recently deleted session of that name, if this replica saw it go. */
   tombstone(namespace: string, name: string): Tombstone | undefined;
   /** Resolves on the next cache change of that session, or after timeoutMs, or when signal aborts. */
-  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  waitForChange(namespace: string, name: string, timeoutMs: number, signal?: CancelSignal): Promise<void>;
   /**
    * Creates the object, or on AlreadyExists reads the existing one from the API server (the cache
    * may lag) and returns it with created=false.

@@ -3,12 +3,14 @@
  * handler notifies a key; each waiter then re-reads the cache and decides whether to wait again.
  */
 
+import type { CancelSignal } from '../exec/types.js';
+
 /** Keyed one-shot change notifications with timeout and abort. */
 export class ChangeWaiters {
   private readonly byKey = new Map<string, Set<() => void>>();
 
   /** Resolves on the next notify(key), after timeoutMs, or on abort (never rejects). */
-  wait(key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  wait(key: string, timeoutMs: number, signal?: CancelSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted || timeoutMs <= 0) {
         resolve();

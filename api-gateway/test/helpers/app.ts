@@ -1,5 +1,5 @@
 /** Builds the gateway with fakes behind every port, for inject() tests. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 
 import type { ActivityReporter, ActivitySubject } from '../../src/activity/reporter.js';
 import { buildApp } from '../../src/app.js';
@@ -78,8 +78,11 @@ export async function testKeys(): Promise<ApiKeys> {
   return ApiKeys.parse(JSON.stringify(file), ['team-a', 'team-b']);
 }
 
-/** Builds the app with fakes; `env` overrides the test environment. */
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** Builds the app with fakes; `env` overrides the test environment; logs go nowhere unless `logger`. */
+export async function buildTestApp(
+  env: Record<string, string> = {},
+  opts: { logger?: FastifyBaseLogger } = {},
+): Promise<TestApp> {
   const config = loadConfig({ ...TEST_ENV, ...env });
   const store = new FakeStore();
   const agent = new FakeTransport();
@@ -87,7 +90,7 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   const activity = new FakeActivity();
   const app = await buildApp({
     config,
-    logger: new WinstonFastifyLogger(silentWinston()),
+    logger: opts.logger ?? new WinstonFastifyLogger(silentWinston()),
     keys: await testKeys(),
     store,
     transports: { Agent: agent, KubernetesExec: kube },

@@ -1,5 +1,5 @@
 /** Exec routes: buffered (JSON result) and streaming (NDJSON passthrough). */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -12,7 +12,7 @@ type ExecRoute = { Params: { name: string }; Querystring: { namespace?: string }
 
 /** A short, non-reversible fingerprint of a command for the audit log (commands may hold secrets). */
 function commandDigest(command: string): string {
-  return createHash('sha256').update(command).digest('hex').slice(0, 16);
+  return hash('sha256', command, 'hex').slice(0, 16);
 }
 
 export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
@@ -26,16 +26,20 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
       const { signal, dispose } = responseSignal(reply.raw);
       try {
         const result = await app.execs.exec(namespace, request.params.name, request.body, signal);
-        request.log.info(
-          {
-            keyId: request.principal.keyId,
-            namespace,
-            session: request.params.name,
-            command: commandDigest(request.body.command),
-            exitCode: result.exitCode,
-            ms: result.durationMs,
-          },
-          'exec',
+        // The audit line is written after the response (formatting and writing it costs more than
+        // the rest of the route): setImmediate runs once the reply's write was issued.
+        setImmediate(() =>
+          request.log.info(
+            {
+              keyId: request.principal.keyId,
+              namespace,
+              session: request.params.name,
+              command: commandDigest(request.body.command),
+              exitCode: result.exitCode,
+              ms: result.durationMs,
+            },
+            'exec',
+          ),
         );
         return result;
       } finally {

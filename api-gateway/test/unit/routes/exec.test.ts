@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { Writable } from 'node:stream';
+
 import type { LightMyRequestResponse } from 'fastify';
+import winston from 'winston';
 
 import { ProblemError } from '../../../src/errors.js';
+import { WinstonFastifyLogger } from '../../../src/logger.js';
 import { KEYS, auth, buildTestApp, type TestApp } from '../../helpers/app.js';
 import { result } from '../../helpers/fake-transport.js';
 import { expectProblem } from '../../helpers/problem.js';
@@ -232,6 +237,52 @@ describe('exec routes', () => {
       });
       expectProblem(res, 401, 'unauthorized');
       expect(t.agent.calls).toHaveLength(0);
+    });
+  });
+
+  describe('audit log', () => {
+    it('writes one line per exec after the response: key id, session, command digest, exit code; never the command', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const stream = new Writable({
+        write(chunk: Buffer, _enc, cb): void {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          cb();
+        },
+      });
+      const w = winston.createLogger({
+        level: 'info',
+        format: winston.format.json(),
+        transports: [new winston.transports.Stream({ stream })],
+      });
+      const logged = await buildTestApp({}, { logger: new WinstonFastifyLogger(w) });
+      try {
+        logged.store.put(session('demo', 'team-a', ready('10.9.8.7')));
+        logged.agent.nextResult = result({ exitCode: 3, durationMs: 7 });
+        const command = 'echo secret-value';
+        const res = await logged.app.inject({
+          method: 'POST',
+          url: '/v1/sessions/demo/exec',
+          headers: auth(KEYS.a),
+          payload: { command },
+        });
+        expect(res.statusCode).toBe(200);
+        await new Promise((r) => setImmediate(r));
+        const execLines = lines.filter((l) => l.message === 'exec');
+        expect(execLines).toEqual([
+          expect.objectContaining({
+            level: 'info',
+            keyId: 'a',
+            namespace: 'team-a',
+            session: 'demo',
+            command: createHash('sha256').update(command).digest('hex').slice(0, 16),
+            exitCode: 3,
+            ms: 7,
+          }),
+        ]);
+        expect(JSON.stringify(lines)).not.toContain('secret-value');
+      } finally {
+        await logged.app.close();
+      }
     });
   });
 

@@ -33,3 +33,13 @@ describe('dialable pod addresses', () => {
     expect([dialable('127.0.0.2', tests), dialable('::1', tests)]).toEqual([true, true]);
   });
 });
+
+describe('dialable answers, remembered per setting', () => {
+  it('gives the same answer again and keeps the loopback settings apart', () => {
+    for (let i = 0; i < 3; i++) {
+      expect(dialable('127.0.0.9', strict)).toBe(false);
+      expect(dialable('127.0.0.9', tests)).toBe(true);
+      expect(dialable('169.254.169.254', tests)).toBe(false);
+    }
+  });
+});
