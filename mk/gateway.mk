@@ -20,7 +20,7 @@ GATEWAY_DEV_NAMESPACES ?= default
 GATEWAY_DEV_KEYS := $(LOCALKUBE_DIR)/gateway-dev-api-keys.json
 GATEWAY_DEV_MASTER_KEY := $(LOCALKUBE_DIR)/operator-dev-master-key
 
-.PHONY: gateway-build test-gateway test-integration-gateway bench-gateway bench-gateway-local run-gateway bench
+.PHONY: gateway-build test-gateway test-integration-gateway bench-gateway bench-gateway-local bench-gateway-local-split run-gateway bench
 
 gateway-build: node-deps ## Compile the api-gateway (tsc -b api-gateway; incremental)
 	nice npx tsc -b api-gateway
@@ -37,8 +37,11 @@ test-integration-gateway: node-deps localkube ## Gateway integration tests: cont
 bench-gateway: node-deps ## exec `true` through the gateway vs direct to the agent vs pods/exec (p50/p99, req/s, ratios)
 	KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node api-gateway/bench/run.mjs $(BENCH_GATEWAY_ARGS)
 
-bench-gateway-local: node-deps ## The gateway's own overhead: gateway and a real agent in one process, no cluster
+bench-gateway-local: node-deps ## The gateway's own overhead: gateway, a trivial proxy and a real agent in one process, no cluster
 	nice node api-gateway/bench/run.mjs --local $(BENCH_GATEWAY_ARGS)
+
+bench-gateway-local-split: node-deps ## bench-gateway-local with gateway, trivial proxy and agent each in its own process (a deployment's topology)
+	nice node api-gateway/bench/run.mjs --local --split $(BENCH_GATEWAY_ARGS)
 
 # Runs the gateway in the foreground against $KUBECONFIG (default: the local cluster), serving
 # GATEWAY_DEV_NAMESPACES with one generated API key (in GATEWAY_DEV_KEYS). Not for production: see the chart.

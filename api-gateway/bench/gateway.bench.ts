@@ -6,25 +6,30 @@
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
  *
- *   node bench/run.mjs [--local] [--iterations N] [--warmup N] [--concurrency N] [--seconds N]
- *                      [--rounds N] [--kexec-iterations N]
+ *   node bench/run.mjs [--local [--split]] [--iterations N] [--warmup N] [--concurrency N]
+ *                      [--seconds N] [--rounds N] [--kexec-iterations N]
  *
  * Cluster mode (default) needs a deployed gateway and a node: BENCH_GATEWAY_URL (or
  * E2E_GATEWAY_URL), BENCH_GATEWAY_API_KEY (or E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (or
  * E2E_NAMESPACE, default sandbox-e2e), KUBECONFIG (default .localkube/kubeconfig); the pod network
- * must be reachable from this process (direct mode). --local runs gateway and agent in-process.
+ * must be reachable from this process (direct mode). --local runs gateway, trivial proxy and agent
+ * in this process, --local --split each in its own process (local-setup.ts).
  */
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 
 import { execTrueCall, hostPort } from './agent-call.js';
 import { clusterSetup } from './cluster-setup.js';
-import { localSetup } from './local-setup.js';
+import { localSetup, serveRole } from './local-setup.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 import { startTrivialProxy } from './trivial-proxy.js';
 
 const { values } = parseArgs({
   options: {
     local: { type: 'boolean', default: false },
+    split: { type: 'boolean', default: false },
+    serve: { type: 'string' },
+    'agent-port': { type: 'string', default: '0' },
     iterations: { type: 'string', default: '500' },
     warmup: { type: 'string', default: '50' },
     concurrency: { type: 'string', default: '8' },
@@ -66,11 +71,10 @@ function gatewayCall(
   return execTrueCall({ ...hostPort(url), path: `/v1/sessions/${session}/exec${query}`, token: apiKey });
 }
 
-async function runLocal(): Promise<void> {
-  const s = await localSetup();
-  const proxy = await startTrivialProxy(s.agentUrl);
+async function runLocal(split: boolean): Promise<void> {
+  const s = await localSetup({ split });
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
-  const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
+  const viaProxy = execTrueCall({ ...hostPort(s.proxyUrl), path: '/v1/exec', token: '' });
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
     const rows = await measureInterleaved(
@@ -90,7 +94,6 @@ async function runLocal(): Promise<void> {
     direct.close();
     viaProxy.close();
     gateway.close();
-    await proxy.close();
     await s.close();
   }
 }
@@ -136,12 +139,18 @@ async function runCluster(): Promise<void> {
   }
 }
 
-console.log(
-  `gateway bench: ${values.local ? 'local' : 'cluster'} mode, ${JSON.stringify(opts)}, load average ${(
-    await import('node:os')
-  )
-    .loadavg()
+if (values.serve !== undefined) {
+  // A child process of the split local mode.
+  await serveRole(values.serve, Number(values['agent-port']));
+} else {
+  const mode = values.local
+    ? values.split
+      ? 'local split (one process each)'
+      : 'local (one process)'
+    : 'cluster';
+  const load = loadavg()
     .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
-await (values.local ? runLocal() : runCluster());
+    .join(' ');
+  console.log(`gateway bench: ${mode} mode, ${JSON.stringify(opts)}, load average ${load}`);
+  await (values.local ? runLocal(values.split) : runCluster());
+}

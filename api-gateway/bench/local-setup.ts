@@ -1,10 +1,14 @@
 /**
- * Local mode: the gateway and a real agent in this process, no Kubernetes. The session store is a
- * static one-session store pointing at the agent on 127.0.0.1; everything else (auth, schema
- * validation, readiness, token derivation, keep-alive pool, activity throttling, info logging to
- * /dev/null) is the real code.
- * It measures the gateway's own overhead; KubernetesExec cannot be measured here.
+ * Local mode: the gateway, a trivial proxy (trivial-proxy.ts) and a real agent on 127.0.0.1, no
+ * Kubernetes; either all in this process (the default: every microsecond of CPU any of them spends
+ * is on the measured path) or each in its own child process (`--split`, the topology of a
+ * deployment: work a server does after writing its answer overlaps with the caller's). The
+ * session store is a static one-session store pointing at the agent; everything else (auth,
+ * schema validation, readiness, token derivation, keep-alive pool, activity throttling, info
+ * logging to /dev/null) is the real code. It measures the gateway's own overhead; KubernetesExec
+ * cannot be measured here.
  */
+import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +24,7 @@ import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
+import { startTrivialProxy } from './trivial-proxy.js';
 
 const NAMESPACE = 'bench';
 const NAME = 'bench';
@@ -57,25 +62,43 @@ class StaticStore implements SessionStore {
 export interface LocalSetup {
   agentUrl: { host: string; port: number; token: string };
   gatewayUrl: string;
+  proxyUrl: string;
   apiKey: string;
   session: string;
   close(): Promise<void>;
 }
 
-export async function localSetup(): Promise<LocalSetup> {
+/** A server of the local mode and how to stop it. */
+interface Running {
+  close(): Promise<void>;
+}
+
+/** The bench session's agent token. */
+export const AGENT_TOKEN = deriveToken(MASTER_KEY, { namespace: NAMESPACE, name: NAME, uid: UID });
+
+/** A real agent on 127.0.0.1 with the bench session's token. */
+export async function startLocalAgent(): Promise<Running & { port: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
-  const token = deriveToken(MASTER_KEY, { namespace: NAMESPACE, name: NAME, uid: UID });
   const agent = await startAgent(
-    agentConfig({ token, host: '127.0.0.1', port: 0, workspace: dir, logLevel: 'error' }),
-    {
-      logSink: () => undefined,
-    },
+    agentConfig({ token: AGENT_TOKEN, host: '127.0.0.1', port: 0, workspace: dir, logLevel: 'error' }),
+    { logSink: () => undefined },
   );
+  return {
+    port: agent.port,
+    close: async () => {
+      await agent.close(0);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The gateway (real code, static store) in front of the agent on 127.0.0.1:agentPort. */
+export async function startLocalGateway(agentPort: number): Promise<Running & { url: string }> {
   const config = loadConfig({
     GATEWAY_API_KEYS_FILE: '/unused',
     SANDBOX_MASTER_KEY_FILE: '/unused',
     GATEWAY_NAMESPACES: NAMESPACE,
-    GATEWAY_AGENT_PORT: String(agent.port),
+    GATEWAY_AGENT_PORT: String(agentPort),
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
   });
   const session: SandboxSession = {
@@ -107,7 +130,7 @@ export async function localSetup(): Promise<LocalSetup> {
   const logger = new WinstonFastifyLogger(createWinston('info', sink));
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
-    port: agent.port,
+    port: agentPort,
     connectTimeoutMs: config.exec.connectTimeoutMs,
     connectRetries: config.exec.connectRetries,
     deadlineMarginMs: config.exec.deadlineMarginMs,
@@ -129,17 +152,85 @@ export async function localSetup(): Promise<LocalSetup> {
     transports: { Agent: transport, KubernetesExec: transport },
     activity,
   });
-  const gatewayUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
-    agentUrl: { host: '127.0.0.1', port: agent.port, token },
-    gatewayUrl,
+    url,
+    close: async () => {
+      await app.close();
+      closeSync(devNull);
+    },
+  };
+}
+
+/** The trivial proxy in front of the agent on 127.0.0.1:agentPort. */
+export function startLocalProxy(agentPort: number): Promise<Running & { url: string }> {
+  return startTrivialProxy({ host: '127.0.0.1', port: agentPort, token: AGENT_TOKEN });
+}
+
+/** Runs one server of the split mode in this (child) process; prints its port or URL as a JSON line. */
+export async function serveRole(role: string, agentPort: number): Promise<void> {
+  const server =
+    role === 'agent'
+      ? await startLocalAgent()
+      : role === 'gateway'
+        ? await startLocalGateway(agentPort)
+        : role === 'proxy'
+          ? await startLocalProxy(agentPort)
+          : undefined;
+  if (!server) throw new Error(`unknown role ${role}`);
+  const address = 'url' in server ? { url: server.url } : { port: server.port };
+  process.stdout.write(`${JSON.stringify(address)}\n`);
+  // The parent ends a child by closing its stdin (also when the parent dies).
+  process.stdin.resume();
+  process.stdin.on('end', () => void server.close().finally(() => process.exit(0)));
+}
+
+/** Starts a server role in a child process (this same bundle) and reads what it printed. */
+async function spawnRole<T>(role: string, agentPort = 0): Promise<Running & T> {
+  const child = spawn(
+    process.execPath,
+    [process.argv[1]!, '--serve', role, '--agent-port', String(agentPort)],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolve(out.slice(0, nl));
+    });
+    child.once('exit', (code) => reject(new Error(`${role} exited (${code}) before it started`)));
+  });
+  return {
+    ...(JSON.parse(line) as T),
+    close: async () => {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/** Starts agent, gateway and trivial proxy in this process, or each in its own (`split`). */
+export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalSetup> {
+  const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
+  const [gateway, proxy] = opts.split
+    ? await Promise.all([
+        spawnRole<{ url: string }>('gateway', agent.port),
+        spawnRole<{ url: string }>('proxy', agent.port),
+      ])
+    : [await startLocalGateway(agent.port), await startLocalProxy(agent.port)];
+  return {
+    agentUrl: { host: '127.0.0.1', port: agent.port, token: AGENT_TOKEN },
+    gatewayUrl: gateway.url,
+    proxyUrl: proxy.url,
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await app.close();
-      await agent.close(0);
-      closeSync(devNull);
-      rmSync(dir, { recursive: true, force: true });
+      await Promise.all([gateway.close(), proxy.close()]);
+      await agent.close();
     },
   };
 }
