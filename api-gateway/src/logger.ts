@@ -75,10 +75,25 @@ export function serializeError(err: Error): Record<string, unknown> {
 
 /** Adapts a winston logger to fastify's logger interface. */
 export class WinstonFastifyLogger implements FastifyBaseLogger {
-  constructor(private readonly w: winston.Logger) {}
+  private bound: winston.Logger | undefined;
+
+  /**
+   * `root` writes the lines; `bindings` (a child's fields, e.g. fastify's reqId) are added to each
+   * of them through a winston child made on the first line actually written: fastify makes a child
+   * per request, and most requests write none.
+   */
+  constructor(
+    private readonly root: winston.Logger,
+    private readonly bindings?: Record<string, unknown>,
+  ) {}
+
+  /** The winston logger of this adapter (the child, made now if it was not yet). */
+  private get w(): winston.Logger {
+    return (this.bound ??= this.bindings ? this.root.child(this.bindings) : this.root);
+  }
 
   get level(): string {
-    return this.w.level;
+    return (this.bound ?? this.root).level;
   }
 
   set level(value: string) {
@@ -86,7 +101,7 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   }
 
   private write(level: Level, args: unknown[]): void {
-    if (!this.w.isLevelEnabled(level)) return;
+    if (!(this.bound ?? this.root).isLevelEnabled(level)) return;
     const { message, meta } = toEntry(args);
     this.w.log(level, message, meta);
   }
@@ -100,6 +115,9 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   silent = (): void => undefined;
 
   child(bindings: Record<string, unknown>): FastifyBaseLogger {
-    return new WinstonFastifyLogger(this.w.child(bindings));
+    // Nested winston children add their fields innermost first, so merging (the child's win) is
+    // the same; a child made already (it may have its own level) is the parent as it is.
+    if (this.bound) return new WinstonFastifyLogger(this.bound, bindings);
+    return new WinstonFastifyLogger(this.root, this.bindings ? { ...this.bindings, ...bindings } : bindings);
   }
 }

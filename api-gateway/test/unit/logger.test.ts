@@ -44,6 +44,24 @@ describe('WinstonFastifyLogger', () => {
     ]);
   });
 
+  it('adds the fields of nested children (the innermost wins) and keeps a child level its own', () => {
+    const { logger, lines } = capture();
+    const a = logger.child({ reqId: 'r1', who: 'outer' });
+    a.child({ who: 'inner', extra: 1 }).info({ x: 2 }, 'nested');
+    a.info('outer');
+    const quiet = logger.child({ reqId: 'r2' });
+    quiet.level = 'warn';
+    quiet.info('dropped');
+    quiet.child({ sub: true }).info('dropped too');
+    logger.info('root still at debug');
+    expect(lines()).toEqual([
+      { level: 'info', message: 'nested', reqId: 'r1', who: 'inner', extra: 1, x: 2 },
+      { level: 'info', message: 'outer', reqId: 'r1', who: 'outer' },
+      { level: 'info', message: 'root still at debug' },
+    ]);
+    expect(logger.level).toBe('debug');
+  });
+
   it('logs only method and url of a request object (no headers, so no API keys)', () => {
     const { logger, lines } = capture();
     logger.info({ req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer secret' } } }, 'req');
