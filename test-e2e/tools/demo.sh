@@ -31,7 +31,7 @@ url="http://$ip:$port"
 key=$(cat "$KEY_FILE")
 
 step "one command through the gateway ($url)"
-body='{"command":"echo \"hello from $(hostname)\"; id; pwd"}'
+body='{"command":"echo \"hello from $(uname -n)\"; id; pwd"}'
 echo "POST $url/v1/sessions/$NAME/exec?namespace=$NS  $body"
 resp=$(curl -sS --fail-with-body --max-time 60 -H "Authorization: Bearer $key" -H 'content-type: application/json' \
   -d "$body" "$url/v1/sessions/$NAME/exec?namespace=$NS")

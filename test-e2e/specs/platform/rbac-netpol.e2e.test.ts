@@ -76,6 +76,25 @@ describe('chart RBAC is least-privilege', () => {
       false,
     ],
     ['gateway', GATEWAY_SA, { verb: 'create', resource: 'pods', namespace: SANDBOX_NS }, false],
+    // KubernetesExec is enabled by `make platform-up`: a WebSocket exec needs both verbs.
+    [
+      'gateway',
+      GATEWAY_SA,
+      { verb: 'create', resource: 'pods', subresource: 'exec', namespace: SANDBOX_NS },
+      true,
+    ],
+    [
+      'gateway',
+      GATEWAY_SA,
+      { verb: 'get', resource: 'pods', subresource: 'exec', namespace: SANDBOX_NS },
+      true,
+    ],
+    [
+      'gateway',
+      GATEWAY_SA,
+      { verb: 'create', resource: 'pods', subresource: 'exec', namespace: PLATFORM_NS },
+      false,
+    ],
     // The operator: children and status yes, exec never, no spec writes, nothing cluster-wide.
     [
       'operator',
