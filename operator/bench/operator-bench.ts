@@ -10,6 +10,7 @@
  * Usage: node operator/bench/run.mjs [--sessions 200] [--rounds 3] [--rss 1000,5000]
  *        [--concurrency 16] [--operator-env K=V,...] (RSS phase) [--profile DIR] (V8 CPU profiles
  *        of the provisioning rounds' operators, written on exit; open in Chrome DevTools)
+ * OPERATOR_MAIN=path/to/main.js benchmarks another build (e.g. an older commit's, side by side).
  * Figures taken on a loaded machine are noisy; the load average is printed with them.
  */
 import { readFileSync } from 'node:fs';
@@ -54,7 +55,8 @@ async function main(): Promise<void> {
         .join(' ')}`,
     );
     console.log(
-      `operator CONCURRENCY=${CONCURRENCY}; baseline uses ${CONCURRENCY} workers on the same client setup\n`,
+      `operator ${process.env.OPERATOR_MAIN ?? 'operator/dist/main.js'}, CONCURRENCY=${CONCURRENCY}; ` +
+        `baseline uses ${CONCURRENCY} workers on the same client setup\n`,
     );
     const results = [];
     for (let round = 1; round <= args.rounds; round++) results.push(await provisioningRound(kc, round));
