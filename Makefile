@@ -28,7 +28,7 @@ verify: node-deps ## Fail when generated files drifted from crds/*.yaml
 	node crds/scripts/generate.mjs --check
 
 .PHONY: lint
-lint: node-deps ## eslint, prettier and a type check of sources and tests
+lint: build ## eslint, prettier and a type check of sources and tests (after tsc -b: workspaces type-check against each other's declarations)
 	npx eslint .
 	npx prettier --check .
 	for p in crds sandbox-agent operator api-gateway test-e2e; do npx tsc -p $$p/tsconfig.test.json || exit 1; done
