@@ -34,7 +34,8 @@ test-integration-gateway: node-deps localkube ## Gateway integration tests: cont
 # Needs the full cluster with the platform deployed: BENCH_GATEWAY_URL and BENCH_GATEWAY_API_KEY
 # (or the e2e setup's E2E_GATEWAY_URL / E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (default sandbox-e2e),
 # KUBECONFIG (default .localkube/kubeconfig), and pod IPs reachable from this host.
-bench-gateway: node-deps ## exec `true` through the gateway vs direct to the agent vs pods/exec (p50/p99, req/s, ratios)
+bench-gateway: node-deps platform-up ## exec `true` through the in-cluster gateway vs direct to the agent vs pods/exec (p50/p99, req/s, ratios)
+	set -a; . $(PLATFORM_ENV); set +a; \
 	KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node api-gateway/bench/run.mjs $(BENCH_GATEWAY_ARGS)
 
 bench-gateway-local: node-deps ## The gateway's own overhead: gateway, a trivial proxy and a real agent in one process, no cluster

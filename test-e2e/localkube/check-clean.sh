@@ -8,7 +8,10 @@ api_port="${2:-6443}"
 etcd_port="${3:-2379}"
 left=()
 
-procs="$(ps -eo pid=,args= | grep -F -- "$dir/" | grep -v -e grep -e check-clean.sh || true)"
+# Cluster processes: localkube components, containerd and its shims, runc, run with the state dir
+# in their arguments. Other programs that merely name the directory (a shell or make recipe
+# sourcing a file from it, an editor) are not the cluster's and are not counted.
+procs="$(ps -eo pid=,comm=,args= | awk -v d="$dir/" 'index($0, d) && $2 ~ /^(localkube|containerd|runc|kube-|etcd)/' || true)"
 [ -n "$procs" ] && left+=("processes:"$'\n'"$procs")
 
 mounts="$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)"

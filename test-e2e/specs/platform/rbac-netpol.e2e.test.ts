@@ -19,6 +19,7 @@ const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
 const SANDBOX_NS = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const OPERATOR_SA = `system:serviceaccount:${PLATFORM_NS}:${RELEASE}-sandbox-platform-operator`;
 const GATEWAY_SA = `system:serviceaccount:${PLATFORM_NS}:${RELEASE}-sandbox-platform-gateway`;
+const LEASE = `${RELEASE}-sandbox-platform-operator`;
 
 const kc = loadKubeConfig();
 const authz = kc.makeApiClient(k8s.AuthorizationV1Api);
@@ -30,6 +31,7 @@ interface Access {
   group?: string;
   subresource?: string;
   namespace?: string;
+  name?: string;
 }
 
 /** Asks the API server whether a service account may do something. */
@@ -47,6 +49,7 @@ async function can(user: string, a: Access): Promise<boolean> {
           group: a.group ?? '',
           subresource: a.subresource,
           namespace: a.namespace,
+          name: a.name,
         },
       },
     },
@@ -56,6 +59,7 @@ async function can(user: string, a: Access): Promise<boolean> {
 
 const describeAccess = (a: Access): string =>
   `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}` +
+  (a.name ? ` ${a.name}` : '') +
   (a.namespace ? ` in ${a.namespace}` : ' cluster-wide');
 
 describe('chart RBAC is least-privilege', () => {
@@ -120,11 +124,30 @@ describe('chart RBAC is least-privilege', () => {
     ['operator', OPERATOR_SA, { verb: 'get', resource: 'secrets', namespace: PLATFORM_NS }, false],
     ['operator', OPERATOR_SA, { verb: 'list', resource: 'secrets' }, false],
     ['operator', OPERATOR_SA, { verb: 'create', resource: 'pods', namespace: 'default' }, false],
+    // The leader Lease: the release's own, by name, and no other.
     [
       'operator',
       OPERATOR_SA,
-      { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: PLATFORM_NS },
+      {
+        verb: 'update',
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        namespace: PLATFORM_NS,
+        name: LEASE,
+      },
       true,
+    ],
+    [
+      'operator',
+      OPERATOR_SA,
+      {
+        verb: 'update',
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        namespace: PLATFORM_NS,
+        name: 'other',
+      },
+      false,
     ],
   ];
 
