@@ -58,11 +58,26 @@ function logProblem(request: FastifyRequest, problem: ProblemError): void {
   if (problem.slug === 'internal') {
     request.log.error({ err: problem.cause ?? problem, slug: problem.slug }, 'request failed');
   } else if (problem.status >= 500) {
-    const cause = problem.cause instanceof Error ? problem.cause.message : undefined;
+    const cause = causeMessage(problem.cause);
     request.log.warn({ slug: problem.slug, detail: problem.detail, cause }, 'request failed');
   } else {
     request.log.debug({ slug: problem.slug, detail: problem.detail }, 'request refused');
   }
+}
+
+/**
+ * The message of a cause, also for non-Error causes: a WebSocket 'error' event (pods/exec through
+ * the API server) is an ErrorEvent whose only useful part is its message, e.g. "Unexpected server
+ * response: 403". Without it the log says only that exec failed.
+ */
+export function causeMessage(cause: unknown): string | undefined {
+  if (cause instanceof Error) return cause.message;
+  if (typeof cause === 'object' && cause !== null && 'message' in cause) {
+    const { message } = cause;
+    if (typeof message === 'string') return message;
+  }
+  if (cause === undefined) return undefined;
+  return typeof cause === 'string' ? cause : JSON.stringify(cause);
 }
 
 /** Writes a problem reply. */
