@@ -5,16 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { LABELS, MANAGER_NAME } from '@sandbox-platform/api';
 
-import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { startOperator, type OperatorProcess } from './harness/operator-process.js';
-import { Sessions } from './harness/sessions.js';
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
 
 const COUNT = 100;
 const LEASE = {
@@ -23,20 +15,15 @@ const LEASE = {
   LEASE_RETRY_PERIOD_SECONDS: '1',
 };
 
-let kube: KubeClients;
-let ns: TestNamespace;
-let sessions: Sessions;
-const operators: OperatorProcess[] = [];
+const fx = new OperatorFixture('op-crash');
+const { kube, ns, sessions } = fx;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-crash' });
-  sessions = new Sessions(kube.custom, ns.name);
+  await fx.setup();
 });
 
 afterAll(async () => {
-  for (const op of operators) await op.stop('SIGKILL');
-  await ns?.cleanup();
+  await fx.teardown('SIGKILL');
 });
 
 async function children(): Promise<{
@@ -62,9 +49,7 @@ async function children(): Promise<{
 
 describe('killing the operator in the middle of 100 creates', () => {
   it('leaves exactly one Pod and one Secret per session after a restart', async () => {
-    const first = startOperator({ namespace: ns.name, env: LEASE });
-    operators.push(first);
-    await first.waitForLog((l) => l.message === 'controller started');
+    const first = await fx.startController({ env: LEASE });
 
     const names = Array.from({ length: COUNT }, (_, i) => `crash-${String(i).padStart(3, '0')}`);
     const creating = (async (): Promise<Map<string, string>> => {
@@ -90,9 +75,7 @@ describe('killing the operator in the middle of 100 creates', () => {
     );
     expect(afterKill.podCount).toBeLessThan(COUNT);
 
-    const second = startOperator({ namespace: ns.name, env: LEASE });
-    operators.push(second);
-    await second.waitForLog((l) => l.message === 'controller started', 30_000);
+    const second = await fx.startController({ env: LEASE }, 30_000);
     await waitFor(
       children,
       predicate(`${COUNT} pods and ${COUNT} secrets`, (c) => c.podCount >= COUNT && c.secretCount >= COUNT),

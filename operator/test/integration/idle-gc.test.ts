@@ -6,17 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
+import type { OperatorProcess } from './harness/operator-process.js';
 import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { startOperator, type OperatorProcess } from './harness/operator-process.js';
-import {
-  Sessions,
+  type Sessions,
   eventReasons,
   gone,
   readPod,
@@ -29,19 +23,15 @@ import {
 
 const LIFETIME_S = 60;
 
-let kube: KubeClients;
-let ns: TestNamespace;
+const fx = new OperatorFixture('op-idle');
+const { kube, ns, sessions } = fx;
 let op: OperatorProcess;
-let sessions: Sessions;
 /** Creation time and expiresAt (ms) of the lifetime sessions, created first. */
 const lifetime: Record<string, { created: number; expiresAt: number }> = {};
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-idle' });
-  sessions = new Sessions(kube.custom, ns.name);
-  op = startOperator({ namespace: ns.name });
-  await op.waitForLog((l) => l.message === 'controller started');
+  await fx.setup();
+  op = await fx.startController();
   await Promise.all(
     (['Delete', 'Retain'] as const).map(async (policy) => {
       const name = `lifetime-${policy.toLowerCase()}`;
@@ -72,8 +62,7 @@ function expectAtDeadline(at: number, deadline: number): void {
 }
 
 afterAll(async () => {
-  await op?.stop('SIGTERM');
-  await ns?.cleanup();
+  await fx.teardown('SIGTERM');
 });
 
 async function readySession(name: string, spec: Parameters<Sessions['create']>[1]): Promise<number> {

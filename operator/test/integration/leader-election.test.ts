@@ -7,16 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
-import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { startOperator, type OperatorProcess } from './harness/operator-process.js';
-import { Sessions, readPod } from './harness/sessions.js';
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
+import type { OperatorProcess } from './harness/operator-process.js';
+import { readPod } from './harness/sessions.js';
 
 const LEASE_SECONDS = 6;
 const RETRY_SECONDS = 1;
@@ -27,22 +21,17 @@ const LEASE = {
   LEASE_NAME: 'sandbox-operator-it',
 };
 
-let kube: KubeClients;
-let ns: TestNamespace;
-let sessions: Sessions;
+const fx = new OperatorFixture('op-le');
+const { kube, ns, sessions } = fx;
 let a: OperatorProcess;
 let b: OperatorProcess;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-le' });
-  sessions = new Sessions(kube.custom, ns.name);
+  await fx.setup();
 });
 
 afterAll(async () => {
-  await a?.stop('SIGKILL');
-  await b?.stop('SIGKILL');
-  await ns?.cleanup();
+  await fx.teardown('SIGKILL');
 });
 
 async function holder(): Promise<string | undefined> {
@@ -55,9 +44,8 @@ async function holder(): Promise<string | undefined> {
 
 describe('two operator replicas', () => {
   it('only the leader reconciles; the standby takes over within the lease duration when the leader dies', async () => {
-    a = startOperator({ namespace: ns.name, identity: 'replica-a', env: LEASE });
-    await a.waitForLog((l) => l.message === 'controller started');
-    b = startOperator({ namespace: ns.name, identity: 'replica-b', env: LEASE });
+    a = await fx.startController({ identity: 'replica-a', env: LEASE });
+    b = fx.startOperator({ identity: 'replica-b', env: LEASE });
     await b.waitForLog((l) => l.message === 'waiting for leader lease');
     expect(await holder()).toBe('replica-a');
 
@@ -103,7 +91,7 @@ describe('two operator replicas', () => {
     expect(b.messages('released leader lease')).toHaveLength(1);
     expect(await holder()).toBe('');
     const started = Date.now();
-    const c = startOperator({ namespace: ns.name, identity: 'replica-c', env: LEASE });
+    const c = fx.startOperator({ identity: 'replica-c', env: LEASE });
     try {
       await c.waitForLog((l) => l.message === 'acquired leader lease');
       expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
@@ -127,7 +115,7 @@ describe('a Lease created empty by the chart', () => {
     });
     const env = { ...LEASE, LEASE_NAME: name };
     const started = Date.now();
-    const d = startOperator({ namespace: ns.name, identity: 'replica-d', env });
+    const d = fx.startOperator({ identity: 'replica-d', env });
     try {
       await d.waitForLog((l) => l.message === 'acquired leader lease');
       expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);

@@ -7,33 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { deriveToken, readMasterKeyFile } from '@sandbox-platform/api';
 
-import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { masterKeyFile, startOperator, type OperatorProcess } from './harness/operator-process.js';
-import { Sessions, eventReasons, gone, ready, readPod, readSecret, readyIs } from './harness/sessions.js';
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
+import { masterKeyFile } from './harness/operator-process.js';
+import { eventReasons, gone, ready, readPod, readSecret, readyIs } from './harness/sessions.js';
 
-let kube: KubeClients;
-let ns: TestNamespace;
-let op: OperatorProcess;
-let sessions: Sessions;
+const fx = new OperatorFixture('op-own');
+const { kube, ns, sessions } = fx;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-own' });
-  sessions = new Sessions(kube.custom, ns.name);
-  op = startOperator({ namespace: ns.name, env: { BACKOFF_BASE_MS: '200', BACKOFF_MAX_SECONDS: '2' } });
-  await op.waitForLog((l) => l.message === 'controller started');
+  await fx.setup();
+  await fx.startController({ env: { BACKOFF_BASE_MS: '200', BACKOFF_MAX_SECONDS: '2' } });
 });
 
 afterAll(async () => {
-  await op?.stop('SIGTERM');
-  await ns?.cleanup();
+  await fx.teardown('SIGTERM');
 });
 
 describe('foreign objects', () => {

@@ -6,17 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { deriveToken, readMasterKeyFile } from '@sandbox-platform/api';
 
+import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
+import { masterKeyFile, type OperatorProcess } from './harness/operator-process.js';
 import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { masterKeyFile, startOperator, type OperatorProcess } from './harness/operator-process.js';
-import {
-  Sessions,
   eventReasons,
   gone,
   readPod,
@@ -26,23 +19,19 @@ import {
   setPodStatus,
 } from './harness/sessions.js';
 
-let kube: KubeClients;
-let ns: TestNamespace;
+const fx = new OperatorFixture('op-prov');
+const { kube, ns, sessions } = fx;
 let op: OperatorProcess;
-let sessions: Sessions;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-prov' });
-  sessions = new Sessions(kube.custom, ns.name);
-  op = startOperator({ namespace: ns.name });
-  await op.waitForLog((l) => l.message === 'controller started');
+  await fx.setup();
+  op = await fx.startController();
 });
 
 afterAll(async () => {
   const code = await op?.stop('SIGTERM');
   expect(code).toBe(0);
-  await ns?.cleanup();
+  await fx.teardown();
 });
 
 /** Records the order in which Secrets and Pods appear in the namespace. */

@@ -9,27 +9,20 @@ import { join } from 'node:path';
 import { GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
 import * as k8s from '@kubernetes/client-node';
 
-import {
-  REPO_ROOT,
-  apiStatus,
-  createTestNamespace,
-  kubeClients,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
+import { REPO_ROOT, apiStatus } from '../../../test-e2e/src/framework/index.js';
+import { OperatorFixture } from './harness/fixture.js';
 
 const EXAMPLES = join(REPO_ROOT, 'crds/examples');
 
-let kube: KubeClients;
-let ns: TestNamespace;
+const fx = new OperatorFixture('op-valid');
+const { kube, ns } = fx;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  ns = await createTestNamespace(kube.core, { prefix: 'op-valid' });
+  await fx.setup();
 });
 
 afterAll(async () => {
-  await ns?.cleanup();
+  await fx.teardown();
 });
 
 async function create(

@@ -9,16 +9,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
-import {
-  createTestNamespace,
-  kubeClients,
-  predicate,
-  waitFor,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor, type TestNamespace } from '../../../test-e2e/src/framework/index.js';
 import { renderOperator } from './harness/chart.js';
-import { startOperator, type OperatorProcess } from './harness/operator-process.js';
+import { OperatorFixture } from './harness/fixture.js';
+import type { OperatorProcess } from './harness/operator-process.js';
 import { serviceAccountKubeconfig } from './harness/service-account.js';
 import {
   Sessions,
@@ -31,8 +25,8 @@ import {
   setPodStatus,
 } from './harness/sessions.js';
 
-let kube: KubeClients;
-let system: TestNamespace;
+const fx = new OperatorFixture('op-sys');
+const { kube, ns: system } = fx;
 let a: TestNamespace;
 let b: TestNamespace;
 let c: TestNamespace;
@@ -41,9 +35,12 @@ let leaseName: string;
 let kubeconfig: string;
 
 beforeAll(async () => {
-  kube = kubeClients();
-  const make = (prefix: string): Promise<TestNamespace> => createTestNamespace(kube.core, { prefix });
-  [system, a, b, c] = await Promise.all([make('op-sys'), make('op-wa'), make('op-wb'), make('op-wc')]);
+  [, a, b, c] = await Promise.all([
+    fx.setup(),
+    fx.namespace('op-wa'),
+    fx.namespace('op-wb'),
+    fx.namespace('op-wc'),
+  ]);
   const version = await kube.kc.makeApiClient(k8s.VersionApi).getCode();
   const rendered = renderOperator({
     release: 'it',
@@ -54,21 +51,21 @@ beforeAll(async () => {
   leaseName = rendered.name;
   for (const obj of [...rendered.rbac, rendered.lease]) await kube.objects.create(obj);
   kubeconfig = await serviceAccountKubeconfig(kube.kc, kube.core, system.name, rendered.name);
-  op = startOperator({
-    namespace: system.name,
-    env: {
-      KUBECONFIG: kubeconfig,
-      WATCH_NAMESPACE: '',
-      WATCH_NAMESPACES: `${a.name},${b.name}`,
-      LEASE_NAME: leaseName,
+  op = await fx.startController(
+    {
+      env: {
+        KUBECONFIG: kubeconfig,
+        WATCH_NAMESPACE: '',
+        WATCH_NAMESPACES: `${a.name},${b.name}`,
+        LEASE_NAME: leaseName,
+      },
     },
-  });
-  await op.waitForLog((l) => l.message === 'controller started', 60_000);
+    60_000,
+  );
 });
 
 afterAll(async () => {
-  await op?.stop('SIGKILL');
-  await Promise.all([system, a, b, c].map((ns) => ns?.cleanup()));
+  await fx.teardown('SIGKILL');
 });
 
 async function provisioned(ns: TestNamespace, name: string): Promise<void> {

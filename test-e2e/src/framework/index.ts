@@ -4,7 +4,7 @@ export { apiStatus, isNotFound, kubeClients, loadKubeConfig } from './kube.js';
 export type { KubeClients } from './kube.js';
 export { localkubeBinary, REPO_ROOT, startControlPlane } from './localkube.js';
 export type { ControlPlaneOptions, RunningControlPlane } from './localkube.js';
-export { createTestNamespace, TEST_NAMESPACE_LABEL } from './namespace.js';
+export { createTestNamespace, TEST_NAMESPACE_LABEL, testNamespaceName } from './namespace.js';
 export type { TestNamespace, TestNamespaceOptions } from './namespace.js';
 export { predicate, waitFor, WaitTimeoutError } from './wait-for.js';
 export type { Predicate, WaitOptions } from './wait-for.js';

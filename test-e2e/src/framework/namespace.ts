@@ -19,8 +19,15 @@ export interface TestNamespace {
 export interface TestNamespaceOptions {
   /** name prefix (default "t"); a random suffix makes the name unique. */
   prefix?: string;
+  /** the exact name, e.g. from {@link testNamespaceName} when it must be known beforehand; overrides prefix. */
+  name?: string;
   /** extra labels, e.g. pod-security.kubernetes.io/enforce=restricted. */
   labels?: Record<string, string>;
+}
+
+/** A unique test namespace name: the prefix and a random suffix. */
+export function testNamespaceName(prefix = 't'): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
 /** Creates a uniquely named namespace for one test. Call `cleanup()` in afterEach/afterAll. */
@@ -28,7 +35,7 @@ export async function createTestNamespace(
   core: k8s.CoreV1Api,
   opts: TestNamespaceOptions = {},
 ): Promise<TestNamespace> {
-  const name = `${opts.prefix ?? 't'}-${randomBytes(4).toString('hex')}`;
+  const name = opts.name ?? testNamespaceName(opts.prefix);
   await core.createNamespace({
     body: { metadata: { name, labels: { [TEST_NAMESPACE_LABEL]: 'true', ...opts.labels } } },
   });
