@@ -4,83 +4,26 @@
  * the RFC 9457 problem (its `type` slug is stable; switch on it).
  */
 
-/** Encoding of an output string. */
-export type OutputEncoding = 'utf-8' | 'base64';
+import type {
+  CreateSessionRequest,
+  ExecRequest,
+  ExecResult,
+  ExecStreamEvent,
+  Problem,
+  Session,
+  WriteFileResult,
+} from './types.js';
 
-/** A session as the gateway returns it. */
-export interface Session {
-  name: string;
-  namespace: string;
-  uid: string;
-  createdAt?: string;
-  ready: boolean;
-  reason: string;
-  message: string;
-  image?: string;
-  execTransport: 'Agent' | 'KubernetesExec';
-  idleTimeoutSeconds?: number;
-  maxLifetimeSeconds?: number;
-  shutdownPolicy?: 'Delete' | 'Retain';
-  lastActivityTime?: string;
-  expiresAt?: string;
-}
-
-/** POST /v1/sessions body. */
-export interface CreateSessionRequest {
-  name?: string;
-  namespace?: string;
-  image?: string;
-  env?: Record<string, string>;
-  idleTimeoutSeconds?: number;
-  maxLifetimeSeconds?: number;
-  shutdownPolicy?: 'Delete' | 'Retain';
-  execTransport?: 'Agent' | 'KubernetesExec';
-}
-
-/** Exec request body. */
-export interface ExecRequest {
-  command: string;
-  timeoutSeconds?: number;
-  cwd?: string;
-  env?: Record<string, string>;
-  /** Seconds to wait for a session that is not Ready yet. */
-  waitSeconds?: number;
-}
-
-/** Result of one command. */
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  stdoutEncoding: OutputEncoding;
-  stderrEncoding: OutputEncoding;
-  exitCode: number;
-  durationMs: number;
-  truncated: boolean;
-  timedOut: boolean;
-  shellReset: boolean;
-}
-
-/** One line of a streaming exec. */
-export type ExecStreamEvent =
-  | { type: 'stdout' | 'stderr'; data: string; encoding: OutputEncoding }
-  | {
-      type: 'exit';
-      exitCode: number;
-      durationMs: number;
-      truncated: boolean;
-      timedOut: boolean;
-      shellReset: boolean;
-    };
-
-/** An RFC 9457 problem body. */
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail?: string;
-  reason?: string;
-  [extension: string]: unknown;
-}
+export type {
+  CreateSessionRequest,
+  ExecRequest,
+  ExecResult,
+  ExecStreamEvent,
+  OutputEncoding,
+  Problem,
+  Session,
+  WriteFileResult,
+} from './types.js';
 
 /** A non-2xx answer of the gateway. */
 export class GatewayError extends Error {
@@ -183,17 +126,14 @@ export class GatewayClient {
     path: string,
     data: Uint8Array | string,
     namespace?: string,
-  ): Promise<{ path: string; size: number }> {
+  ): Promise<WriteFileResult> {
     const body = {
       body: typeof data === 'string' ? new TextEncoder().encode(data) : data,
       contentType: 'application/octet-stream',
     };
     return (
       await this.call('PUT', `/v1/sessions/${enc(name)}/files/${encPath(path)}`, { namespace }, body)
-    ).json() as Promise<{
-      path: string;
-      size: number;
-    }>;
+    ).json() as Promise<WriteFileResult>;
   }
 
   /** Downloads a workspace file's bytes. */

@@ -26,7 +26,7 @@ import type {
   ExecResult,
   ExecTransport,
   FileDownload,
-  StreamEvent,
+  ExecStreamEvent,
   WriteFileResult,
 } from './types.js';
 
@@ -101,7 +101,7 @@ export class KubernetesExecTransport implements ExecTransport {
   async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
     this.checkSize(req);
     const lines = new PassThrough();
-    const emit = (ev: StreamEvent): void => void lines.write(JSON.stringify(ev) + '\n');
+    const emit = (ev: ExecStreamEvent): void => void lines.write(JSON.stringify(ev) + '\n');
     const out = new StreamSink('stdout', this.o.maxOutputBytes, emit);
     const err = new StreamSink('stderr', this.o.maxOutputBytes, emit);
     const started = await this.start(target, {

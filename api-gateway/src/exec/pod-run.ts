@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { ProblemError } from '../errors.js';
 import { exitCodeOf, type ExecStatus } from './exec-status.js';
 import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
-import type { CancelSignal, StreamEvent } from './types.js';
+import type { CancelSignal, ExecStreamEvent } from './types.js';
 
 /** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
 export interface ExecSocket {
@@ -140,7 +140,7 @@ export class StreamSink {
   constructor(
     private readonly type: 'stdout' | 'stderr',
     max: number,
-    private readonly emit: (ev: StreamEvent) => void,
+    private readonly emit: (ev: ExecStreamEvent) => void,
   ) {
     this.cap = new CappedBuffer(max);
   }

@@ -1,52 +1,21 @@
 /**
  * The exec and file contract every transport implements. The shapes are the agent's (see
- * docs/architecture.md, "Agent HTTP API"), so both transports return identical results.
+ * docs/architecture.md, "Agent HTTP API"), so both transports return identical results; the
+ * REST API passes them through, and its client declares them (client/types.ts).
  */
 import type { Readable } from 'node:stream';
 
+import type { ExecRequest as ExecBody, ExecResult, WriteFileResult } from '../client/types.js';
 import type { ExecTarget } from '../sessions/model.js';
 
-/** A command to run (already validated and bounded by the route schema and config). */
-export interface ExecRequest {
-  command: string;
-  timeoutSeconds: number;
-  cwd?: string;
-  env?: Record<string, string>;
-}
+// The wire shapes are declared once, in the publishable client's types (no server imports there).
+export type { ExecResult, ExecStreamEvent, OutputEncoding, WriteFileResult } from '../client/types.js';
 
-/** How a stream's bytes are encoded in JSON. */
-export type OutputEncoding = 'utf-8' | 'base64';
-
-/** The result of one command (the agent's `POST /v1/exec` response). */
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  stdoutEncoding: OutputEncoding;
-  stderrEncoding: OutputEncoding;
-  exitCode: number;
-  durationMs: number;
-  truncated: boolean;
-  timedOut: boolean;
-  shellReset: boolean;
-}
-
-/** One NDJSON line of a streaming exec. */
-export type StreamEvent =
-  | { type: 'stdout' | 'stderr'; data: string; encoding: OutputEncoding }
-  | {
-      type: 'exit';
-      exitCode: number;
-      durationMs: number;
-      truncated: boolean;
-      timedOut: boolean;
-      shellReset: boolean;
-    };
-
-/** Result of a file upload. */
-export interface WriteFileResult {
-  path: string;
-  size: number;
-}
+/**
+ * A command to run: the exec body without the gateway's own waitSeconds, already validated and
+ * bounded by the route schema and config, its timeout resolved.
+ */
+export type ExecRequest = Omit<ExecBody, 'timeoutSeconds' | 'waitSeconds'> & { timeoutSeconds: number };
 
 /** A file download: a byte stream, with its size when known up front. */
 export interface FileDownload {
