@@ -60,6 +60,14 @@ export interface KubeExecTransportOptions {
   workspace?: string;
 }
 
+/** What a pods/exec call runs (a RunSpec without its sinks and signal). */
+type Command = Pick<RunSpec, 'argv' | 'stdin' | 'timeoutMs'>;
+
+/** Where a stream's bytes go (a CappedBuffer or a StreamSink). */
+interface Sink {
+  push(chunk: Buffer): unknown;
+}
+
 const V5 = 'v5.channel.k8s.io';
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
 
@@ -75,13 +83,7 @@ export class KubernetesExecTransport implements ExecTransport {
     this.checkSize(req);
     const out = new CappedBuffer(this.o.maxOutputBytes);
     const err = new CappedBuffer(this.o.maxOutputBytes);
-    const started = await this.start(target, {
-      argv: execArgv(req, this.workspace),
-      stdout: (c) => out.push(c),
-      stderr: (c) => err.push(c),
-      timeoutMs: req.timeoutSeconds * 1000,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    const started = await this.start(target, this.command(req), { out, err }, opts);
     const run = await started.done;
     const so = encodeOutput(out.bytes());
     const se = encodeOutput(err.bytes());
@@ -104,13 +106,7 @@ export class KubernetesExecTransport implements ExecTransport {
     const emit = (ev: ExecStreamEvent): void => void lines.write(JSON.stringify(ev) + '\n');
     const out = new StreamSink('stdout', this.o.maxOutputBytes, emit);
     const err = new StreamSink('stderr', this.o.maxOutputBytes, emit);
-    const started = await this.start(target, {
-      argv: execArgv(req, this.workspace),
-      stdout: (c) => out.push(c),
-      stderr: (c) => err.push(c),
-      timeoutMs: req.timeoutSeconds * 1000,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    const started = await this.start(target, this.command(req), { out, err }, opts);
     lines.on('close', () => started.cancel());
     started.done.then(
       (run) => {
@@ -140,14 +136,12 @@ export class KubernetesExecTransport implements ExecTransport {
   ): Promise<WriteFileResult> {
     const out = new CappedBuffer(1024);
     const err = new CappedBuffer(4096);
-    const started = await this.start(target, {
-      argv: writeFileArgv(path, this.workspace),
-      stdout: (c) => out.push(c),
-      stderr: (c) => err.push(c),
-      stdin: data,
-      timeoutMs: this.o.fileTimeoutMs,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    const started = await this.start(
+      target,
+      { argv: writeFileArgv(path, this.workspace), stdin: data, timeoutMs: this.o.fileTimeoutMs },
+      { out, err },
+      opts,
+    );
     const run = await started.done;
     checkFileExit(run, err);
     return { path, size: Number(out.bytes().toString('utf8').trim()) };
@@ -161,13 +155,12 @@ export class KubernetesExecTransport implements ExecTransport {
   ): Promise<FileDownload> {
     const out = new CappedBuffer(maxBytes);
     const err = new CappedBuffer(4096);
-    const started = await this.start(target, {
-      argv: readFileArgv(path, this.workspace),
-      stdout: (c) => out.push(c),
-      stderr: (c) => err.push(c),
-      timeoutMs: this.o.fileTimeoutMs,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    const started = await this.start(
+      target,
+      { argv: readFileArgv(path, this.workspace), timeoutMs: this.o.fileTimeoutMs },
+      { out, err },
+      opts,
+    );
     const run = await started.done;
     checkFileExit(run, err);
     if (out.truncated)
@@ -186,11 +179,27 @@ export class KubernetesExecTransport implements ExecTransport {
     }
   }
 
-  /** Opens the exec; resolves once the API server accepted it, with the run's completion. */
+  /** The pods/exec command of an exec call. */
+  private command(req: ExecRequest): Command {
+    return { argv: execArgv(req, this.workspace), timeoutMs: req.timeoutSeconds * 1000 };
+  }
+
+  /**
+   * Opens the exec, its output going to the sinks; resolves once the API server accepted it, with
+   * the run's completion.
+   */
   private async start(
     target: ExecTarget,
-    spec: RunSpec,
+    command: Command,
+    sinks: { out: Sink; err: Sink },
+    opts: CallOptions,
   ): Promise<{ done: Promise<RunOutcome>; cancel: () => void }> {
+    const spec: RunSpec = {
+      ...command,
+      stdout: (c) => sinks.out.push(c),
+      stderr: (c) => sinks.err.push(c),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
     const run = new PodRun(spec, this.o.deadlineMarginMs);
     const stdin = spec.stdin ? new PassThrough() : null;
     let socket: ExecSocket;
