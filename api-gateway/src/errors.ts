@@ -3,9 +3,10 @@
  * ProblemError carrying a stable problem type (RFC 9457). The error handler (plugins/errors.ts)
  * turns them into application/problem+json; docs/gateway.md lists the same table for users.
  */
+import { PROBLEM_BASE } from '@sandbox-platform/api';
 
-/** Base of every problem `type` URI. */
-export const PROBLEM_BASE = 'https://sandbox.dev/problems/';
+/** Base of every problem `type` URI (the agent's too). */
+export { PROBLEM_BASE };
 
 /** Every problem the gateway answers with: slug -> HTTP status and a stable title. */
 export const PROBLEMS = {

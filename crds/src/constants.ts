@@ -116,6 +116,11 @@ export const PHASES = {
 
 /** Port the in-pod agent listens on. */
 export const AGENT_PORT = 8090;
+/**
+ * Base of the `type` URI of every RFC 9457 problem the agent and the gateway answer with
+ * (`<base><slug>`); the gateway reads the slugs of the agent's problems by it.
+ */
+export const PROBLEM_BASE = 'https://sandbox.dev/problems/';
 /** Key of the token in the session Secret. */
 export const TOKEN_SECRET_KEY = 'token';
 /** Directory the token Secret is mounted at inside the sandbox container. */

@@ -4,6 +4,8 @@
  */
 import type { ServerResponse } from 'node:http';
 
+import { PROBLEM_BASE } from '@sandbox-platform/api';
+
 /** Problem slugs of the agent API (docs/architecture.md) and their status and title. */
 export const PROBLEMS = {
   unauthorized: { status: 401, title: 'Unauthorized' },
@@ -18,8 +20,8 @@ export const PROBLEMS = {
 /** A problem slug. */
 export type ProblemSlug = keyof typeof PROBLEMS;
 
-/** Base of every problem `type` URI. */
-export const PROBLEM_BASE = 'https://sandbox.dev/problems/';
+/** Base of every problem `type` URI (the gateway's too). */
+export { PROBLEM_BASE };
 
 /** A failure with a known HTTP mapping; thrown by handlers, rendered by the server. */
 export class HttpProblem extends Error {
