@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { OutputStream } from './bashProcess.js';
 import { CappedStream } from './cappedStream.js';
 import type { ControlRecord } from './controlParser.js';
+import { lastPid } from './processes.js';
 import { SentinelScanner } from './sentinelScanner.js';
 import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.js';
 
@@ -41,6 +42,8 @@ export interface ExecOutcome {
 export class Execution {
   readonly script: string;
   readonly startedAt = performance.now();
+  /** The last PID allocated when the command was created (see processes.ts): tells its processes from earlier jobs. */
+  readonly startPid = lastPid();
   private readonly sentinel: string;
   private readonly scanners: Record<OutputStream, SentinelScanner>;
   private readonly caps: Record<OutputStream, CappedStream>;

@@ -193,7 +193,11 @@ export class PersistentShell {
     let signals = 0;
     try {
       do {
-        signals += await killCommandProcesses(running.bash.pid, running.exec.elapsedMs);
+        signals += await killCommandProcesses(
+          running.bash.pid,
+          running.exec.elapsedMs,
+          running.exec.startPid,
+        );
         if (await settlesWithin(running.exec.done, SWEEP_INTERVAL_MS)) {
           logger.info('command stopped', { reason, signals });
           return;

@@ -8,7 +8,14 @@
  * survive. With job control on, each job has its own process group, killed as a whole (atomic
  * against forks) when its leader is one of the command's processes; other processes are killed
  * one by one. A few rounds catch processes forked while the previous round was killing.
+ *
+ * Start times are in 10 ms clock ticks, so a background job started by the previous command a
+ * few milliseconds before this one began has the same tick as this command's own processes. For
+ * processes in that ambiguous window the PID decides: a process whose PID was allocated after
+ * the last PID at the command's start (read from /proc/loadavg, which the kernel keeps per PID
+ * namespace) is the command's.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** The /proc/<pid>/stat fields the kill logic needs. */
@@ -71,20 +78,57 @@ export async function ticksAgo(agoMs: number): Promise<number> {
   return Math.floor((uptime - agoMs / 1000) * CLOCK_TICKS_PER_SECOND);
 }
 
+/** Ticks after `sinceTicks` within which a start time alone cannot tell before from after. */
+const AMBIGUOUS_TICKS = 3;
+
+/** Where a command began: its start tick (one tick early) and, when known, the last PID then. */
+export interface CommandStart {
+  sinceTicks: number;
+  /** The last PID allocated before the command began (see {@link lastPid}). */
+  afterPid?: number;
+  /** /proc/sys/kernel/pid_max, for PID wrap-around. */
+  pidMax?: number;
+}
+
+/** The most recently allocated PID of this PID namespace (5th field of /proc/loadavg). */
+export function lastPid(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+  try {
+    const pid = Number.parseInt(read('/proc/loadavg').trim().split(' ')[4] ?? '', 10);
+    return Number.isFinite(pid) ? pid : undefined;
+  } catch {
+    return undefined; // not Linux: start times alone decide
+  }
+}
+
+/** True when `pid` was allocated after `afterPid`, allowing for wrap-around at pid_max. */
+export function pidAfter(pid: number, afterPid: number, pidMax: number): boolean {
+  const distance = (pid - afterPid + pidMax) % pidMax;
+  return distance > 0 && distance < pidMax / 2;
+}
+
+function startedSince(p: ProcInfo, start: CommandStart): boolean {
+  if (p.startTicks < start.sinceTicks) return false;
+  if (p.startTicks >= start.sinceTicks + AMBIGUOUS_TICKS || start.afterPid === undefined) return true;
+  return pidAfter(p.pid, start.afterPid, start.pidMax ?? DEFAULT_PID_MAX);
+}
+
+/** Linux's default pid_max on 64-bit systems. */
+const DEFAULT_PID_MAX = 4_194_304;
+
 /**
- * The processes of the command running in `shellPid` since `sinceTicks` (see the module comment).
- * Zombies are excluded: they are already dead and only wait to be reaped.
+ * The processes of the command running in `shellPid` (see the module comment). Zombies are
+ * excluded: they are already dead and only wait to be reaped.
  */
 export function commandProcesses(
   procs: readonly ProcInfo[],
   shellPid: number,
-  sinceTicks: number,
+  start: CommandStart,
 ): ProcInfo[] {
   const descendants = descendantsOf(procs, shellPid);
   return procs.filter(
     (p) =>
       p.pid !== shellPid &&
-      p.startTicks >= sinceTicks &&
+      startedSince(p, start) &&
       p.state !== 'Z' &&
       p.state !== 'X' &&
       (p.sid === shellPid || descendants.has(p.pid)),
@@ -129,16 +173,31 @@ export function sendSignal(target: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/** /proc/sys/kernel/pid_max, or the 64-bit default when unreadable. */
+function pidMax(): number {
+  try {
+    const value = Number.parseInt(readFileSync('/proc/sys/kernel/pid_max', 'utf8'), 10);
+    return Number.isFinite(value) && value > 0 ? value : DEFAULT_PID_MAX;
+  } catch {
+    return DEFAULT_PID_MAX;
+  }
+}
+
 /**
- * SIGKILLs the processes of the command running in `shellPid` that started `runningForMs` ago,
- * in rounds until none is left; bash itself is never signalled. Returns the number of signals sent.
+ * SIGKILLs the processes of the command running in `shellPid` that started `runningForMs` ago
+ * (`afterPid`: the last PID when it started), in rounds until none is left; bash itself is never
+ * signalled. Returns the number of signals sent.
  */
-export async function killCommandProcesses(shellPid: number, runningForMs: number): Promise<number> {
+export async function killCommandProcesses(
+  shellPid: number,
+  runningForMs: number,
+  afterPid?: number,
+): Promise<number> {
   // One tick of margin: start times are truncated to ticks.
-  const since = (await ticksAgo(runningForMs)) - 1;
+  const start: CommandStart = { sinceTicks: (await ticksAgo(runningForMs)) - 1, afterPid, pidMax: pidMax() };
   let sent = 0;
   for (let round = 0; round < KILL_ROUNDS; round++) {
-    const targets = commandProcesses(await listProcesses(), shellPid, since);
+    const targets = commandProcesses(await listProcesses(), shellPid, start);
     if (targets.length === 0) return sent;
     for (const target of killTargets(targets, shellPid)) if (sendSignal(target, 'SIGKILL')) sent++;
     await pause(ROUND_PAUSE_MS);

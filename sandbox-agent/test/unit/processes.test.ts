@@ -1,11 +1,14 @@
 /** Selecting a command's processes from /proc data (pure), and parsing /proc/<pid>/stat. */
 import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 
 import {
   commandProcesses,
   killTargets,
+  lastPid,
   listProcesses,
   parseStat,
+  pidAfter,
   type ProcInfo,
 } from '../../src/shell/processes.js';
 
@@ -54,12 +57,62 @@ describe('commandProcesses', () => {
   ];
 
   it('selects new processes of the shell session or tree, never the shell, old jobs or zombies', () => {
-    const pids = commandProcesses(procs, SHELL, 40).map((p) => p.pid);
+    const pids = commandProcesses(procs, SHELL, { sinceTicks: 40 }).map((p) => p.pid);
     expect(pids.sort()).toEqual([201, 202, 203, 204, 205]);
   });
 
   it('signals whole groups only when their leader is one of the targets', () => {
-    const targets = commandProcesses(procs, SHELL, 40);
+    const targets = commandProcesses(procs, SHELL, { sinceTicks: 40 });
     expect(killTargets(targets, SHELL).sort((a, b) => a - b)).toEqual([-205, -203, -201, 204]);
+  });
+});
+
+describe('commandProcesses in the ambiguous first ticks', () => {
+  // The command began at tick 40 (sinceTicks 39, one tick early) when the last PID was 500.
+  const start = { sinceTicks: 39, afterPid: 500, pidMax: 32768 };
+  const procs = [
+    proc(SHELL, 1, SHELL, 10),
+    proc(480, SHELL, 480, 40), // background job of the previous command, same tick as the command
+    proc(510, SHELL, 510, 40), // the command's own job, same tick
+    proc(470, SHELL, 470, 45), // clearly later start time: the command's (a reused low PID)
+  ];
+
+  it('lets the PID decide within the ambiguous window and the start time after it', () => {
+    const pids = commandProcesses(procs, SHELL, start).map((p) => p.pid);
+    expect(pids.sort()).toEqual([470, 510]);
+  });
+
+  it('falls back to start times alone without a start PID', () => {
+    const pids = commandProcesses(procs, SHELL, { sinceTicks: 39 }).map((p) => p.pid);
+    expect(pids.sort()).toEqual([470, 480, 510]);
+  });
+});
+
+describe('pidAfter', () => {
+  it('orders PIDs and survives wrap-around at pid_max', () => {
+    expect(pidAfter(501, 500, 32768)).toBe(true);
+    expect(pidAfter(499, 500, 32768)).toBe(false);
+    expect(pidAfter(500, 500, 32768)).toBe(false);
+    expect(pidAfter(300, 32700, 32768)).toBe(true); // allocated after the wrap
+    expect(pidAfter(32700, 300, 32768)).toBe(false);
+  });
+});
+
+describe('lastPid', () => {
+  it('reads the last allocated PID from /proc/loadavg', () => {
+    expect(lastPid(() => '0.52 0.58 0.59 2/467 12345\n')).toBe(12345);
+    expect(lastPid(() => 'garbage')).toBeUndefined();
+    expect(
+      lastPid(() => {
+        throw new Error('ENOENT');
+      }),
+    ).toBeUndefined();
+  });
+
+  it('grows when this host forks', () => {
+    const before = lastPid();
+    expect(before).toBeDefined();
+    execFileSync('true');
+    expect(pidAfter(lastPid()!, before!, 4_194_304)).toBe(true);
   });
 });
