@@ -42,38 +42,34 @@ describe('exec deadline', () => {
     expect(await agent.sh('echo ok')).toBe('ok\n');
   }, 15_000);
 
-  it('leaves background jobs of earlier commands running', async () => {
-    const secs = uniqueSleepSeconds();
-    await agent.sh(`sleep ${secs} >/dev/null 2>&1 &`);
-    await eventually(
-      'the background job runs',
-      async () => (await processesMatching(`sleep ${secs}`)).length === 1,
-    );
-    const res = await agent.exec({ command: 'sleep 30', timeoutSeconds: 1 });
-    expect(res.timedOut).toBe(true);
-    expect(await processesMatching(`sleep ${secs}`)).toHaveLength(1);
-    await agent.sh('kill %1 2>/dev/null || kill $(jobs -p)');
-    await eventually(
-      'the background job ends',
-      async () => (await processesMatching(`sleep ${secs}`)).length === 0,
-    );
-  }, 15_000);
-
-  it('leaves a background job started in the same clock tick as the timed-out command', async () => {
-    // No pause between the two calls: the job and the next command start a few ms apart, often in
-    // the same 10 ms start-time tick, where only the PID tells them apart. That race made CI flaky
-    // once; the deterministic check of the rule is in processes.test.ts.
-    const secs = uniqueSleepSeconds();
-    await agent.sh(`sleep ${secs} >/dev/null 2>&1 &`);
-    const res = await agent.exec({ command: 'sleep 30', timeoutSeconds: 1 });
-    expect(res.timedOut).toBe(true);
-    expect(await processesMatching(`sleep ${secs}`)).toHaveLength(1);
-    await agent.sh('kill %1 2>/dev/null || kill $(jobs -p)');
-    await eventually(
-      'the background job ends',
-      async () => (await processesMatching(`sleep ${secs}`)).length === 0,
-    );
-  }, 15_000);
+  // Without the pause the job and the next command start a few ms apart, often in the same 10 ms
+  // start-time tick, where only the PID tells them apart. That race made CI flaky once; the
+  // deterministic check of the rule is in processes.test.ts.
+  it.each([
+    ['once it is running', true],
+    ['even when the timed-out command starts right after it (same clock tick)', false],
+  ])(
+    'leaves a background job of an earlier command running, %s',
+    async (_when, waitForJob) => {
+      const secs = uniqueSleepSeconds();
+      await agent.sh(`sleep ${secs} >/dev/null 2>&1 &`);
+      if (waitForJob) {
+        await eventually(
+          'the background job runs',
+          async () => (await processesMatching(`sleep ${secs}`)).length === 1,
+        );
+      }
+      const res = await agent.exec({ command: 'sleep 30', timeoutSeconds: 1 });
+      expect(res.timedOut).toBe(true);
+      expect(await processesMatching(`sleep ${secs}`)).toHaveLength(1);
+      await agent.sh('kill %1 2>/dev/null || kill $(jobs -p)');
+      await eventually(
+        'the background job ends',
+        async () => (await processesMatching(`sleep ${secs}`)).length === 0,
+      );
+    },
+    15_000,
+  );
 
   it('stops a shell loop of external commands without restarting bash', async () => {
     const secs = uniqueSleepSeconds();
