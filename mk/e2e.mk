@@ -4,7 +4,7 @@
 E2E_KUBECONFIG ?=
 
 .PHONY: test-integration
-test-integration: node-deps localkube ## Integration tests of every workspace with a jest.integration.config.js (each against its own control plane)
+test-integration: node-deps localkube tools ## Integration tests of every workspace with a jest.integration.config.js (each against its own control plane)
 	@failed=""; for cfg in */jest.integration.config.js; do \
 	  p=$$(dirname $$cfg); echo "== integration: $$p"; \
 	  (cd $$p && $(JEST) -c jest.integration.config.js --runInBand) || failed="$$failed $$p"; \
