@@ -29,8 +29,12 @@ import {
 } from '../test/integration/harness/operator-process.js';
 import { countChildren } from './count-children.js';
 import { createDirectly } from './direct-create.js';
+import { requestCounts, requestDelta } from './apiserver-requests.js';
+import { cpuWindow, type CpuReport } from './proc-cpu.js';
 
 const args = parseArgs(process.argv.slice(2));
+/** The local control plane's supervisor (undefined with BENCH_KUBECONFIG): its components' CPU is reported. */
+let cpPid: number | undefined;
 const CONCURRENCY = args.concurrency;
 const POD_OPTIONS = {
   defaultImage: 'localhost/sandbox-platform/sandbox-agent:dev',
@@ -44,6 +48,7 @@ const POD_OPTIONS = {
 async function main(): Promise<void> {
   const external = process.env.BENCH_KUBECONFIG;
   const cp = external ? undefined : await startControlPlane();
+  cpPid = cp?.pid;
   process.env.KUBECONFIG = external ?? cp!.kubeconfig;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(process.env.KUBECONFIG);
@@ -72,6 +77,8 @@ interface Round {
   operatorMs: number;
   reconciles: number;
   backlogMs: number;
+  /** What a zero-cost operator could reach at best on this machine (see provisioningRound). */
+  floorMs: number;
 }
 
 async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Round> {
@@ -89,6 +96,8 @@ async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Rou
     await op.waitForLog((l) => l.message === 'controller started', 60_000);
 
     const c1 = await countChildren(kc, direct.name);
+    const rq1 = await requestCounts(kc);
+    const cpu1 = cpuWindow({ 'bench client': process.pid }, cpPid);
     const t1 = Date.now();
     await createDirectly(core, direct.name, names, {
       workers: CONCURRENCY,
@@ -96,28 +105,50 @@ async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Rou
       pod: POD_OPTIONS,
     });
     const directMs = (await c1.reached(names.length, 120_000)) - t1;
+    const directCpu = cpu1();
     c1.stop();
+    const directCalls = requestDelta(rq1, await requestCounts(kc));
+    console.log(
+      `round ${round}: direct ${directMs} ms | CPU ${directCpu.totalMs} ms (${cores(directCpu, directMs)} cores): ` +
+        `${directCpu.text} | calls: ${directCalls}`,
+    );
+
+    const crOnly = await crCreatesAlone(kc, names);
 
     const sessions = new Sessions(k8sCustom(kc), viaOperator.name);
     const before = await reconcileCount(op);
-    const opCpu0 = cpuMs(op.pid);
-    const benchCpu0 = cpuMs(process.pid);
     const c2 = await countChildren(kc, viaOperator.name);
+    const rq2 = await requestCounts(kc);
+    const cpu2 = cpuWindow({ operator: op.pid, 'bench client': process.pid }, cpPid);
     const t2 = Date.now();
     await Promise.all(names.map((n) => sessions.create(n)));
     const createdMs = Date.now() - t2;
     const operatorMs = (await c2.reached(names.length, 300_000)) - t2;
     c2.stop();
     const reconciles = (await reconcileCount(op)) - before;
-    const opCpu = cpuMs(op.pid) - opCpu0;
-    const benchCpu = cpuMs(process.pid) - benchCpu0;
+    const operatorCpu = cpu2();
+    const operatorCalls = requestDelta(rq2, await requestCounts(kc));
     console.log(
       `round ${round}: direct ${directMs} ms | operator ${operatorMs} ms (the ${names.length} session creates took ${createdMs} ms) | ` +
-        `ratio ${(operatorMs / directMs).toFixed(2)} | ${reconciles} reconciles | CPU in the operator window: operator ${opCpu} ms, ` +
-        `bench client ${benchCpu} ms | load ${loadavg()[0]!.toFixed(2)}`,
+        `ratio ${(operatorMs / directMs).toFixed(2)} | ${reconciles} reconciles | CPU ${operatorCpu.totalMs} ms ` +
+        `(${cores(operatorCpu, operatorMs)} cores): ${operatorCpu.text} | load ${loadavg()[0]!.toFixed(2)}`,
+    );
+    console.log(`round ${round}: calls in the operator window: ${operatorCalls}`);
+    // The floor of the ratio on this machine: an operator that cost no CPU and made no call beyond
+    // the Secret and Pod creates would still need the CPU of the direct window plus that of the
+    // client's CR creates; when the direct window already keeps every core busy, that sum spread
+    // over all cores is the shortest the operator window can be.
+    const floorMs = Math.max(directMs, (directCpu.totalMs + crOnly.cpu.totalMs) / availableParallelism());
+    console.log(
+      `round ${round}: the ${names.length} session creates alone (no operator watching) took ${crOnly.ms} ms ` +
+        `(${(crOnly.ms / directMs).toFixed(2)} of direct), CPU ${crOnly.cpu.totalMs} ms: ${crOnly.cpu.text}`,
+    );
+    console.log(
+      `round ${round}: floor for a zero-cost operator: (direct CPU ${directCpu.totalMs} + CR creates CPU ` +
+        `${crOnly.cpu.totalMs}) / ${availableParallelism()} cores = ${floorMs.toFixed(0)} ms, ratio ${(floorMs / directMs).toFixed(2)}`,
     );
     const backlogMs = await backlogRound(kc, names, round);
-    return { directMs, operatorMs, reconciles, backlogMs };
+    return { directMs, operatorMs, reconciles, backlogMs, floorMs };
   } finally {
     await op.stop('SIGTERM');
     await Promise.all([direct.cleanup(), viaOperator.cleanup()]);
@@ -159,10 +190,14 @@ function summarize(rounds: Round[]): void {
   const direct = med(rounds.map((r) => r.directMs));
   const operator = med(rounds.map((r) => r.operatorMs));
   const backlog = med(rounds.map((r) => r.backlogMs));
+  const floor = med(rounds.map((r) => r.floorMs / r.directMs));
   const n = args.sessions;
   const ratio = (a: number): string => (a / direct).toFixed(2);
   console.log(
     `\nmedian of ${rounds.length}: direct ${direct} ms, operator ${operator} ms, ratio ${ratio(operator)} (goal <= 1.2)`,
+  );
+  console.log(
+    `median floor of the ratio on this machine (a zero-cost operator; the CR creates need CPU too): ${floor.toFixed(2)}`,
   );
   console.log(
     `median backlog drain (the CR creates not in the window): ${backlog} ms, ratio ${ratio(backlog)}`,
@@ -223,6 +258,30 @@ async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
   }
 }
 
+/**
+ * The cost of the client's CR creates by themselves: the same N sessions created at once in a
+ * namespace no operator watches (the floor the operator path cannot go below on a CPU-bound
+ * control plane: the direct baseline does not make these creates).
+ */
+async function crCreatesAlone(kc: k8s.KubeConfig, names: readonly string[]): Promise<{ ms: number; cpu: CpuReport }> {
+  const plain = kc.makeApiClient(k8s.CoreV1Api);
+  const ns = await createTestNamespace(plain, { prefix: 'bench-cr-only' });
+  try {
+    const sessions = new Sessions(k8sCustom(kc), ns.name);
+    const cpu = cpuWindow({ 'bench client': process.pid }, cpPid);
+    const t0 = Date.now();
+    await Promise.all(names.map((n) => sessions.create(n)));
+    const ms = Date.now() - t0;
+    return { ms, cpu: cpu() };
+  } finally {
+    await ns.cleanup();
+  }
+}
+
+function cores(cpu: CpuReport, wallMs: number): string {
+  return (cpu.totalMs / wallMs).toFixed(2);
+}
+
 function k8sCustom(kc: k8s.KubeConfig): k8s.CustomObjectsApi {
   return createKubeClients(kc, { timeoutMs: 60_000, maxSockets: CONCURRENCY * 2 + 8 }).custom;
 }
@@ -233,13 +292,6 @@ async function reconcileCount(op: OperatorProcess): Promise<number> {
     (a, m) => a + Number(m[1]),
     0,
   );
-}
-
-/** User+system CPU time of a process so far, from /proc (clock ticks of 10 ms). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function rssOf(op: OperatorProcess): number {

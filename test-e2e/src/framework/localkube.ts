@@ -35,6 +35,8 @@ export interface RunningControlPlane {
   kubeconfig: string;
   /** state dir: etcd data, certificates, logs/<component>.log. */
   dir: string;
+  /** pid of the localkube supervisor; its components are its child processes (benchmarks sum their CPU). */
+  pid: number | undefined;
   /** Stops every component and deletes the state dir (kept when `keepDir`). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -82,6 +84,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   return {
     kubeconfig,
     dir,
+    pid: child.pid,
     async stop({ keepDir = false } = {}): Promise<void> {
       await stopChild(child);
       if (!keepDir) rmSync(dir, { recursive: true, force: true });
