@@ -5,12 +5,13 @@
  *   have reached the agent and is never sent again;
  * - an overall deadline covers connecting, queueing in the agent and the whole response;
  * - any transport error (including the deadline) drops the address's connection pool.
+ * The HTTP/1.1 framing is agent-wire.ts (a strict parser: the agent's answers are untrusted).
  */
-import http from 'node:http';
-import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 
-import type { AgentPool } from './agent-pool.js';
+import { ProblemError } from '../errors.js';
+import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
+import { ResponseParser, requestHead, type ResponseSink, type WireRequest } from './agent-wire.js';
 import type { CancelSignal } from './types.js';
 
 /** A transport failure: nothing usable came back from the agent. */
@@ -29,13 +30,7 @@ export class AgentTransportError extends Error {
 }
 
 /** One request to an agent. */
-export interface AgentRequest {
-  method: 'GET' | 'POST' | 'PUT';
-  path: string;
-  token: string;
-  body?: Buffer;
-  contentType?: string;
-}
+export type AgentRequest = WireRequest;
 
 /** Delivery settings of a call. */
 export interface DeliveryOptions {
@@ -50,14 +45,15 @@ export interface DeliveryOptions {
   retryDelayMs?: number;
 }
 
-/** A response whose body the caller must consume or destroy; `done()` ends the deadline timer. */
-export interface AgentResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Readable;
-}
-
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT']);
+/** Errors that prove the request never left the gateway (safe to retry). */
+const CONNECT_ERRORS = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ETIMEDOUT',
+  'EPOOLDROPPED',
+]);
 
 /** Sends a request with connect-only retries; rejects with AgentTransportError on transport failure. */
 export async function sendToAgent(
@@ -68,7 +64,7 @@ export async function sendToAgent(
   for (let attempt = 0; ; attempt++) {
     const address = opts.address();
     try {
-      return await attemptOnce(pool, address, req, opts);
+      return await attemptOnce(pool.get(address), address, req, opts);
     } catch (err) {
       if (err instanceof AgentTransportError) pool.drop(address);
       const retryable = err instanceof AgentTransportError && err.beforeConnect && !err.deadline;
@@ -80,113 +76,301 @@ export async function sendToAgent(
   }
 }
 
-function splitAddress(address: string): { host: string; port: number } {
-  const i = address.lastIndexOf(':');
-  return { host: address.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(address.slice(i + 1)) };
-}
-
 function attemptOnce(
-  pool: AgentPool,
+  host: HostPool,
   address: string,
-  r: AgentRequest,
+  req: AgentRequest,
   opts: DeliveryOptions,
 ): Promise<AgentResponse> {
-  return new Promise((resolve, reject) => {
-    const { host, port } = splitAddress(address);
-    const headers: http.OutgoingHttpHeaders = {
-      authorization: `Bearer ${r.token}`,
-      accept: 'application/json',
-    };
-    if (r.body) {
-      headers['content-type'] = r.contentType ?? 'application/json';
-      headers['content-length'] = r.body.length;
-    }
-    const req = http.request({
-      host,
-      port,
-      method: r.method,
-      path: r.path,
-      headers,
-      agent: pool.get(address),
-    });
-    const call = new CallState(req, opts, reject);
-    req.on('socket', (socket) => call.onSocket(socket));
-    req.on('error', (err) => call.fail(err));
-    req.on('response', (res) => {
-      call.connected = true;
-      res.on('error', (err) => call.fail(err));
-      res.on('close', () => call.finish());
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
-    });
-    req.end(r.body);
-  });
+  return new Promise((resolve, reject) => new Call(host, address, req, opts).start(resolve, reject));
 }
 
-/** Timers and connection state of one attempt. */
-class CallState {
-  connected = false;
-  private connectTimer: NodeJS.Timeout | undefined;
-  private readonly deadlineTimer: NodeJS.Timeout;
-  private settled = false;
-  private readonly onAbort = (): void => this.destroy('the caller went away', false);
+/**
+ * An agent's answer. Its body is either read whole (`read`, no stream: the exec hot path) or
+ * streamed (`body`, with backpressure on the connection); the first use decides.
+ */
+export class AgentResponse {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private ended = false;
+  private error: Error | undefined;
+  private reader: { limit: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
+  private stream: Readable | undefined;
 
   constructor(
-    private readonly req: http.ClientRequest,
-    private readonly opts: DeliveryOptions,
-    private readonly reject: (err: Error) => void,
-  ) {
-    const remaining = Math.max(0, opts.deadlineAt - Date.now());
-    this.deadlineTimer = setTimeout(() => this.destroy('deadline exceeded', true), remaining);
-    opts.signal?.addEventListener('abort', this.onAbort, { once: true });
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    private readonly call: Call,
+  ) {}
+
+  /** The whole body; payload-too-large past `limit` bytes (the connection is then closed). */
+  read(limit: number): Promise<Buffer> {
+    if (this.stream || this.reader) return Promise.reject(new Error('the body is already being read'));
+    if (this.size > limit) return Promise.reject(this.tooLarge(limit));
+    if (this.error) return Promise.reject(this.error);
+    if (this.ended) return Promise.resolve(this.whole());
+    return new Promise((resolve, reject) => (this.reader = { limit, resolve, reject }));
   }
 
-  onSocket(socket: Socket): void {
-    if (!socket.connecting) {
-      this.connected = true; // a reused keep-alive socket: the request may be delivered
+  /** The body as a stream; destroying it before its end closes the connection. */
+  get body(): Readable {
+    if (this.stream) return this.stream;
+    const stream = new Readable({
+      read: () => this.call.resume(),
+      destroy: (err, cb) => {
+        this.call.abandon();
+        cb(err);
+      },
+    });
+    this.stream = stream;
+    const buffered = this.chunks;
+    this.chunks = [];
+    for (const c of buffered) if (!stream.push(c)) this.call.pause();
+    if (this.error) stream.destroy(this.error);
+    else if (this.ended) stream.push(null);
+    return stream;
+  }
+
+  /** A piece of the body (from the call). */
+  push(chunk: Buffer): void {
+    if (this.stream) {
+      if (!this.stream.push(chunk)) this.call.pause();
       return;
     }
-    this.connectTimer = setTimeout(
-      () => this.destroy('connect timeout', false, true),
-      this.opts.connectTimeoutMs,
-    );
-    socket.once('connect', () => {
-      this.connected = true;
-      clearTimeout(this.connectTimer);
-    });
+    this.size += chunk.length;
+    if (this.reader && this.size > this.reader.limit) {
+      this.reader.reject(this.tooLarge(this.reader.limit));
+      this.reader = undefined;
+      return;
+    }
+    this.chunks.push(chunk);
   }
 
+  /** The body is complete (from the call). */
+  end(): void {
+    this.ended = true;
+    if (this.stream) this.stream.push(null);
+    else if (this.reader) this.reader.resolve(this.whole());
+  }
+
+  /** The body broke off (from the call). */
   fail(err: Error): void {
-    if (err instanceof AgentTransportError) return this.settle(err);
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    const beforeConnect = !this.connected && CONNECT_ERRORS.has(code);
-    this.settle(
-      new AgentTransportError(`agent unreachable: ${code || err.message}`, { beforeConnect, cause: err }),
+    this.error = err;
+    if (this.stream) this.stream.destroy(err);
+    else if (this.reader) this.reader.reject(err);
+  }
+
+  private whole(): Buffer {
+    const chunks = this.chunks;
+    this.chunks = [];
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size);
+  }
+
+  private tooLarge(limit: number): ProblemError {
+    this.call.abandon();
+    this.chunks = [];
+    return new ProblemError('payload-too-large', `the response exceeds ${limit} bytes`);
+  }
+}
+
+/** Largest request body written together with its head in one buffer (larger: corked writes). */
+const COALESCE_BYTES = 64 * 1024;
+
+/** One attempt: a connection from the pool, the request, the parsed answer, the timers. */
+class Call implements ConnUser, ResponseSink {
+  private connected = false;
+  /** The promise of the attempt was settled (answer head or error). */
+  private settled = false;
+  /** Nothing more will happen on the connection for this call. */
+  private finished = false;
+  private reusable = false;
+  private conn: AgentConn | undefined;
+  private response: AgentResponse | undefined;
+  private readonly parser: ResponseParser;
+  private connectTimer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private stopWaiting: (() => void) | undefined;
+  private readonly onAbort = (): void => this.destroy('the caller went away', false);
+  private resolve: (r: AgentResponse) => void = () => undefined;
+  private reject: (err: Error) => void = () => undefined;
+
+  constructor(
+    private readonly host: HostPool,
+    private readonly address: string,
+    private readonly req: AgentRequest,
+    private readonly opts: DeliveryOptions,
+  ) {
+    this.parser = new ResponseParser(this, req.method);
+  }
+
+  /** Sends the request; `resolve` gets the answer once its head is parsed. */
+  start(resolve: (r: AgentResponse) => void, reject: (err: Error) => void): void {
+    this.resolve = resolve;
+    this.reject = reject;
+    const remaining = Math.max(0, this.opts.deadlineAt - Date.now());
+    this.deadlineTimer = setTimeout(() => this.destroy('deadline exceeded', true), remaining);
+    this.opts.signal?.addEventListener('abort', this.onAbort, { once: true });
+    if (this.opts.signal?.aborted) return this.onAbort();
+    this.acquire();
+  }
+
+  private acquire(): void {
+    let conn: AgentConn | undefined;
+    try {
+      conn = this.host.take();
+    } catch (err) {
+      return this.fail(err as Error);
+    }
+    if (!conn) {
+      this.stopWaiting = this.host.wait((err) => {
+        this.stopWaiting = undefined;
+        if (this.finished) return;
+        if (err) this.fail(err);
+        else this.acquire();
+      });
+      return;
+    }
+    this.conn = conn;
+    conn.user = this;
+    const socket = conn.socket;
+    if (!socket.connecting) {
+      this.connected = true; // a reused keep-alive socket: the request may be delivered
+    } else {
+      this.connectTimer = setTimeout(
+        () => this.destroy('connect timeout', false, true),
+        this.opts.connectTimeoutMs,
+      );
+      socket.once('connect', () => {
+        this.connected = true;
+        clearTimeout(this.connectTimer);
+      });
+    }
+    const r = this.req;
+    const head = requestHead(this.address, r);
+    if (!r.body || r.body.length === 0) {
+      socket.write(head, 'latin1');
+    } else if (r.body.length <= COALESCE_BYTES) {
+      socket.write(Buffer.concat([Buffer.from(head, 'latin1'), r.body])); // one segment
+    } else {
+      socket.cork();
+      socket.write(head, 'latin1');
+      socket.write(r.body);
+      socket.uncork();
+    }
+  }
+
+  // ConnUser: the connection's events while this call owns it.
+
+  onData(data: Buffer): void {
+    if (this.finished) return;
+    try {
+      this.parser.feed(data);
+    } catch (err) {
+      // A complete answer followed by stray bytes: the answer stands, the connection goes.
+      if (this.parser.done) return void this.conn?.socket.destroy();
+      return this.fail(err as Error);
+    }
+    if (this.parser.done) this.complete();
+  }
+
+  onError(err: Error): void {
+    this.fail(err);
+  }
+
+  onClose(): void {
+    if (this.finished) return;
+    if (this.parser.close()) return this.complete();
+    this.fail(
+      Object.assign(new Error('the connection closed before the answer was complete'), {
+        code: 'ECONNRESET',
+      }),
     );
   }
 
-  finish(): void {
+  // ResponseSink: the parsed answer.
+
+  onHead(status: number, headers: Record<string, string>): void {
+    this.connected = true;
+    this.response = new AgentResponse(status, headers, this);
+    this.settled = true;
+    this.resolve(this.response);
+  }
+
+  onBody(chunk: Buffer): void {
+    this.response!.push(chunk);
+  }
+
+  onEnd(reusable: boolean): void {
+    this.reusable = reusable;
+  }
+
+  // Backpressure and early ends from the response's consumer.
+
+  pause(): void {
+    if (!this.finished) this.conn?.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.finished) this.conn?.socket.resume();
+  }
+
+  /** The consumer stopped reading before the end: the connection cannot be reused. */
+  abandon(): void {
+    if (this.finished) return;
+    this.finished = true;
     this.cleanup();
+    this.conn?.socket.destroy();
+  }
+
+  private complete(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    const conn = this.conn;
+    if (conn && conn.user === this) {
+      if (this.reusable) this.host.release(conn);
+      else conn.socket.destroy();
+    }
+    this.response!.end();
   }
 
   private destroy(message: string, deadline: boolean, connectTimeout = false): void {
-    const err = new AgentTransportError(message, {
-      beforeConnect: connectTimeout && !this.connected,
-      deadline,
-    });
-    this.req.destroy(err);
-    this.settle(err);
+    this.fail(
+      new AgentTransportError(message, { beforeConnect: connectTimeout && !this.connected, deadline }),
+    );
   }
 
-  private settle(err: AgentTransportError): void {
+  private fail(err: Error): void {
+    if (this.finished) return;
+    this.finished = true;
     this.cleanup();
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(err);
+    if (this.conn) {
+      this.conn.user = undefined;
+      this.conn.socket.destroy();
+    }
+    const failure =
+      err instanceof AgentTransportError
+        ? err
+        : new AgentTransportError(`agent unreachable: ${errCode(err) || err.message}`, {
+            beforeConnect: !this.connected && CONNECT_ERRORS.has(errCode(err)),
+            cause: err,
+          });
+    if (!this.settled) {
+      this.settled = true;
+      this.reject(failure);
+    } else {
+      this.response?.fail(failure);
+    }
   }
 
   private cleanup(): void {
     clearTimeout(this.connectTimer);
     clearTimeout(this.deadlineTimer);
+    this.stopWaiting?.();
     this.opts.signal?.removeEventListener('abort', this.onAbort);
   }
+}
+
+function errCode(err: Error): string {
+  return (err as NodeJS.ErrnoException).code ?? '';
 }

@@ -11,7 +11,7 @@ import { ProblemError, slugOfType } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
 import { AgentTransportError, sendToAgent, type AgentRequest, type AgentResponse } from './agent-http.js';
 import { AgentPool } from './agent-pool.js';
-import { capStream, readLimited } from './read-limited.js';
+import { capStream } from './read-limited.js';
 import type {
   CallOptions,
   ExecRequest,
@@ -165,7 +165,7 @@ export class AgentTransport implements ExecTransport {
     deadlineAt: number,
   ): Promise<Buffer> {
     try {
-      return await readLimited(res.body, limit);
+      return await res.read(limit);
     } catch (err) {
       if (err instanceof ProblemError) throw err;
       // The body broke off: a transport failure; drop the pool like any other.

@@ -1,7 +1,10 @@
+import net from 'node:net';
+
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 
 import type { ProblemError } from '../../../src/errors.js';
+import { AgentPool } from '../../../src/exec/agent-pool.js';
 import { AgentTransport } from '../../../src/exec/agent-transport.js';
 import { readLimited } from '../../../src/exec/read-limited.js';
 import type { ExecTarget } from '../../../src/sessions/model.js';
@@ -208,6 +211,90 @@ describe('AgentTransport', () => {
     await expect(t.readFile(target, 'known', 10)).rejects.toMatchObject({ slug: 'payload-too-large' });
     const chunked = await t.readFile(target, 'chunked', 10);
     await expect(readLimited(chunked.body, 1000)).rejects.toMatchObject({ slug: 'payload-too-large' });
+    t.close();
+  });
+
+  it('reuses one connection for calls in sequence, and queues calls beyond maxSockets', async () => {
+    const sockets = new Set<unknown>();
+    agent.handler = (req, res) => {
+      sockets.add(res.socket);
+      setTimeout(() => json(res, 200, result({ stdout: req.body.toString() })), 10);
+    };
+    const t = make({ pool: new AgentPool(1) });
+    await t.exec(target, { command: 'a', timeoutSeconds: 5 });
+    await t.exec(target, { command: 'b', timeoutSeconds: 5 });
+    const both = await Promise.all([
+      t.exec(target, { command: 'c', timeoutSeconds: 5 }),
+      t.exec(target, { command: 'd', timeoutSeconds: 5 }),
+    ]);
+    expect(both.map((r) => JSON.parse(r.stdout) as { command: string }).map((b) => b.command)).toEqual([
+      'c',
+      'd',
+    ]);
+    expect(sockets.size).toBe(1);
+    t.close();
+  });
+});
+
+describe('AgentTransport against a malformed agent', () => {
+  let server: net.Server;
+  let port: number;
+  let answer: string;
+  let connections: number;
+  let requests: number;
+
+  beforeEach(async () => {
+    connections = 0;
+    requests = 0;
+    server = net.createServer((socket) => {
+      connections++;
+      socket.on('data', () => {
+        requests++;
+        socket.write(answer);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterEach(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const make = (): AgentTransport =>
+    new AgentTransport({
+      masterKey,
+      port,
+      connectTimeoutMs: 500,
+      connectRetries: 2,
+      deadlineMarginMs: 200,
+      maxResponseBytes: 1 << 20,
+      fileTimeoutMs: 2000,
+    });
+  const body = JSON.stringify(result({ stdout: 'ok' }));
+
+  it.each([
+    [
+      'a smuggled second length',
+      `HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    ],
+    ['a bare LF in the head', `HTTP/1.1 200 OK\ncontent-length: ${body.length}\r\n\r\n${body}`],
+    ['a broken chunk', `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\n${body}\r\n0\r\n\r\n`],
+  ])('fails with 502 on %s, sends once and drops the pool', async (_what, text) => {
+    answer = text;
+    const t = make();
+    const err = await t.exec(target, { command: 'true', timeoutSeconds: 5 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'upstream-error', status: 502 });
+    expect(requests).toBe(1);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
+    t.close();
+  });
+
+  it('keeps a complete answer followed by stray bytes, but not the connection', async () => {
+    answer = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}HTTP/1.1 200 OK\r\n`;
+    const t = make();
+    expect((await t.exec(target, { command: 'true', timeoutSeconds: 5 })).stdout).toBe('ok');
+    expect((await t.exec(target, { command: 'true', timeoutSeconds: 5 })).stdout).toBe('ok');
+    expect(connections).toBe(2);
     t.close();
   });
 });

@@ -1,0 +1,281 @@
+/**
+ * The HTTP/1.1 wire format of the gateway's calls to sandbox agents: the request head it writes
+ * and a strict, incremental parser of the answers. The agent runs inside the sandbox, so its
+ * answers are untrusted input: the parser accepts only what an HTTP/1.1 server such as the agent
+ * (node:http) sends, and anything else is a protocol error (the call fails and the connection is
+ * destroyed, never reused):
+ * - a status line `HTTP/1.x NNN reason` with a final status (no 1xx: the gateway never asks for
+ *   100-continue), headers as `name: value` lines ended by CRLF (no bare CR or LF, no NUL, no
+ *   obsolete line folding), a head of at most MAX_HEAD_BYTES;
+ * - body framing by `Transfer-Encoding: chunked` (nothing else) or one `Content-Length`, never
+ *   both; without either the body runs to the end of the connection (which is then not reused);
+ * - bytes after the end of an answer (nothing was asked for) make the connection unusable.
+ * Why not node:http: its client costs about 0.1 ms of CPU per call on the deployment's cores (a
+ * ClientRequest, an IncomingMessage stream, agent bookkeeping), a quarter of what the gateway
+ * added to an exec; see docs/gateway.md, "Benchmark".
+ */
+
+/** Largest response head accepted (node:http's default limit is the same). */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** Longest chunk-size line (hex size and extensions). */
+const MAX_CHUNK_LINE_BYTES = 1024;
+
+/** A malformed or unexpected answer: the connection is not reusable. */
+export class AgentProtocolError extends Error {
+  constructor(message: string) {
+    super(`agent protocol error: ${message}`);
+    this.name = 'AgentProtocolError';
+  }
+}
+
+/** One request as the gateway sends it. */
+export interface WireRequest {
+  method: 'GET' | 'POST' | 'PUT';
+  /** Already escaped by the caller (a fixed path or escaped file path segments). */
+  path: string;
+  token: string;
+  body?: Buffer;
+  contentType?: string;
+}
+
+const SAFE_PATH = /^\/[!-~]*$/;
+const SAFE_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** The request head (request line and headers, ending with the empty line), latin1 text. */
+export function requestHead(host: string, r: WireRequest): string {
+  // The values come from the gateway's own code, never from the caller as they are; checked anyway
+  // so that nothing can end a header line early.
+  if (!SAFE_PATH.test(r.path)) throw new Error(`invalid agent request path ${JSON.stringify(r.path)}`);
+  if (!SAFE_VALUE.test(r.token) || (r.contentType !== undefined && !SAFE_VALUE.test(r.contentType))) {
+    throw new Error('invalid agent request header value');
+  }
+  let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${r.token}\r\naccept: application/json\r\n`;
+  if (r.body) {
+    head += `content-type: ${r.contentType ?? 'application/json'}\r\ncontent-length: ${r.body.length}\r\n`;
+  } else if (r.method !== 'GET') {
+    head += 'content-length: 0\r\n';
+  }
+  return head + '\r\n';
+}
+
+/** Where the parsed parts of an answer go. */
+export interface ResponseSink {
+  /** The head is complete. */
+  onHead(status: number, headers: Record<string, string>): void;
+  /** A piece of the body (a view into a buffer node:net hands over for good: safe to keep). */
+  onBody(chunk: Buffer): void;
+  /**
+   * The body is complete; `reusable` says whether the answer allows another request on the
+   * connection (bytes after the answer in the same read still make `feed` throw afterwards).
+   */
+  onEnd(reusable: boolean): void;
+}
+
+const enum State {
+  Head,
+  Fixed,
+  ChunkSize,
+  ChunkData,
+  ChunkDataEnd,
+  Trailers,
+  UntilClose,
+  Done,
+}
+
+const STATUS_LINE = /^HTTP\/1\.([01]) ([2-5]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;[\t\x20-\x7e]*)?$/;
+const CONTENT_LENGTH = /^\d{1,15}$/;
+const OWS = /^[\t ]+|[\t ]+$/g;
+
+/** The strict incremental parser of one answer on a connection. */
+export class ResponseParser {
+  private state = State.Head;
+  /** Unparsed bytes of a head, chunk-size line or trailer section split across reads. */
+  private pending: Buffer | undefined;
+  private remaining = 0;
+  private keepAlive = true;
+
+  constructor(
+    private readonly sink: ResponseSink,
+    private readonly method: string,
+  ) {}
+
+  /** True once the answer's body is complete. */
+  get done(): boolean {
+    return this.state === State.Done;
+  }
+
+  /** True while the body is delimited only by the end of the connection. */
+  get untilClose(): boolean {
+    return this.state === State.UntilClose;
+  }
+
+  /**
+   * Parses the next bytes of the connection. Throws AgentProtocolError on malformed input or on
+   * bytes after the end of the answer.
+   */
+  feed(data: Buffer): void {
+    const buf = this.pending ? Buffer.concat([this.pending, data]) : data;
+    this.pending = undefined;
+    let i = 0;
+    while (i < buf.length) {
+      if (this.state === State.Done) throw new AgentProtocolError('unexpected bytes after the response');
+      const next = this.step(buf, i);
+      if (next < 0) {
+        this.pending = buf.subarray(i); // an incomplete line or CRLF: wait for more
+        return;
+      }
+      i = next;
+    }
+  }
+
+  /** Parses from `i` in the current state; the index after what was used, or -1 for "need more". */
+  private step(buf: Buffer, i: number): number {
+    switch (this.state) {
+      case State.Head:
+        return this.headBytes(buf, i);
+      case State.Fixed:
+      case State.ChunkData:
+        return this.bodyBytes(buf, i);
+      case State.ChunkSize:
+      case State.Trailers:
+        return this.lineBytes(buf, i);
+      case State.ChunkDataEnd:
+        if (buf.length - i < 2) return -1;
+        if (buf[i] !== 0x0d || buf[i + 1] !== 0x0a) throw new AgentProtocolError('chunk not ended by CRLF');
+        this.state = State.ChunkSize;
+        return i + 2;
+      default: // State.UntilClose
+        this.sink.onBody(i === 0 ? buf : buf.subarray(i));
+        return buf.length;
+    }
+  }
+
+  /** The head, once its empty line is there. */
+  private headBytes(buf: Buffer, i: number): number {
+    const end = buf.indexOf('\r\n\r\n', i, 'latin1');
+    if ((end < 0 ? buf.length : end) - i > MAX_HEAD_BYTES) {
+      throw new AgentProtocolError('response head too large');
+    }
+    if (end < 0) return -1;
+    this.head(buf.toString('latin1', i, end));
+    return end + 4;
+  }
+
+  /** A chunk-size or trailer line, once its CRLF is there. */
+  private lineBytes(buf: Buffer, i: number): number {
+    const eol = buf.indexOf('\r\n', i, 'latin1');
+    if ((eol < 0 ? buf.length : eol) - i > MAX_CHUNK_LINE_BYTES) {
+      throw new AgentProtocolError('chunk line too long');
+    }
+    if (eol < 0) return -1;
+    this.chunkLine(buf.toString('latin1', i, eol));
+    return eol + 2;
+  }
+
+  /** Body bytes of a Content-Length body or of a chunk. */
+  private bodyBytes(buf: Buffer, i: number): number {
+    const n = Math.min(this.remaining, buf.length - i);
+    this.sink.onBody(buf.subarray(i, i + n));
+    this.remaining -= n;
+    if (this.remaining === 0) {
+      if (this.state === State.Fixed) this.end();
+      else this.state = State.ChunkDataEnd;
+    }
+    return i + n;
+  }
+
+  /** A chunk-size line, or a trailer line after the last chunk. */
+  private chunkLine(line: string): void {
+    if (this.state === State.Trailers) {
+      if (line === '') this.end();
+      else checkHeaderLine(line);
+      return;
+    }
+    const m = CHUNK_SIZE.exec(line);
+    if (!m) throw new AgentProtocolError('invalid chunk size line');
+    this.remaining = parseInt(m[1]!, 16);
+    this.state = this.remaining === 0 ? State.Trailers : State.ChunkData;
+  }
+
+  /** The connection ended: completes a body that runs until the close; false if the answer was cut off. */
+  close(): boolean {
+    if (this.state === State.UntilClose) {
+      this.state = State.Done;
+      this.sink.onEnd(false);
+      return true;
+    }
+    return this.state === State.Done;
+  }
+
+  private head(text: string): void {
+    const lines = text.split('\r\n');
+    const m = STATUS_LINE.exec(lines[0]!);
+    if (!m) throw new AgentProtocolError('invalid status line');
+    if (m[1] === '0') this.keepAlive = false;
+    const status = Number(m[2]);
+    const headers = parseHeaders(lines);
+    const connection = headers.connection?.toLowerCase();
+    if (connection !== undefined && /(?:^|,)\s*close\s*(?:,|$)/.test(connection)) this.keepAlive = false;
+    const te = headers['transfer-encoding'];
+    const cl = headers['content-length'];
+    if (te !== undefined && cl !== undefined) {
+      throw new AgentProtocolError('both Transfer-Encoding and Content-Length');
+    }
+    this.sink.onHead(status, headers);
+    if (this.method === 'HEAD' || status === 204 || status === 304) this.end();
+    else this.framing(te, cl);
+  }
+
+  /** The body's framing from its headers. */
+  private framing(te: string | undefined, cl: string | undefined): void {
+    if (te !== undefined) {
+      if (te.toLowerCase() !== 'chunked') throw new AgentProtocolError(`unsupported transfer encoding ${te}`);
+      this.state = State.ChunkSize;
+    } else if (cl !== undefined) {
+      if (!CONTENT_LENGTH.test(cl)) throw new AgentProtocolError('invalid Content-Length');
+      this.remaining = Number(cl);
+      this.state = State.Fixed;
+      if (this.remaining === 0) this.end();
+    } else {
+      this.keepAlive = false;
+      this.state = State.UntilClose;
+    }
+  }
+
+  private end(): void {
+    this.state = State.Done;
+    this.sink.onEnd(this.keepAlive);
+  }
+}
+
+/** The header lines of a head (after the status line), names in lower case. */
+function parseHeaders(lines: string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (let k = 1; k < lines.length; k++) {
+    const [name, value] = checkHeaderLine(lines[k]!);
+    if (!(name in headers)) {
+      headers[name] = value;
+    } else if (name === 'content-length' || name === 'transfer-encoding' || name === 'connection') {
+      // Repeated framing or connection headers are ambiguous; other repeats are joined.
+      throw new AgentProtocolError(`repeated ${name} header`);
+    } else {
+      headers[name] += `, ${value}`;
+    }
+  }
+  return headers;
+}
+
+/** Splits and checks one header line: [lower-case name, value without surrounding whitespace]. */
+function checkHeaderLine(line: string): [string, string] {
+  const colon = line.indexOf(':');
+  if (colon <= 0) throw new AgentProtocolError('invalid header line');
+  const name = line.slice(0, colon);
+  const value = line.slice(colon + 1);
+  if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) {
+    throw new AgentProtocolError('invalid header line');
+  }
+  return [name.toLowerCase(), value.replace(OWS, '')];
+}
