@@ -33,6 +33,8 @@ import { requestCounts, requestDelta } from './apiserver-requests.js';
 import { cpuWindow, type CpuReport } from './proc-cpu.js';
 
 const args = parseArgs(process.argv.slice(2));
+/** Namespace cleanups wait until the namespace is gone, so its deletion does not overlap the next window. */
+const SETTLE = { wait: true, timeoutMs: 120_000 };
 /** The local control plane's supervisor (undefined with BENCH_KUBECONFIG): its components' CPU is reported. */
 let cpPid: number | undefined;
 const CONCURRENCY = args.concurrency;
@@ -151,7 +153,7 @@ async function provisioningRound(kc: k8s.KubeConfig, round: number): Promise<Rou
     return { directMs, operatorMs, reconciles, backlogMs, floorMs };
   } finally {
     await op.stop('SIGTERM');
-    await Promise.all([direct.cleanup(), viaOperator.cleanup()]);
+    await Promise.all([direct.cleanup(SETTLE), viaOperator.cleanup(SETTLE)]);
   }
 }
 
@@ -181,7 +183,7 @@ async function backlogRound(kc: k8s.KubeConfig, names: readonly string[], round:
     return backlogMs;
   } finally {
     await op?.stop('SIGTERM');
-    await ns.cleanup();
+    await ns.cleanup(SETTLE);
   }
 }
 
@@ -263,7 +265,10 @@ async function rss(kc: k8s.KubeConfig, targets: number[]): Promise<void> {
  * namespace no operator watches (the floor the operator path cannot go below on a CPU-bound
  * control plane: the direct baseline does not make these creates).
  */
-async function crCreatesAlone(kc: k8s.KubeConfig, names: readonly string[]): Promise<{ ms: number; cpu: CpuReport }> {
+async function crCreatesAlone(
+  kc: k8s.KubeConfig,
+  names: readonly string[],
+): Promise<{ ms: number; cpu: CpuReport }> {
   const plain = kc.makeApiClient(k8s.CoreV1Api);
   const ns = await createTestNamespace(plain, { prefix: 'bench-cr-only' });
   try {
@@ -274,7 +279,8 @@ async function crCreatesAlone(kc: k8s.KubeConfig, names: readonly string[]): Pro
     const ms = Date.now() - t0;
     return { ms, cpu: cpu() };
   } finally {
-    await ns.cleanup();
+    // Waits: the namespace controller deleting 200 sessions must not overlap the next window.
+    await ns.cleanup(SETTLE);
   }
 }
 

@@ -31,7 +31,9 @@ export function childrenCpuMs(parent: number | undefined): Map<string, number> {
       const fields = stat.split(') ')[1]?.split(' ') ?? [];
       if (Number(fields[1]) !== parent) continue;
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const name = argv.slice(1).find((a) => a && !a.startsWith('-')) ?? stat.slice(stat.indexOf('(') + 1, stat.indexOf(')'));
+      const name =
+        argv.slice(1).find((a) => a && !a.startsWith('-')) ??
+        stat.slice(stat.indexOf('(') + 1, stat.indexOf(')'));
       out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
     } catch {
       // the process exited while we read it

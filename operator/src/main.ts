@@ -14,6 +14,7 @@ import type { ControllerDeps } from './controller/scope.js';
 import { isNameConflict } from './controller/errors.js';
 import { parseKey, type SessionKey } from './controller/session-key.js';
 import { SessionRegistry } from './controller/session-registry.js';
+import { StatusDeferral } from './controller/status-deferral.js';
 import { createChildInformers } from './kube/child-informers.js';
 import { createPodStore, createSecretStore } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
@@ -61,14 +62,14 @@ async function main(): Promise<void> {
   const events = new QueuedEventRecorder(clients.events, {
     instance: config.identity,
     logger,
-    // Events trail a burst: they wait (at most 5 s) while sessions are queued for a reconcile.
-    held: () => queue.depth > 0,
+    // Events trail a burst: they wait (at most 5 s) while sessions are queued or being reconciled.
+    held: () => queue.depth > 0 || queue.inFlight > 0,
   });
   const cache = new SessionCache();
   const deps: ControllerDeps = {
-    sessions: createSessionStore(clients.custom, config.watchNamespaces, cache),
-    pods: createPodStore(clients.core, informers.pods),
-    secrets: createSecretStore(clients.core, informers.secrets),
+    sessions: createSessionStore(clients, config.watchNamespaces, cache),
+    pods: createPodStore(clients, informers.pods),
+    secrets: createSecretStore(clients, informers.secrets),
     events,
     clock: systemClock,
     masterKey,
@@ -77,7 +78,8 @@ async function main(): Promise<void> {
     waitRequeueMs: config.waitRequeueMs,
     observer: metrics,
     logger,
-    queueDepth: () => queue.depth,
+    otherWork: () => queue.depth + Math.max(0, queue.inFlight - 1),
+    statusDeferral: new StatusDeferral(),
   };
   const filter = new SessionChangeFilter();
   const workload = new Workload({

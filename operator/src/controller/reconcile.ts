@@ -4,8 +4,9 @@
  * status once, only if it changed, onto the resourceVersion it was computed from. A refused write
  * (the read was stale, or the session changed meanwhile) runs the reconcile again at once.
  *
- * In a burst, a reconcile that created a child while other sessions wait in the queue leaves the
- * status write to its next run, queued behind them: Secrets and Pods first, status after.
+ * In a burst, a status write that only reports progress (Creating, PodPending) waits while other
+ * sessions are queued or being reconciled, up to a bound (status-deferral.ts): Secrets and Pods
+ * first, status after.
  *
  *   live session:       ensureSecret -> ensurePod (provisioning; stops at the first halt or error)
  *                       -> expireIfDue (always runs, so a session stuck in provisioning is still
@@ -25,6 +26,7 @@ import { soonest, statusInputsOf, type ControllerDeps, type Phase, type Scope } 
 import { ensureSecret } from './secret-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
 import { collectedReason, computeStatus, type Outcome } from './status.js';
+import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
 import { statusEqual, statusPatch } from './status-patch.js';
 import { parseTime } from './time.js';
 import { transitionEvents } from './transitions.js';
@@ -47,6 +49,7 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
   const session = await deps.sessions.get(key);
   if (!session) {
     deps.observer.readyReason(keyString(key), undefined);
+    deps.statusDeferral.forget(keyString(key));
     return {};
   }
   if (session.metadata.deletionTimestamp) return {};
@@ -61,8 +64,10 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
   };
   const run = await runAll(scope, deps);
   if (scope.deleted) return {};
-  if (run.failure === undefined && scope.created && deps.queueDepth() > 0) return { requeueAfterMs: 0 };
-  const written = await writeStatus(scope, deps, outcomeOf(scope, run.failure));
+  const computed = computeStatus(statusInputsOf(scope, outcomeOf(scope, run.failure)));
+  if (run.failure === undefined && holdStatus(scope, deps, computed))
+    return { requeueAfterMs: DEFER_RETRY_MS };
+  const written = await writeStatus(scope, deps, computed);
   if (run.failure !== undefined) throw asError(run.failure);
   return { requeueAfterMs: written ? run.requeueAfterMs : 0 };
 }
@@ -111,10 +116,25 @@ function outcomeOf(scope: Scope, failure: unknown): Outcome {
   return { kind: 'failed', reason: REASONS.reconcileError, message: RECONCILE_ERROR_MESSAGE };
 }
 
+/** True when a changed, progress-only status should wait for the burst to pass. */
+function holdStatus(scope: Scope, deps: ControllerDeps, computed: SandboxSessionStatus): boolean {
+  const base = scope.writtenStatus ?? scope.session.status;
+  if (statusEqual(base, computed)) return false;
+  return deps.statusDeferral.hold(
+    keyString(scope.key),
+    scope.now.getTime(),
+    deps.otherWork() > 0,
+    isProgressOnly(computed),
+  );
+}
+
 /** Writes the computed status if it changed; false when the write was refused (stale read). */
-async function writeStatus(scope: Scope, deps: ControllerDeps, outcome: Outcome): Promise<boolean> {
+async function writeStatus(
+  scope: Scope,
+  deps: ControllerDeps,
+  computed: SandboxSessionStatus,
+): Promise<boolean> {
   const stored = scope.session.status;
-  const computed = computeStatus(statusInputsOf(scope, outcome));
   const base = scope.writtenStatus ?? stored;
   if (!statusEqual(base, computed)) {
     try {

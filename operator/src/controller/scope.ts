@@ -15,6 +15,7 @@ import type { Clock } from './clock.js';
 import type { ExpiryReason } from './lifecycle.js';
 import type { ReconcileObserver } from './observer.js';
 import type { SessionKey } from './session-key.js';
+import type { StatusDeferral } from './status-deferral.js';
 import type { Outcome, StatusInputs } from './status.js';
 
 /** Everything the controller needs from outside; the composition root builds it. */
@@ -37,11 +38,12 @@ export interface ControllerDeps {
   readonly observer: ReconcileObserver;
   readonly logger: Logger;
   /**
-   * Sessions waiting in the work queue. While others wait, a reconcile that created a child
-   * leaves its status write to its next run (queued behind them), so that in a burst every
-   * session's Secret and Pod come first and the status writes follow.
+   * Sessions queued or being reconciled besides this one. While there are any, a status write
+   * that only reports progress waits (status-deferral.ts), so that in a burst every session's
+   * Secret and Pod come first and the status writes follow.
    */
-  readonly queueDepth: () => number;
+  readonly otherWork: () => number;
+  readonly statusDeferral: StatusDeferral;
 }
 
 /** What the reconcile of one session has learned so far. */

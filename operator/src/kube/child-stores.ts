@@ -1,20 +1,31 @@
 /**
- * PodStore and SecretStore on client-node: reads from the owned-object informers, writes to the
- * API server. Deletes carry a UID precondition, so the object deleted is exactly the one judged
+ * PodStore and SecretStore on client-node: reads from the owned-object informers (with what this
+ * process just created overlaid until the informer shows it: created-overlay.ts), creates through
+ * the lean JSON client (kube/json-client.ts; the answer goes straight to the projection), other
+ * writes and fresh reads through CoreV1Api. Deletes carry a UID precondition, so the object deleted is exactly the one judged
  * ours (never a same-named object created meanwhile).
  */
 import type * as k8s from '@kubernetes/client-node';
 
 import { AlreadyExistsError, isNotFound, is409 } from './errors.js';
 import type { ViewCache } from './child-informers.js';
+import { CreatedOverlay } from './created-overlay.js';
+import type { JsonClient } from './json-client.js';
 import type { PodStore, SecretStore, WriteOutcome } from './ports.js';
 import { projectPod, projectSecret } from './projections.js';
 import type { PodView, SecretView } from './views.js';
 
-/** Pods: cache from the informer, writes through CoreV1Api. */
-export function createPodStore(core: k8s.CoreV1Api, informer: ViewCache<PodView>): PodStore {
+/** The clients a child store writes through. */
+export interface ChildApi {
+  readonly core: k8s.CoreV1Api;
+  readonly json: JsonClient;
+}
+
+/** Pods: cache from the informer, writes to the API server. */
+export function createPodStore({ core, json }: ChildApi, informer: ViewCache<PodView>): PodStore {
+  const created = new CreatedOverlay<PodView>();
   return {
-    cached: (namespace, name) => informer.get(namespace, name),
+    cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
     read: async (namespace, name) => {
       try {
         return projectPod(await core.readNamespacedPod({ namespace, name }));
@@ -25,20 +36,25 @@ export function createPodStore(core: k8s.CoreV1Api, informer: ViewCache<PodView>
     },
     create: async (namespace, body) => {
       try {
-        return required(projectPod(await core.createNamespacedPod({ namespace, body })), 'Pod');
+        const view = required(projectPod(await json.create(collection(namespace, 'pods'), body)), 'Pod');
+        created.add(namespace, view.metadata.name, view);
+        return view;
       } catch (err) {
         throw alreadyExists(err, 'Pod', body.metadata?.name);
       }
     },
-    delete: (namespace, name, uid) =>
-      deleted(() => core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } })),
+    delete: (namespace, name, uid) => {
+      created.forget(namespace, name);
+      return deleted(() => core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+    },
   };
 }
 
-/** Secrets: cache from the informer (never their data), writes through CoreV1Api. */
-export function createSecretStore(core: k8s.CoreV1Api, informer: ViewCache<SecretView>): SecretStore {
+/** Secrets: cache from the informer (never their data), writes to the API server. */
+export function createSecretStore({ core, json }: ChildApi, informer: ViewCache<SecretView>): SecretStore {
+  const created = new CreatedOverlay<SecretView>();
   return {
-    cached: (namespace, name) => informer.get(namespace, name),
+    cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
     read: async (namespace, name) => {
       try {
         return projectSecret(await core.readNamespacedSecret({ namespace, name }));
@@ -49,14 +65,27 @@ export function createSecretStore(core: k8s.CoreV1Api, informer: ViewCache<Secre
     },
     create: async (namespace, body) => {
       try {
-        return required(projectSecret(await core.createNamespacedSecret({ namespace, body })), 'Secret');
+        const view = required(
+          projectSecret(await json.create(collection(namespace, 'secrets'), body)),
+          'Secret',
+        );
+        created.add(namespace, view.metadata.name, view);
+        return view;
       } catch (err) {
         throw alreadyExists(err, 'Secret', body.metadata?.name);
       }
     },
-    delete: (namespace, name, uid) =>
-      deleted(() => core.deleteNamespacedSecret({ namespace, name, body: { preconditions: { uid } } })),
+    delete: (namespace, name, uid) => {
+      created.forget(namespace, name);
+      return deleted(() =>
+        core.deleteNamespacedSecret({ namespace, name, body: { preconditions: { uid } } }),
+      );
+    },
   };
+}
+
+function collection(namespace: string, resource: 'pods' | 'secrets'): string {
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/${resource}`;
 }
 
 function required<V>(view: V | undefined, kind: string): V {

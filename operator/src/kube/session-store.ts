@@ -1,7 +1,8 @@
 /**
  * SessionStore on client-node's CustomObjectsApi and the watch-fed SessionCache. Reads by key come
- * from the cache (a GET on a miss); fresh reads always GET. Status is written with a JSON merge
- * patch to the status subresource carrying the resourceVersion the status was computed from, which
+ * from the cache (a GET on a miss); fresh reads always GET. Status is written (through the lean
+ * JSON client, kube/json-client.ts) with a JSON merge patch to the status subresource carrying the
+ * resourceVersion the status was computed from, which
  * the API server enforces as an optimistic-concurrency precondition (409 on mismatch); the answer
  * is written through to the cache, a refusal holds the cache entry back.
  */
@@ -9,8 +10,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
 import { keyString, type SessionKey } from '../controller/session-key.js';
-import { MERGE_PATCH } from './clients.js';
 import { ConflictError, isNotFound, is409 } from './errors.js';
+import type { JsonClient } from './json-client.js';
 import type { SessionStore, StatusPatch, StatusWrite, WriteOutcome } from './ports.js';
 import type { SessionCache } from './session-cache.js';
 
@@ -18,10 +19,11 @@ const PAGE = 500;
 
 /** The SessionStore of the watched namespaces (empty: all namespaces). */
 export function createSessionStore(
-  custom: k8s.CustomObjectsApi,
+  api: { readonly custom: k8s.CustomObjectsApi; readonly json: JsonClient },
   namespaces: readonly string[],
   cache: SessionCache,
 ): SessionStore {
+  const { custom, json } = api;
   const read = async (key: SessionKey): Promise<SandboxSession | undefined> => {
     try {
       return asSession(await custom.getNamespacedCustomObject(at(key)));
@@ -42,9 +44,7 @@ export function createSessionStore(
       const body: { status: StatusPatch; metadata?: { resourceVersion: string } } = { status: patch };
       if (resourceVersion) body.metadata = { resourceVersion };
       try {
-        const updated = asSession(
-          await custom.patchNamespacedCustomObjectStatus({ ...at(key), body }, MERGE_PATCH),
-        );
+        const updated = asSession(await json.mergePatch(statusPath(key), body));
         cache.written(updated);
         return { resourceVersion: updated.metadata.resourceVersion ?? '' };
       } catch (err) {
@@ -76,6 +76,12 @@ function at(key: SessionKey): {
   name: string;
 } {
   return { group: GROUP, version: VERSION, plural: PLURAL, namespace: key.namespace, name: key.name };
+}
+
+/** API path of a session's status subresource. */
+export function statusPath(key: SessionKey): string {
+  const ns = encodeURIComponent(key.namespace);
+  return `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}/${encodeURIComponent(key.name)}/status`;
 }
 
 /** LISTs one namespace ('' = all) page by page, and prunes the cache of what it no longer shows. */

@@ -3,6 +3,7 @@ import type { Clock } from '../../src/controller/clock.js';
 import type { ExpiryReason } from '../../src/controller/lifecycle.js';
 import type { ReconcileObserver } from '../../src/controller/observer.js';
 import type { ControllerDeps } from '../../src/controller/scope.js';
+import { StatusDeferral } from '../../src/controller/status-deferral.js';
 import type { LogFields, Logger } from '../../src/telemetry/log-port.js';
 import type { FakeCluster } from './fake-cluster.js';
 
@@ -81,6 +82,7 @@ export function controllerDeps(
     waitRequeueMs: 5000,
     observer: new MemoryObserver(),
     logger: new MemoryLogger(),
-    queueDepth: () => 0,
+    otherWork: () => 0,
+    statusDeferral: new StatusDeferral(),
   };
 }

@@ -4,6 +4,7 @@ import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 import { NameConflictError } from '../../../src/controller/errors.js';
 import { RECONCILE_ERROR_MESSAGE, reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
+import { DEFER_RETRY_MS, MAX_DEFER_MS } from '../../../src/controller/status-deferral.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
 import { FakeClock, MASTER_KEY, controllerDeps, type MemoryObserver } from '../../fakes/fakes.js';
 import { phase, podView, ready } from '../../fixtures/pods.js';
@@ -188,20 +189,47 @@ describe('reconcile: the watch-fed session cache', () => {
 });
 
 describe('reconcile: bursts', () => {
-  it('while other sessions wait, creates the children and leaves the status write to the next run', async () => {
-    deps = { ...deps, queueDepth: () => 5 };
+  it('while other sessions are being worked on, creates the children and holds the progress-only status write', async () => {
+    deps = { ...deps, otherWork: () => 5 };
     cluster.putSession(session());
     const first = await reconcile(KEY, deps);
-    expect(first.requeueAfterMs).toBe(0);
+    expect(first.requeueAfterMs).toBe(DEFER_RETRY_MS);
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo']);
     expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedPod']);
     await reconcile(KEY, deps);
+    expect(cluster.writes).toHaveLength(2);
+    // The burst passed: the status write is made.
+    deps = { ...deps, otherWork: () => 0 };
+    await reconcile(KEY, deps);
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo', 'patchStatus demo']);
     expect(readyCondition(cluster.session())).toMatchObject({ status: 'False', reason: 'PodPending' });
+    expect(deps.statusDeferral.size).toBe(0);
   });
 
-  it('writes status at once when a create failed, however busy the queue', async () => {
-    deps = { ...deps, queueDepth: () => 5 };
+  it('makes a held write anyway once it waited MAX_DEFER_MS, however busy', async () => {
+    deps = { ...deps, otherWork: () => 5 };
+    cluster.putSession(session());
+    await reconcile(KEY, deps);
+    clock.advance(MAX_DEFER_MS - 1);
+    await reconcile(KEY, deps);
+    expect(cluster.writes).not.toContain('patchStatus demo');
+    clock.advance(1);
+    await reconcile(KEY, deps);
+    expect(cluster.writes.at(-1)).toBe('patchStatus demo');
+  });
+
+  it('writes Ready at once, however busy', async () => {
+    deps = { ...deps, otherWork: () => 5 };
+    cluster.putSession(session());
+    await reconcile(KEY, deps);
+    ready_();
+    await reconcile(KEY, deps);
+    expect(cluster.writes.at(-1)).toBe('patchStatus demo');
+    expect(readyCondition(cluster.session())).toMatchObject({ status: 'True' });
+  });
+
+  it('writes status at once when a create failed, however busy', async () => {
+    deps = { ...deps, otherWork: () => 5 };
     cluster.putSession(session());
     cluster.failNext.set('createPod', new Error('boom'));
     await expect(reconcile(KEY, deps)).rejects.toThrow('create Pod sbs-demo');

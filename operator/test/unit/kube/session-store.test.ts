@@ -57,14 +57,18 @@ class StubApi {
     return { items: this.objects, metadata: { resourceVersion: this.listVersion } };
   }
 
-  async patchNamespacedCustomObjectStatus(p: {
-    namespace: string;
-    name: string;
-    body: { metadata?: { resourceVersion?: string }; status: unknown };
-  }): Promise<unknown> {
-    this.calls.push(`patch ${p.namespace}/${p.name} rv=${p.body.metadata?.resourceVersion ?? '(none)'}`);
+  /** JsonClient.mergePatch: the status write. */
+  async mergePatch(
+    path: string,
+    body: { metadata?: { resourceVersion?: string }; status: unknown },
+  ): Promise<unknown> {
+    this.calls.push(`patch ${path} rv=${body.metadata?.resourceVersion ?? '(none)'}`);
     if (this.patchError) throw this.patchError;
-    return session(version('77'), (s) => (s.status = p.body.status as SandboxSession['status']));
+    return session(version('77'), (s) => (s.status = body.status as SandboxSession['status']));
+  }
+
+  async create(): Promise<unknown> {
+    throw new Error('not used by the session store');
   }
 }
 
@@ -77,7 +81,7 @@ beforeEach(() => {
 });
 
 const store = (namespaces: string[]): ReturnType<typeof createSessionStore> =>
-  createSessionStore(api as unknown as k8s.CustomObjectsApi, namespaces, cache);
+  createSessionStore({ custom: api as unknown as k8s.CustomObjectsApi, json: api }, namespaces, cache);
 
 describe('createSessionStore', () => {
   it('LISTs each watched namespace and nothing else', async () => {
@@ -122,7 +126,9 @@ describe('createSessionStore', () => {
     cache.observe(session(version('8')));
     const result = await store(['team-a']).patchStatus(KEY, { phase: 'Pending' }, '8');
     expect(result).toEqual({ resourceVersion: '77' });
-    expect(api.calls).toEqual(['patch team-a/demo rv=8']);
+    expect(api.calls).toEqual([
+      'patch /apis/sandbox.dev/v1alpha1/namespaces/team-a/sandboxsessions/demo/status rv=8',
+    ]);
     expect(cache.get('team-a/demo')?.status?.phase).toBe('Pending');
   });
 

@@ -1,0 +1,57 @@
+import { describe, expect, it } from '@jest/globals';
+import type { SandboxSessionStatus } from '@sandbox-platform/api';
+
+import { StatusDeferral, isProgressOnly } from '../../../src/controller/status-deferral.js';
+
+const withReady = (status: 'True' | 'False', reason: string): SandboxSessionStatus => ({
+  conditions: [{ type: 'Ready', status, reason, message: '', lastTransitionTime: '2030-01-01T00:00:00Z' }],
+});
+
+describe('isProgressOnly', () => {
+  it.each([
+    ['False', 'Creating', true],
+    ['False', 'PodPending', true],
+    ['True', 'Ready', false],
+    ['False', 'Unschedulable', false],
+    ['False', 'ImagePullFailed', false],
+    ['False', 'ReconcileError', false],
+    ['False', 'IdleTimeout', false],
+  ] as const)('Ready=%s/%s -> %s', (status, reason, expected) => {
+    expect(isProgressOnly(withReady(status, reason))).toBe(expected);
+  });
+
+  it('a status without a Ready condition is not progress-only', () => {
+    expect(isProgressOnly({})).toBe(false);
+  });
+});
+
+describe('StatusDeferral', () => {
+  it('holds only progress-only writes, only while busy', () => {
+    const d = new StatusDeferral(1000);
+    expect(d.hold('a', 0, false, true)).toBe(false);
+    expect(d.hold('a', 0, true, false)).toBe(false);
+    expect(d.hold('a', 0, true, true)).toBe(true);
+    expect(d.size).toBe(1);
+  });
+
+  it('lets a write through once it was held for the bound, counted from the first hold', () => {
+    const d = new StatusDeferral(1000);
+    expect(d.hold('a', 100, true, true)).toBe(true);
+    expect(d.hold('a', 600, true, true)).toBe(true);
+    expect(d.hold('a', 1099, true, true)).toBe(true);
+    expect(d.hold('a', 1100, true, true)).toBe(false);
+    expect(d.size).toBe(0);
+    // A later progress write starts a fresh bound.
+    expect(d.hold('a', 5000, true, true)).toBe(true);
+  });
+
+  it('keeps sessions apart and clears a session whose write was made or that is gone', () => {
+    const d = new StatusDeferral(1000);
+    d.hold('a', 0, true, true);
+    d.hold('b', 500, true, true);
+    expect(d.hold('a', 900, false, true)).toBe(false);
+    expect(d.size).toBe(1);
+    d.forget('b');
+    expect(d.size).toBe(0);
+  });
+});
