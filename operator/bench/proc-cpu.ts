@@ -55,6 +55,8 @@ export function cpuDelta(before: Map<string, number>, after: Map<string, number>
 /** CPU spent in a window, in total and as "name N ms" by process, largest first. */
 export interface CpuReport {
   readonly totalMs: number;
+  /** CPU of each process (control-plane components by name). */
+  readonly byName: ReadonlyMap<string, number>;
   readonly text: string;
 }
 
@@ -74,8 +76,9 @@ export function cpuWindow(
   const before = snapshot();
   return () => {
     const after = snapshot();
-    let totalMs = 0;
-    for (const [name, ms] of after) totalMs += ms - (before.get(name) ?? 0);
-    return { totalMs, text: cpuDelta(before, after) };
+    const byName = new Map<string, number>();
+    for (const [name, ms] of after) byName.set(name, ms - (before.get(name) ?? 0));
+    const totalMs = [...byName.values()].reduce((a, b) => a + b, 0);
+    return { totalMs, byName, text: cpuDelta(before, after) };
   };
 }
