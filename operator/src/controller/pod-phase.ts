@@ -53,6 +53,7 @@ async function createPod(scope: Scope, deps: ControllerDeps, childName: string):
       namespace: scope.ref.namespace,
       session: scope.ref.name,
       pod: childName,
+      secret: scope.secret?.metadata.name,
     });
     deps.events.record(scope.session, {
       type: 'Normal',

@@ -48,7 +48,8 @@ async function createSecret(scope: Scope, deps: ControllerDeps, childName: strin
   try {
     const created = await deps.secrets.create(scope.ref.namespace, body);
     scope.created = true;
-    deps.logger.info('created secret', logFields(scope, childName));
+    // debug: the Pod's "created pod" line (info) names the Secret too; one line per session.
+    deps.logger.debug('created secret', logFields(scope, childName));
     deps.events.record(scope.session, {
       type: 'Normal',
       reason: EVENT_REASONS.createdSecret,

@@ -146,7 +146,11 @@ export class QueuedEventRecorder implements EventRecorder {
   }
 }
 
-/** The Event object (pure apart from the random name suffix). */
+/** Random per process: Event names stay unique across operator replicas and restarts. */
+const PROCESS_TAG = randomBytes(3).toString('hex');
+let sequence = 0;
+
+/** The Event object (pure apart from the unique name suffix). */
 export function buildEvent(
   session: SandboxSession,
   event: SessionEvent,
@@ -157,8 +161,12 @@ export function buildEvent(
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
-    // <object>.<unique suffix>, as client-go names Events.
-    metadata: { name: `${name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
+    // <object>.<unique suffix>, as client-go names Events: the time, this process's random tag
+    // and a counter (unique without a random draw per Event).
+    metadata: {
+      name: `${name}.${now.getTime().toString(16)}${PROCESS_TAG}${(sequence++).toString(16)}`,
+      namespace,
+    },
     eventTime: new k8s.V1MicroTime(now.getTime()),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: instance.slice(0, 128),
