@@ -18,6 +18,7 @@ import { StatusDeferral } from './controller/status-deferral.js';
 import { createChildInformers } from './kube/child-informers.js';
 import { createPodStore, createSecretStore } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
+import { CreatedOverlay } from './kube/created-overlay.js';
 import { startSessionWatch } from './kube/dot-i-source.js';
 import { waitUntilWatchable } from './kube/watch-preflight.js';
 import { QueuedEventRecorder } from './kube/events-recorder.js';
@@ -27,6 +28,7 @@ import { Resync } from './kube/resync.js';
 import { SessionCache } from './kube/session-cache.js';
 import { SessionChangeFilter } from './kube/session-change-filter.js';
 import { createSessionStore } from './kube/session-store.js';
+import type { PodView, SecretView } from './kube/views.js';
 import { WorkQueue } from './kube/work-queue.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { Workload } from './runtime/workload.js';
@@ -55,9 +57,12 @@ async function main(): Promise<void> {
     metrics.watchEvents.inc({ source });
     queue.add(key);
   };
+  // What this process just created, until the informers show it (kube/created-overlay.ts).
+  const created = { pods: new CreatedOverlay<PodView>(), secrets: new CreatedOverlay<SecretView>() };
   const informers = createChildInformers(kc, clients.core, config.watchNamespaces, {
     logger,
     enqueue: (resource, key) => enqueue(resource)(key),
+    isEcho: (resource, view) => created[resource].isEcho(view.metadata),
   });
   const events = new QueuedEventRecorder(clients.events, {
     instance: config.identity,
@@ -68,8 +73,8 @@ async function main(): Promise<void> {
   const cache = new SessionCache();
   const deps: ControllerDeps = {
     sessions: createSessionStore(clients, config.watchNamespaces, cache),
-    pods: createPodStore(clients, informers.pods),
-    secrets: createSecretStore(clients, informers.secrets),
+    pods: createPodStore(clients, informers.pods, created.pods),
+    secrets: createSecretStore(clients, informers.secrets, created.secrets),
     events,
     clock: systemClock,
     masterKey,

@@ -36,14 +36,20 @@ export function createChildInformers(
   kc: k8s.KubeConfig,
   core: k8s.CoreV1Api,
   namespaces: readonly string[],
-  opts: { readonly logger: Logger; readonly enqueue: (resource: Resource, key: string) => void },
+  opts: {
+    readonly logger: Logger;
+    readonly enqueue: (resource: Resource, key: string) => void;
+    /** True for an ADDED object exactly as this process created it (no enqueue: nothing new). */
+    readonly isEcho?: (resource: Resource, view: PodView | SecretView) => boolean;
+  },
 ): ChildInformers {
   const scopes = namespaces.length > 0 ? namespaces : [''];
   const onChange =
     (resource: Resource) =>
-    (view: PodView | SecretView): void => {
+    (view: PodView | SecretView, change: 'added' | 'updated' | 'deleted'): void => {
       const key = ownerKey(view.metadata);
-      if (key) opts.enqueue(resource, key);
+      if (!key || (change === 'added' && opts.isEcho?.(resource, view))) return;
+      opts.enqueue(resource, key);
     };
   const pods = new Map<string, OwnedInformer<PodView>>();
   const secrets = new Map<string, OwnedInformer<SecretView>>();

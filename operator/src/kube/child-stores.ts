@@ -22,8 +22,11 @@ export interface ChildApi {
 }
 
 /** Pods: cache from the informer, writes to the API server. */
-export function createPodStore({ core, json }: ChildApi, informer: ViewCache<PodView>): PodStore {
-  const created = new CreatedOverlay<PodView>();
+export function createPodStore(
+  { core, json }: ChildApi,
+  informer: ViewCache<PodView>,
+  created: CreatedOverlay<PodView> = new CreatedOverlay<PodView>(),
+): PodStore {
   return {
     cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
     read: async (namespace, name) => {
@@ -51,8 +54,11 @@ export function createPodStore({ core, json }: ChildApi, informer: ViewCache<Pod
 }
 
 /** Secrets: cache from the informer (never their data), writes to the API server. */
-export function createSecretStore({ core, json }: ChildApi, informer: ViewCache<SecretView>): SecretStore {
-  const created = new CreatedOverlay<SecretView>();
+export function createSecretStore(
+  { core, json }: ChildApi,
+  informer: ViewCache<SecretView>,
+  created: CreatedOverlay<SecretView> = new CreatedOverlay<SecretView>(),
+): SecretStore {
   return {
     cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
     read: async (namespace, name) => {

@@ -12,10 +12,14 @@
 export const TTL_MS = 5000;
 
 /** The overlay of one resource. */
-export class CreatedOverlay<V> {
+export class CreatedOverlay<V extends { metadata: { uid: string; resourceVersion: string } }> {
   private readonly entries = new Map<string, { view: V; until: number }>();
 
   constructor(private readonly now: () => number = Date.now) {}
+
+  private identity(view: V): string {
+    return `${view.metadata.uid}/${view.metadata.resourceVersion}`;
+  }
 
   /** Records a created object. */
   add(namespace: string, name: string, view: V): void {
@@ -35,6 +39,15 @@ export class CreatedOverlay<V> {
       return fromInformer;
     }
     return entry.view;
+  }
+
+  /**
+   * True when a watch event shows exactly the object this process created (same uid and
+   * resourceVersion): the informer catching up with our own create, nothing new for the session.
+   */
+  isEcho(meta: { namespace: string; name: string; uid: string; resourceVersion: string }): boolean {
+    const entry = this.entries.get(`${meta.namespace}/${meta.name}`);
+    return entry !== undefined && this.identity(entry.view) === `${meta.uid}/${meta.resourceVersion}`;
   }
 
   /** Forgets an object (deleted by us). */

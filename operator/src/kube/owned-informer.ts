@@ -32,7 +32,7 @@ export interface OwnedInformerOptions<V> {
   readonly listPage: (labelSelector: string, limit: number, cont: string | undefined) => Promise<ListPage>;
   readonly project: (raw: unknown) => V | undefined;
   /** Called for every added, updated or deleted object (after the cache changed). */
-  readonly onChange: (view: V) => void;
+  readonly onChange: (view: V, change: 'added' | 'updated' | 'deleted') => void;
   readonly logger: Logger;
   /** For logs: pods, secrets. */
   readonly resource: string;
@@ -55,13 +55,15 @@ export class OwnedInformer<V extends Projected> {
   constructor(private readonly opts: OwnedInformerOptions<V>) {
     const watch = new ProjectingWatch(opts.kc, (raw) => opts.project(raw));
     this.listWatch = new k8s.ListWatch(opts.path, watch, () => this.list(), false, opts.labelSelector);
-    const changed = (obj: k8s.KubernetesObject): void => {
-      this.failures = 0;
-      opts.onChange(obj as unknown as V);
-    };
-    this.listWatch.on(k8s.ADD, changed);
-    this.listWatch.on(k8s.UPDATE, changed);
-    this.listWatch.on(k8s.DELETE, changed);
+    const changed =
+      (change: 'added' | 'updated' | 'deleted') =>
+      (obj: k8s.KubernetesObject): void => {
+        this.failures = 0;
+        opts.onChange(obj as unknown as V, change);
+      };
+    this.listWatch.on(k8s.ADD, changed('added'));
+    this.listWatch.on(k8s.UPDATE, changed('updated'));
+    this.listWatch.on(k8s.DELETE, changed('deleted'));
     this.listWatch.on(k8s.ERROR, (err: unknown) => this.restartLater(err));
   }
 
