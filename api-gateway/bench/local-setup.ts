@@ -5,14 +5,13 @@
  * deployment: work a server does after writing its answer overlaps with the caller's). The
  * session store is a static one-session store pointing at the agent; everything else (auth,
  * schema validation, readiness, token derivation, keep-alive pool, activity throttling, info
- * logging to /dev/null) is the real code. It measures the gateway's own overhead; KubernetesExec
+ * logging into a pipe read by another process) is the real code. It measures the gateway's own overhead; KubernetesExec
  * cannot be measured here.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 
 import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 
@@ -119,15 +118,13 @@ export async function startLocalGateway(agentPort: number): Promise<Running & { 
     },
   };
   // The production logger at its default level (info), writing its JSON lines synchronously (as
-  // stdout to a pipe does) to /dev/null: the per-exec log line is part of what a call costs.
-  const devNull = openSync('/dev/null', 'w');
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb): void {
-      writeSync(devNull, chunk);
-      cb();
-    },
-  });
-  const logger = new WinstonFastifyLogger(createWinston('info', sink));
+  // stdout to a pipe does) into a pipe that another process reads, as the container runtime reads
+  // a container's stdout: the per-exec log line, and the reader it wakes, are part of what a call
+  // costs.
+  const logPipe = await startLogReader();
+  const logger = new WinstonFastifyLogger(
+    createWinston('info', { write: (text) => writeSync(logPipe.fd, text) }),
+  );
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
     port: agentPort,
@@ -157,7 +154,24 @@ export async function startLocalGateway(agentPort: number): Promise<Running & { 
     url,
     close: async () => {
       await app.close();
-      closeSync(devNull);
+      logPipe.close();
+    },
+  };
+}
+
+/** A FIFO read (and discarded) by a `cat` process: where the gateway's log lines go. */
+async function startLogReader(): Promise<{ fd: number; close: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-bench-log-'));
+  const fifo = join(dir, 'log');
+  execFileSync('mkfifo', [fifo]);
+  const reader = spawn('cat', [fifo], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await new Promise((resolve) => reader.once('spawn', resolve));
+  const fd = openSync(fifo, 'w'); // blocks until cat has opened it for reading
+  return {
+    fd,
+    close: () => {
+      closeSync(fd); // cat reads the end of file and exits
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -14,7 +14,7 @@ import { buildApp } from './app.js';
 import { ApiKeys } from './auth/keys.js';
 import { composeDeps } from './compose.js';
 import { loadConfig } from './config.js';
-import { WinstonFastifyLogger, createWinston, serializeError } from './logger.js';
+import { WinstonFastifyLogger, createWinston, flushLogs, serializeError } from './logger.js';
 import { createMetrics } from './metrics.js';
 
 /** A KubeConfig from the usual places (in-cluster service account, or $KUBECONFIG). */
@@ -26,7 +26,10 @@ function loadKubeConfig(): k8s.KubeConfig {
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = new WinstonFastifyLogger(createWinston(config.logLevel));
+  const winston = createWinston(config.logLevel);
+  // Lines are written in batches (logger.ts): whatever is pending goes out on every exit path.
+  process.on('exit', () => flushLogs(winston));
+  const logger = new WinstonFastifyLogger(winston);
   const keys = ApiKeys.parse(await readFile(config.apiKeysFile, 'utf8'), config.namespaces);
   // The one shared reader: the operator derives the same tokens from the same bytes.
   const masterKey = readMasterKeyFile(config.masterKeyFile);

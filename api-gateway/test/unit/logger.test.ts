@@ -1,8 +1,8 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { Writable } from 'node:stream';
 import winston from 'winston';
 
-import { WinstonFastifyLogger } from '../../src/logger.js';
+import { LOG_BATCH_MS, WinstonFastifyLogger, createWinston, flushLogs } from '../../src/logger.js';
 
 function capture(): { logger: WinstonFastifyLogger; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];
@@ -66,5 +66,51 @@ describe('WinstonFastifyLogger', () => {
     const { logger, lines } = capture();
     logger.info({ req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer secret' } } }, 'req');
     expect(JSON.stringify(lines())).not.toContain('secret');
+  });
+});
+
+describe('createWinston (batched writes)', () => {
+  function batched(): { w: winston.Logger; writes: string[] } {
+    const writes: string[] = [];
+    return { w: createWinston('info', { write: (text) => writes.push(text) }), writes };
+  }
+  const messages = (writes: string[]): unknown[] =>
+    writes
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { message: string }).message);
+
+  it('writes info lines together after LOG_BATCH_MS, one write per batch, in order', () => {
+    jest.useFakeTimers();
+    try {
+      const { w, writes } = batched();
+      w.info('a');
+      w.info('b');
+      w.debug('not at info');
+      expect(writes).toEqual([]);
+      jest.advanceTimersByTime(LOG_BATCH_MS);
+      expect(writes).toHaveLength(1);
+      expect(messages(writes)).toEqual(['a', 'b']);
+      expect(writes[0]).toMatch(/"timestamp":/);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('writes a warn or error line at once, after the pending lines', () => {
+    const { w, writes } = batched();
+    w.info('pending');
+    w.warn('now');
+    expect(messages(writes)).toEqual(['pending', 'now']);
+    w.error('also now');
+    expect(messages(writes)).toEqual(['pending', 'now', 'also now']);
+  });
+
+  it('flushLogs writes what is pending (exit)', () => {
+    const { w, writes } = batched();
+    w.info('last words');
+    flushLogs(w);
+    expect(messages(writes)).toEqual(['last words']);
   });
 });
