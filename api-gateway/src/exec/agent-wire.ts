@@ -83,11 +83,15 @@ const enum State {
 }
 
 const STATUS_LINE = /^HTTP\/1\.([01]) ([2-5]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * `name: value` with a token name and a value of visible characters, spaces and tabs. Linear (no
+ * nested or adjacent overlapping repeats): the input is untrusted, so no backtracking blow-up.
+ */
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([\t\x20-\x7e\x80-\xff]*)$/;
+const CRLF = Buffer.from('\r\n', 'latin1');
+const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;[\t\x20-\x7e]*)?$/;
 const CONTENT_LENGTH = /^\d{1,15}$/;
-const OWS = /^[\t ]+|[\t ]+$/g;
 
 /** The strict incremental parser of one answer on a connection. */
 export class ResponseParser {
@@ -155,7 +159,7 @@ export class ResponseParser {
 
   /** The head, once its empty line is there. */
   private headBytes(buf: Buffer, i: number): number {
-    const end = buf.indexOf('\r\n\r\n', i, 'latin1');
+    const end = buf.indexOf(CRLFCRLF, i);
     if ((end < 0 ? buf.length : end) - i > MAX_HEAD_BYTES) {
       throw new AgentProtocolError('response head too large');
     }
@@ -166,7 +170,7 @@ export class ResponseParser {
 
   /** A chunk-size or trailer line, once its CRLF is there. */
   private lineBytes(buf: Buffer, i: number): number {
-    const eol = buf.indexOf('\r\n', i, 'latin1');
+    const eol = buf.indexOf(CRLF, i);
     if ((eol < 0 ? buf.length : eol) - i > MAX_CHUNK_LINE_BYTES) {
       throw new AgentProtocolError('chunk line too long');
     }
@@ -218,7 +222,9 @@ export class ResponseParser {
     const status = Number(m[2]);
     const headers = parseHeaders(lines);
     const connection = headers.connection?.toLowerCase();
-    if (connection !== undefined && /(?:^|,)\s*close\s*(?:,|$)/.test(connection)) this.keepAlive = false;
+    if (connection?.includes('close') && /(?:^|,)\s*close\s*(?:,|$)/.test(connection)) {
+      this.keepAlive = false;
+    }
     const te = headers['transfer-encoding'];
     const cl = headers['content-length'];
     if (te !== undefined && cl !== undefined) {
@@ -270,12 +276,20 @@ function parseHeaders(lines: string[]): Record<string, string> {
 
 /** Splits and checks one header line: [lower-case name, value without surrounding whitespace]. */
 function checkHeaderLine(line: string): [string, string] {
-  const colon = line.indexOf(':');
-  if (colon <= 0) throw new AgentProtocolError('invalid header line');
-  const name = line.slice(0, colon);
-  const value = line.slice(colon + 1);
-  if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) {
-    throw new AgentProtocolError('invalid header line');
-  }
-  return [name.toLowerCase(), value.replace(OWS, '')];
+  const m = HEADER_LINE.exec(line);
+  if (!m) throw new AgentProtocolError('invalid header line');
+  return [m[1]!.toLowerCase(), trimSpaces(m[2]!)];
+}
+
+/** The value without leading and trailing spaces and tabs (optional whitespace, RFC 9110). */
+function trimSpaces(v: string): string {
+  let a = 0;
+  let b = v.length;
+  while (a < b && isSpace(v.charCodeAt(a))) a++;
+  while (b > a && isSpace(v.charCodeAt(b - 1))) b--;
+  return a === 0 && b === v.length ? v : v.slice(a, b);
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09;
 }

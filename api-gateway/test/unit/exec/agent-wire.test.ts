@@ -120,6 +120,19 @@ describe('ResponseParser', () => {
     expect(() => parse([text])).toThrow(AgentProtocolError);
   });
 
+  it('trims optional whitespace around header values and refuses a bad value in linear time', () => {
+    expect(parse(['HTTP/1.1 200 OK\r\nX-A: \t a  b \t\r\nContent-Length: 0\r\n\r\n']).headers).toEqual({
+      'x-a': 'a  b',
+      'content-length': '0',
+    });
+    const started = Date.now();
+    const spaces = ' '.repeat(MAX_HEAD_BYTES - 100);
+    expect(() => parse([`HTTP/1.1 200 OK\r\nX-A: a${spaces}\u000b${spaces.slice(0, 50)}\r\n\r\n`])).toThrow(
+      AgentProtocolError,
+    );
+    expect(Date.now() - started).toBeLessThan(200);
+  });
+
   it('refuses a head above the limit however it is split', () => {
     const pieces = Array.from({ length: 20 }, () => `A: ${'x'.repeat(1000)}\r\n`);
     expect(() => parse(['HTTP/1.1 200 OK\r\n', ...pieces])).toThrow('response head too large');
