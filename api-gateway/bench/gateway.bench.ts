@@ -1,7 +1,8 @@
 /**
  * Exec of `true`: p50/p99 latency (sequential) and requests/second (concurrent) through the
  * gateway, side by side with direct calls to the agent, with a trivial Node proxy in front of the
- * agent (the floor of one extra HTTP hop: bench/trivial-proxy.ts) and with pods/exec (the
+ * agent (one naive extra HTTP hop: bench/trivial-proxy.ts), with a TCP relay that parses nothing
+ * (the floor of any process in the path: bench/tcp-pipe.ts) and with pods/exec (the
  * KubernetesExec transport) in the same run. The modes are measured interleaved (stats.ts) so
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
@@ -22,6 +23,7 @@ import { execTrueCall, hostPort } from './agent-call.js';
 import { clusterSetup } from './cluster-setup.js';
 import { localSetup, serveRole } from './local-setup.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
+import { startTcpPipe } from './tcp-pipe.js';
 import { startTrivialProxy } from './trivial-proxy.js';
 
 const { values } = parseArgs({
@@ -75,24 +77,28 @@ async function runLocal(split: boolean): Promise<void> {
   const s = await localSetup({ split });
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(s.proxyUrl), path: '/v1/exec', token: '' });
+  const viaPipe = execTrueCall({ ...hostPort(s.pipeUrl), path: '/v1/exec', token: s.agentUrl.token });
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
     const rows = await measureInterleaved(
       [
         spec('direct agent (loopback)', direct.call),
         spec('trivial proxy -> agent', viaProxy.call),
+        spec('tcp pipe -> agent', viaPipe.call),
         spec('gateway -> agent (loopback)', gateway.call),
       ],
       opts,
     );
     report(rows, [
       ['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)'],
-      ['trivial proxy / direct (floor of one hop)', 'trivial proxy -> agent', 'direct agent (loopback)'],
+      ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> agent', 'direct agent (loopback)'],
+      ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> agent', 'direct agent (loopback)'],
       ['gateway / trivial proxy', 'gateway -> agent (loopback)', 'trivial proxy -> agent'],
     ]);
   } finally {
     direct.close();
     viaProxy.close();
+    viaPipe.close();
     gateway.close();
     await s.close();
   }
@@ -107,8 +113,10 @@ async function runCluster(): Promise<void> {
   const kubeconfig = env('KUBECONFIG') ?? '.localkube/kubeconfig';
   const s = await clusterSetup({ gatewayUrl, apiKey, namespace, kubeconfig });
   const proxy = await startTrivialProxy(s.direct);
+  const pipe = await startTcpPipe(s.direct);
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
+  const viaPipe = execTrueCall({ ...hostPort(pipe.url), path: '/v1/exec', token: s.direct.token });
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   try {
@@ -116,6 +124,7 @@ async function runCluster(): Promise<void> {
       [
         spec('direct agent (podIP:8090)', direct.call),
         spec('trivial proxy -> podIP', viaProxy.call),
+        spec('tcp pipe -> podIP', viaPipe.call),
         spec('gateway, Agent', viaAgent.call),
         spec('pods/exec, same pod', s.podExec, kexecOpts),
         spec('gateway, KubernetesExec', viaKexec.call, kexecOpts),
@@ -124,7 +133,8 @@ async function runCluster(): Promise<void> {
     );
     report(rows, [
       ['gateway Agent / direct agent', 'gateway, Agent', 'direct agent (podIP:8090)'],
-      ['trivial proxy / direct (floor of one hop)', 'trivial proxy -> podIP', 'direct agent (podIP:8090)'],
+      ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> podIP', 'direct agent (podIP:8090)'],
+      ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> podIP', 'direct agent (podIP:8090)'],
       ['gateway Agent / trivial proxy', 'gateway, Agent', 'trivial proxy -> podIP'],
       ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
       ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
@@ -132,9 +142,11 @@ async function runCluster(): Promise<void> {
   } finally {
     direct.close();
     viaProxy.close();
+    viaPipe.close();
     viaAgent.close();
     viaKexec.close();
     await proxy.close();
+    await pipe.close();
     await s.close();
   }
 }

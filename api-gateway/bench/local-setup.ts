@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
+import { startTcpPipe } from './tcp-pipe.js';
 import { startTrivialProxy } from './trivial-proxy.js';
 
 const NAMESPACE = 'bench';
@@ -62,6 +63,8 @@ export interface LocalSetup {
   agentUrl: { host: string; port: number; token: string };
   gatewayUrl: string;
   proxyUrl: string;
+  /** The TCP relay (tcp-pipe.ts): called with the agent's path and token. */
+  pipeUrl: string;
   apiKey: string;
   session: string;
   close(): Promise<void>;
@@ -181,6 +184,11 @@ export function startLocalProxy(agentPort: number): Promise<Running & { url: str
   return startTrivialProxy({ host: '127.0.0.1', port: agentPort, token: AGENT_TOKEN });
 }
 
+/** The TCP relay in front of the agent on 127.0.0.1:agentPort. */
+export function startLocalPipe(agentPort: number): Promise<Running & { url: string }> {
+  return startTcpPipe({ host: '127.0.0.1', port: agentPort });
+}
+
 /** Runs one server of the split mode in this (child) process; prints its port or URL as a JSON line. */
 export async function serveRole(role: string, agentPort: number): Promise<void> {
   const server =
@@ -190,7 +198,9 @@ export async function serveRole(role: string, agentPort: number): Promise<void> 
         ? await startLocalGateway(agentPort)
         : role === 'proxy'
           ? await startLocalProxy(agentPort)
-          : undefined;
+          : role === 'pipe'
+            ? await startLocalPipe(agentPort)
+            : undefined;
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
   process.stdout.write(`${JSON.stringify(address)}\n`);
@@ -227,23 +237,29 @@ async function spawnRole<T>(role: string, agentPort = 0): Promise<Running & T> {
   };
 }
 
-/** Starts agent, gateway and trivial proxy in this process, or each in its own (`split`). */
+/** Starts agent, gateway, trivial proxy and TCP relay in this process, or each in its own (`split`). */
 export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalSetup> {
   const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
-  const [gateway, proxy] = opts.split
+  const [gateway, proxy, pipe] = opts.split
     ? await Promise.all([
         spawnRole<{ url: string }>('gateway', agent.port),
         spawnRole<{ url: string }>('proxy', agent.port),
+        spawnRole<{ url: string }>('pipe', agent.port),
       ])
-    : [await startLocalGateway(agent.port), await startLocalProxy(agent.port)];
+    : [
+        await startLocalGateway(agent.port),
+        await startLocalProxy(agent.port),
+        await startLocalPipe(agent.port),
+      ];
   return {
     agentUrl: { host: '127.0.0.1', port: agent.port, token: AGENT_TOKEN },
     gatewayUrl: gateway.url,
     proxyUrl: proxy.url,
+    pipeUrl: pipe.url,
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await Promise.all([gateway.close(), proxy.close()]);
+      await Promise.all([gateway.close(), proxy.close(), pipe.close()]);
       await agent.close();
     },
   };
