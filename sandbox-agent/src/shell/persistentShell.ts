@@ -72,6 +72,11 @@ export class PersistentShell {
   private starting: Promise<BashProcess> | undefined;
   private current: Running | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * The kill sweep of the last stopped command. The next command starts only once it is over: a
+   * sweep picks its targets by start time, and a process the next command started would qualify.
+   */
+  private sweep: Promise<void> = Promise.resolve();
   private waiting = 0;
   private closing = false;
   private resetPending = false;
@@ -109,7 +114,7 @@ export class PersistentShell {
       this.waiting--;
       return this.execute(request, observer, signal);
     });
-    this.queue = job.catch(() => undefined);
+    this.queue = job.catch(() => undefined).then(() => this.sweep.catch(() => undefined));
     return job;
   }
 
@@ -185,9 +190,14 @@ export class PersistentShell {
    * new ones, or a process may be forked just after a sweep); restarts bash if the command still
    * does not end (a builtin loop runs inside bash itself).
    */
-  private async stopCommand(running: Running, reason: string): Promise<void> {
-    if (running.stopping || running.exec.finished) return;
+  private stopCommand(running: Running, reason: string): Promise<void> {
+    if (running.stopping || running.exec.finished) return this.sweep;
     running.stopping = true;
+    this.sweep = this.sweepUntilStopped(running, reason);
+    return this.sweep;
+  }
+
+  private async sweepUntilStopped(running: Running, reason: string): Promise<void> {
     const { logger } = this.opts;
     const giveUpAt = Date.now() + this.killGraceMs;
     let signals = 0;

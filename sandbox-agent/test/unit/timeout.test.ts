@@ -1,6 +1,7 @@
 /**
  * Deadlines: on timeout every process the command started (children, grandchildren, orphans) is
- * killed, bash survives with its state, and earlier background jobs are left alone.
+ * killed, bash survives with its state, and background jobs of earlier and later commands are left
+ * alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
@@ -70,6 +71,23 @@ describe('exec deadline', () => {
     },
     15_000,
   );
+
+  // The sweep of a timed-out command picks processes by start time, so one started by the next
+  // command would qualify: the next command (queued here before the deadline, so it runs the
+  // moment the first one ends) must start only after the sweep is over.
+  it('leaves the processes of the command queued behind a timed-out one alone', async () => {
+    const stuck = uniqueSleepSeconds();
+    const next = uniqueSleepSeconds();
+    const timedOut = agent.exec({ command: `sleep ${stuck} & sleep ${stuck}`, timeoutSeconds: 1 });
+    const queued = agent.exec({ command: `sleep ${next} >/dev/null 2>&1 & echo started` });
+    expect((await timedOut).timedOut).toBe(true);
+    expect((await queued).stdout).toBe('started\n');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await processesMatching(`sleep ${next}`)).toHaveLength(1);
+    expect(await processesMatching(`sleep ${stuck}`)).toEqual([]);
+    await agent.sh('kill %1 2>/dev/null || kill $(jobs -p)');
+    await eventually('the job ends', async () => (await processesMatching(`sleep ${next}`)).length === 0);
+  }, 15_000);
 
   it('stops a shell loop of external commands without restarting bash', async () => {
     const secs = uniqueSleepSeconds();
