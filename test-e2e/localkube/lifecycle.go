@@ -63,6 +63,7 @@ func startDetached(l layout, upArgs []string) error {
 	if err != nil {
 		return fmt.Errorf("seek %s: %w", logPath, err)
 	}
+	closeInheritedOnExec()
 	cmd := exec.Command(self, append([]string{"up"}, upArgs...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives the shell that started it
@@ -83,6 +84,23 @@ func startDetached(l layout, upArgs []string) error {
 			follow.copyNew(os.Stdout)
 			return fmt.Errorf("the supervisor exited before the cluster was ready (%v); full log: %s", err, logPath)
 		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec. Go opens its own files
+// that way, but descriptors this process inherited (a caller's lock, a CI harness's pipe) would
+// otherwise pass on to the detached supervisor and every daemon it starts, and stay open for the
+// cluster's lifetime: a pipe would never reach EOF, a lock never be released.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var fd int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &fd); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 #   - a second `make cluster-up` reuses the running cluster and says so;
 #   - a port already in use gives an error naming the port;
 #   - a missing prerequisite (Go, disk space, node packages) says what to install;
-#   - `make cluster-down` leaves nothing behind, and `make cluster-up` afterwards keeps objects;
+#   - `make cluster-down` leaves nothing behind, and `make cluster-up` afterwards keeps objects (and
+#     its daemons hold none of the caller's file descriptors);
 #   - `make cluster-reset` wipes them.
 # Run from the repository root (make test-e2e / make test-cluster-lifecycle). Leaves the cluster up.
 set -uo pipefail
@@ -70,7 +71,10 @@ expect "make cluster-down stops everything and leaves nothing behind" 0 "\[clust
 expect "after cluster-down no bridge is left (ip link)" 1 "" -- ip link show lkbr0
 expect_empty "after cluster-down nothing listens on 6443 (ss)" -- ss -Hltn "sport = :6443"
 
-expect "make cluster-up after cluster-down" 0 "Cluster is up" -- make cluster-up
+# Started while holding a lock: the daemons must not inherit its descriptor (nor a caller's pipe).
+expect "make cluster-up after cluster-down" 0 "Cluster is up" -- flock "$tmp/held.lock" make cluster-up
+expect "the cluster's daemons did not inherit the caller's descriptors (its lock is free)" 0 "^free$" -- \
+  flock -n "$tmp/held.lock" echo free
 expect "objects survive cluster-down and cluster-up (etcd data persists)" 0 "^$marker\$" -- \
   "$kubectl" -n lifecycle-check get configmap marker -o jsonpath='{.data.value}{"\n"}'
 
