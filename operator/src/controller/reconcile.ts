@@ -65,9 +65,10 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
   const run = await runAll(scope, deps);
   if (scope.deleted) return {};
   const computed = computeStatus(statusInputsOf(scope, outcomeOf(scope, run.failure)));
-  if (run.failure === undefined && holdStatus(scope, deps, computed))
+  const changed = !statusEqual(scope.writtenStatus ?? scope.session.status, computed);
+  if (run.failure === undefined && changed && holdStatus(scope, deps, computed))
     return { requeueAfterMs: DEFER_RETRY_MS };
-  const written = await writeStatus(scope, deps, computed);
+  const written = await writeStatus(scope, deps, computed, changed);
   if (run.failure !== undefined) throw asError(run.failure);
   return { requeueAfterMs: written ? run.requeueAfterMs : 0 };
 }
@@ -118,8 +119,6 @@ function outcomeOf(scope: Scope, failure: unknown): Outcome {
 
 /** True when a changed, progress-only status should wait for the burst to pass. */
 function holdStatus(scope: Scope, deps: ControllerDeps, computed: SandboxSessionStatus): boolean {
-  const base = scope.writtenStatus ?? scope.session.status;
-  if (statusEqual(base, computed)) return false;
   return deps.statusDeferral.hold(
     keyString(scope.key),
     scope.now.getTime(),
@@ -128,15 +127,16 @@ function holdStatus(scope: Scope, deps: ControllerDeps, computed: SandboxSession
   );
 }
 
-/** Writes the computed status if it changed; false when the write was refused (stale read). */
+/** Writes the computed status if it `changed`; false when the write was refused (stale read). */
 async function writeStatus(
   scope: Scope,
   deps: ControllerDeps,
   computed: SandboxSessionStatus,
+  changed: boolean,
 ): Promise<boolean> {
   const stored = scope.session.status;
   const base = scope.writtenStatus ?? stored;
-  if (!statusEqual(base, computed)) {
+  if (changed) {
     try {
       const result = await deps.sessions.patchStatus(
         scope.key,

@@ -50,7 +50,7 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
         {
           protocol: base.protocol,
           hostname: base.hostname.replace(/^\[|\]$/g, ''),
-          port: base.port,
+          port: base.port || undefined,
           method,
           path: prefix + path,
           agent: opts.auth.agent(),
