@@ -259,7 +259,8 @@ export class ResponseParser {
 
 /** The header lines of a head (after the status line), names in lower case. */
 function parseHeaders(lines: string[]): Record<string, string> {
-  const headers: Record<string, string> = {};
+  // No prototype: untrusted names such as `constructor` or `__proto__` are plain keys.
+  const headers = Object.create(null) as Record<string, string>;
   for (let k = 1; k < lines.length; k++) {
     const [name, value] = checkHeaderLine(lines[k]!);
     if (!(name in headers)) {
