@@ -21,16 +21,15 @@ import { parseArgs } from 'node:util';
 
 import { execTrueCall, hostPort } from './agent-call.js';
 import { clusterSetup } from './cluster-setup.js';
-import { localSetup, serveRole } from './local-setup.js';
+import { localSetup, serveRole, spawnRole } from './local-setup.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
-import { startTcpPipe } from './tcp-pipe.js';
-import { startTrivialProxy } from './trivial-proxy.js';
 
 const { values } = parseArgs({
   options: {
     local: { type: 'boolean', default: false },
     split: { type: 'boolean', default: false },
     serve: { type: 'string' },
+    'agent-host': { type: 'string', default: '127.0.0.1' },
     'agent-port': { type: 'string', default: '0' },
     iterations: { type: 'string', default: '500' },
     warmup: { type: 'string', default: '50' },
@@ -112,8 +111,10 @@ async function runCluster(): Promise<void> {
   const namespace = env('BENCH_NAMESPACE', 'E2E_NAMESPACE') ?? 'sandbox-e2e';
   const kubeconfig = env('KUBECONFIG') ?? '.localkube/kubeconfig';
   const s = await clusterSetup({ gatewayUrl, apiKey, namespace, kubeconfig });
-  const proxy = await startTrivialProxy(s.direct);
-  const pipe = await startTcpPipe(s.direct);
+  // Each in its own process on this host, as the gateway is in its own pod: an extra process on
+  // the path, like any proxy.
+  const proxy = await spawnRole<{ url: string }>('proxy', s.direct);
+  const pipe = await spawnRole<{ url: string }>('pipe', s.direct);
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
   const viaPipe = execTrueCall({ ...hostPort(pipe.url), path: '/v1/exec', token: s.direct.token });
@@ -153,7 +154,7 @@ async function runCluster(): Promise<void> {
 
 if (values.serve !== undefined) {
   // A child process of the split local mode.
-  await serveRole(values.serve, Number(values['agent-port']));
+  await serveRole(values.serve, { host: values['agent-host'], port: Number(values['agent-port']) });
 } else {
   const mode = values.local
     ? values.split

@@ -179,27 +179,46 @@ async function startLogReader(): Promise<{ fd: number; close: () => void }> {
   };
 }
 
-/** The trivial proxy in front of the agent on 127.0.0.1:agentPort. */
+/** Where a role's upstream agent is: the local agent by default, or a pod (cluster mode). */
+export interface AgentTarget {
+  host: string;
+  port: number;
+  token: string;
+}
+
+/** The local agent on 127.0.0.1:port with the bench session's token. */
+export function localAgentTarget(port: number): AgentTarget {
+  return { host: '127.0.0.1', port, token: AGENT_TOKEN };
+}
+
+/** The trivial proxy in front of an agent. */
 export function startLocalProxy(agentPort: number): Promise<Running & { url: string }> {
-  return startTrivialProxy({ host: '127.0.0.1', port: agentPort, token: AGENT_TOKEN });
+  return startTrivialProxy(localAgentTarget(agentPort));
 }
 
 /** The TCP relay in front of the agent on 127.0.0.1:agentPort. */
 export function startLocalPipe(agentPort: number): Promise<Running & { url: string }> {
-  return startTcpPipe({ host: '127.0.0.1', port: agentPort });
+  return startTcpPipe(localAgentTarget(agentPort));
 }
 
-/** Runs one server of the split mode in this (child) process; prints its port or URL as a JSON line. */
-export async function serveRole(role: string, agentPort: number): Promise<void> {
+/** The environment variable that hands a child role its agent token (not on its command line). */
+const TOKEN_ENV = 'BENCH_AGENT_TOKEN';
+
+/**
+ * Runs one server role in this (child) process; prints its port or URL as a JSON line. The proxy
+ * and the relay forward to `target` (the local agent, or a pod in cluster mode).
+ */
+export async function serveRole(role: string, target: { host: string; port: number }): Promise<void> {
+  const upstream = { ...target, token: process.env[TOKEN_ENV] ?? AGENT_TOKEN };
   const server =
     role === 'agent'
       ? await startLocalAgent()
       : role === 'gateway'
-        ? await startLocalGateway(agentPort)
+        ? await startLocalGateway(target.port)
         : role === 'proxy'
-          ? await startLocalProxy(agentPort)
+          ? await startTrivialProxy(upstream)
           : role === 'pipe'
-            ? await startLocalPipe(agentPort)
+            ? await startTcpPipe(upstream)
             : undefined;
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
@@ -209,13 +228,20 @@ export async function serveRole(role: string, agentPort: number): Promise<void> 
   process.stdin.on('end', () => void server.close().finally(() => process.exit(0)));
 }
 
-/** Starts a server role in a child process (this same bundle) and reads what it printed. */
-async function spawnRole<T>(role: string, agentPort = 0): Promise<Running & T> {
+/**
+ * Starts a server role in a child process (this same bundle) and reads what it printed; its own
+ * process, so what it costs is an extra process on the path, as in a deployment.
+ */
+export async function spawnRole<T>(
+  role: string,
+  target: AgentTarget = localAgentTarget(0),
+): Promise<Running & T> {
   const child = spawn(
     process.execPath,
-    [process.argv[1]!, '--serve', role, '--agent-port', String(agentPort)],
+    [process.argv[1]!, '--serve', role, '--agent-host', target.host, '--agent-port', String(target.port)],
     {
       stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, [TOKEN_ENV]: target.token },
     },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -242,9 +268,9 @@ export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalS
   const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
   const [gateway, proxy, pipe] = opts.split
     ? await Promise.all([
-        spawnRole<{ url: string }>('gateway', agent.port),
-        spawnRole<{ url: string }>('proxy', agent.port),
-        spawnRole<{ url: string }>('pipe', agent.port),
+        spawnRole<{ url: string }>('gateway', localAgentTarget(agent.port)),
+        spawnRole<{ url: string }>('proxy', localAgentTarget(agent.port)),
+        spawnRole<{ url: string }>('pipe', localAgentTarget(agent.port)),
       ])
     : [
         await startLocalGateway(agent.port),
