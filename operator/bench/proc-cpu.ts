@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** User+system CPU time of a process so far in ms (0 when it is gone). */
-export function cpuMs(pid: number | undefined): number {
+function cpuMs(pid: number | undefined): number {
   if (pid === undefined) return 0;
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -21,7 +21,7 @@ export function cpuMs(pid: number | undefined): number {
  * component name: the first non-flag argument after the binary (`localkube kube-apiserver ...`),
  * else the process name.
  */
-export function childrenCpuMs(parent: number | undefined): Map<string, number> {
+function childrenCpuMs(parent: number | undefined): Map<string, number> {
   const out = new Map<string, number>();
   if (parent === undefined) return out;
   for (const entry of readdirSync('/proc')) {
@@ -43,7 +43,7 @@ export function childrenCpuMs(parent: number | undefined): Map<string, number> {
 }
 
 /** CPU spent by each component between two snapshots, as "name 123 ms" joined by commas. */
-export function cpuDelta(before: Map<string, number>, after: Map<string, number>): string {
+function cpuDelta(before: Map<string, number>, after: Map<string, number>): string {
   return [...after]
     .map(([name, ms]) => [name, ms - (before.get(name) ?? 0)] as const)
     .filter(([, ms]) => ms > 0)

@@ -14,7 +14,7 @@
  *   collected (Retain): removeChildren only; the children are never created again
  *   deleting / gone:    nothing; the garbage collector removes the children via ownerReferences
  */
-import { CONDITIONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+import { REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 
 import { isConflict } from '../kube/errors.js';
 import { sessionRef } from '../resources/metadata.js';
@@ -25,7 +25,7 @@ import { ensurePod } from './pod-phase.js';
 import { soonest, statusInputsOf, type ControllerDeps, type Phase, type Scope } from './scope.js';
 import { ensureSecret } from './secret-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
-import { collectedReason, computeStatus, type Outcome } from './status.js';
+import { collectedReason, computeStatus, readyCondition, type Outcome } from './status.js';
 import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
 import { statusEqual, statusPatch } from './status-patch.js';
 import { parseTime } from './time.js';
@@ -165,7 +165,7 @@ function observe(
   stored: SandboxSessionStatus | undefined,
   computed: SandboxSessionStatus,
 ): void {
-  const ready = computed.conditions?.find((c) => c.type === CONDITIONS.ready);
+  const ready = readyCondition(computed);
   deps.observer.readyReason(keyString(scope.key), ready?.reason);
   if (!stored?.readyTime && computed.readyTime) {
     const created = parseTime(scope.session.metadata.creationTimestamp);

@@ -9,7 +9,9 @@
  *
  * Pure state keyed by session; time comes in as an argument.
  */
-import { CONDITIONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+import { REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+
+import { readyCondition } from './status.js';
 
 /** Longest a progress-only status write waits for the burst to pass. */
 export const MAX_DEFER_MS = 2000;
@@ -20,7 +22,7 @@ const PROGRESS_REASONS: ReadonlySet<string> = new Set([REASONS.creating, REASONS
 
 /** True when a computed status only reports provisioning progress (nothing anyone waits for). */
 export function isProgressOnly(computed: SandboxSessionStatus): boolean {
-  const ready = computed.conditions?.find((c) => c.type === CONDITIONS.ready);
+  const ready = readyCondition(computed);
   return ready?.status === 'False' && PROGRESS_REASONS.has(ready.reason ?? '');
 }
 

@@ -161,9 +161,16 @@ export function condition(
   };
 }
 
+/** The Ready condition of a status, if it has one. */
+export function readyCondition(
+  status: SandboxSessionStatus | undefined,
+): SandboxSessionCondition | undefined {
+  return status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+}
+
 /** True when the stored status records a Retain collection (the session stays collected). */
 export function collectedReason(status: SandboxSessionStatus | undefined): ExpiryReason | undefined {
-  const ready = status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+  const ready = readyCondition(status);
   if (ready?.status !== 'False') return undefined;
   if (ready.reason === REASONS.idleTimeout || ready.reason === REASONS.lifetimeExceeded) return ready.reason;
   return undefined;

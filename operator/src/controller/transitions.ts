@@ -2,9 +2,10 @@
  * Events for Ready transitions: a pure function of the stored and the computed status, applied
  * after the status write succeeded (so a failed write followed by a retry does not record twice).
  */
-import { CONDITIONS, EVENT_REASONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+import { EVENT_REASONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 
 import type { SessionEvent } from '../kube/ports.js';
+import { readyCondition } from './status.js';
 
 const WARNING_REASONS = new Set<string>([
   REASONS.nameConflict,
@@ -20,8 +21,8 @@ export function transitionEvents(
   before: SandboxSessionStatus | undefined,
   after: SandboxSessionStatus,
 ): SessionEvent[] {
-  const was = ready(before);
-  const now = ready(after);
+  const was = readyCondition(before);
+  const now = readyCondition(after);
   if (!now || (was?.status === now.status && was.reason === now.reason)) return [];
   if (now.status === 'True') {
     const where = [after.nodeName && `on node ${after.nodeName}`, after.podIP && `with IP ${after.podIP}`];
@@ -45,10 +46,4 @@ export function transitionEvents(
     return [{ type: 'Warning', reason: now.reason, action: 'Reconcile', note: now.message }];
   }
   return [];
-}
-
-function ready(
-  status: SandboxSessionStatus | undefined,
-): { status: string; reason: string; message: string } | undefined {
-  return status?.conditions?.find((c) => c.type === CONDITIONS.ready);
 }
