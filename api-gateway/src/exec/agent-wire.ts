@@ -93,6 +93,26 @@ const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;[\t\x20-\x7e]*)?$/;
 const CONTENT_LENGTH = /^\d{1,15}$/;
 
+/** A part of an answer ended by a delimiter, with its size limit. */
+interface Delimiter {
+  end: Buffer;
+  max: number;
+  tooLong: string;
+}
+const HEAD: Delimiter = { end: CRLFCRLF, max: MAX_HEAD_BYTES, tooLong: 'response head too large' };
+const CHUNK_LINE: Delimiter = { end: CRLF, max: MAX_CHUNK_LINE_BYTES, tooLong: 'chunk line too long' };
+
+/**
+ * The text from `i` up to the delimiter and the index after it; undefined while the delimiter has
+ * not arrived. Throws once more than `max` bytes came without it.
+ */
+function delimited(buf: Buffer, i: number, d: Delimiter): { text: string; next: number } | undefined {
+  const at = buf.indexOf(d.end, i);
+  if ((at < 0 ? buf.length : at) - i > d.max) throw new AgentProtocolError(d.tooLong);
+  if (at < 0) return undefined;
+  return { text: buf.toString('latin1', i, at), next: at + d.end.length };
+}
+
 /** The strict incremental parser of one answer on a connection. */
 export class ResponseParser {
   private state = State.Head;
@@ -159,24 +179,16 @@ export class ResponseParser {
 
   /** The head, once its empty line is there. */
   private headBytes(buf: Buffer, i: number): number {
-    const end = buf.indexOf(CRLFCRLF, i);
-    if ((end < 0 ? buf.length : end) - i > MAX_HEAD_BYTES) {
-      throw new AgentProtocolError('response head too large');
-    }
-    if (end < 0) return -1;
-    this.head(buf.toString('latin1', i, end));
-    return end + 4;
+    const part = delimited(buf, i, HEAD);
+    if (part) this.head(part.text);
+    return part?.next ?? -1;
   }
 
   /** A chunk-size or trailer line, once its CRLF is there. */
   private lineBytes(buf: Buffer, i: number): number {
-    const eol = buf.indexOf(CRLF, i);
-    if ((eol < 0 ? buf.length : eol) - i > MAX_CHUNK_LINE_BYTES) {
-      throw new AgentProtocolError('chunk line too long');
-    }
-    if (eol < 0) return -1;
-    this.chunkLine(buf.toString('latin1', i, eol));
-    return eol + 2;
+    const part = delimited(buf, i, CHUNK_LINE);
+    if (part) this.chunkLine(part.text);
+    return part?.next ?? -1;
   }
 
   /** Body bytes of a Content-Length body or of a chunk. */

@@ -22,19 +22,24 @@ const target: ExecTarget = {
   idleTimeoutSeconds: 1800,
 };
 
+/** Timeouts, retries and caps of every transport under test. */
+const LIMITS = {
+  connectTimeoutMs: 500,
+  connectRetries: 2,
+  deadlineMarginMs: 200,
+  maxResponseBytes: 1 << 20,
+  fileTimeoutMs: 2000,
+};
+
 describe('AgentTransport', () => {
   let agent: FakeAgent;
   let port: number;
   let lookups: Array<string | undefined>;
   const make = (over: Partial<ConstructorParameters<typeof AgentTransport>[0]> = {}): AgentTransport =>
     new AgentTransport({
+      ...LIMITS,
       masterKey,
       port,
-      connectTimeoutMs: 500,
-      connectRetries: 2,
-      deadlineMarginMs: 200,
-      maxResponseBytes: 1 << 20,
-      fileTimeoutMs: 2000,
       lookup: () => lookups.shift() ?? target.podIP,
       ...over,
     });
@@ -260,16 +265,7 @@ describe('AgentTransport against a malformed agent', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const make = (): AgentTransport =>
-    new AgentTransport({
-      masterKey,
-      port,
-      connectTimeoutMs: 500,
-      connectRetries: 2,
-      deadlineMarginMs: 200,
-      maxResponseBytes: 1 << 20,
-      fileTimeoutMs: 2000,
-    });
+  const make = (): AgentTransport => new AgentTransport({ ...LIMITS, masterKey, port });
   const body = JSON.stringify(result({ stdout: 'ok' }));
 
   it.each([
