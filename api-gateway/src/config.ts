@@ -64,6 +64,8 @@ const envSchema = {
     GATEWAY_CONNECT_RETRIES: { type: 'integer', minimum: 0, maximum: 5, default: 2 },
     /** Activity annotation throttle per session (also capped at a third of its idle timeout). */
     GATEWAY_ACTIVITY_THROTTLE_SECONDS: { type: 'integer', minimum: 1, default: 15 },
+    /** SIGTERM: keep accepting (readiness failing) this long, so the Service stops routing here first. */
+    GATEWAY_SHUTDOWN_DELAY_SECONDS: { type: 'integer', minimum: 0, maximum: 60, default: 5 },
     /** Grace for in-flight requests on SIGTERM before the process exits anyway. */
     GATEWAY_SHUTDOWN_GRACE_SECONDS: { type: 'integer', minimum: 1, default: 330 },
   },
@@ -85,6 +87,7 @@ export interface GatewayConfig {
   maxBodyBytes: number;
   maxFileBytes: number;
   activityThrottleMs: number;
+  shutdownDelayMs: number;
   shutdownGraceMs: number;
 }
 
@@ -190,6 +193,7 @@ function toConfig(e: RawEnv): GatewayConfig {
     maxBodyBytes: e.GATEWAY_MAX_BODY_BYTES,
     maxFileBytes: e.GATEWAY_MAX_FILE_BYTES,
     activityThrottleMs: e.GATEWAY_ACTIVITY_THROTTLE_SECONDS * 1000,
+    shutdownDelayMs: e.GATEWAY_SHUTDOWN_DELAY_SECONDS * 1000,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
   };
 }

@@ -1,8 +1,10 @@
 /**
  * The composition root: the only module that reads the environment, loads files, creates
- * Kubernetes clients and listens. Config is validated at boot (fail fast). On SIGTERM/SIGINT the
- * server stops accepting, lets in-flight requests finish (bounded by the shutdown grace), flushes
- * pending activity patches, stops the informers, and exits.
+ * Kubernetes clients and listens. Config is validated at boot (fail fast). On SIGTERM the server
+ * first drains (readiness fails, connections still accepted for the shutdown delay, so the Service
+ * stops routing here before the listener goes away), then stops accepting, lets in-flight requests
+ * finish (bounded by the shutdown grace), flushes pending activity patches, stops the informers,
+ * and exits. SIGINT (a terminal's Ctrl-C) skips the drain.
  */
 import { readFile } from 'node:fs/promises';
 
@@ -50,34 +52,37 @@ async function main(): Promise<void> {
     { namespaces: config.namespaces, keys: keys.size, synced: deps.store.synced() },
     'api-gateway listening',
   );
-  onSignals(app, logger, config.shutdownGraceMs);
+  onSignals(app, logger, config.shutdownDelayMs, config.shutdownGraceMs);
 }
 
-/** Graceful shutdown on SIGTERM/SIGINT, forced after the grace period. */
-function onSignals(app: FastifyInstance, logger: FastifyBaseLogger, graceMs: number): void {
+/** Graceful shutdown on SIGTERM/SIGINT, forced after the delay plus the grace period. */
+function onSignals(app: FastifyInstance, logger: FastifyBaseLogger, delayMs: number, graceMs: number): void {
   let closing = false;
-  const shutdown = (signal: string): void => {
+  const shutdown = (signal: string, drainMs: number): void => {
     if (closing) return;
     closing = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    logger.info({ signal, drainMs }, 'shutting down: draining, then finishing in-flight requests');
     const force = setTimeout(() => {
-      logger.error({ graceMs }, 'shutdown grace exceeded; exiting');
+      logger.error({ drainMs, graceMs }, 'shutdown grace exceeded; exiting');
       process.exit(1);
-    }, graceMs);
+    }, drainMs + graceMs);
     force.unref();
-    app.close().then(
-      () => {
-        logger.info({}, 'shut down');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    app
+      .drain(drainMs)
+      .then(() => app.close())
+      .then(
+        () => {
+          logger.info({}, 'shut down');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM', delayMs));
+  process.once('SIGINT', () => shutdown('SIGINT', 0));
 }
 
 main().catch((err: unknown) => {

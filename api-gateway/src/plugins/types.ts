@@ -25,6 +25,10 @@ declare module 'fastify' {
     execs: ExecService;
     /** Prometheus instruments (plugins/metrics.ts). */
     metrics: GatewayMetrics;
+    /** True from the first signal on: /readyz fails while connections are still served (plugins/shutdown.ts). */
+    draining(): boolean;
+    /** Starts draining and resolves after `ms`; close() comes after (plugins/shutdown.ts). */
+    drain(ms: number): Promise<void>;
   }
   interface FastifyRequest {
     /** The authenticated caller; set by plugins/auth.ts on every non-public route. */

@@ -13,6 +13,8 @@ export default function healthRoutes(
   app.get('/healthz', { config }, () => ({ status: 'ok' }));
 
   app.get('/readyz', { config }, (_request, reply: FastifyReply) => {
+    // Draining first: a replica that is shutting down leaves the Service even if its cache is fine.
+    if (app.draining()) return reply.status(503).send({ status: 'shutting down' });
     if (!app.store.synced()) return reply.status(503).send({ status: 'session cache not synced' });
     return reply.send({ status: 'ok' });
   });

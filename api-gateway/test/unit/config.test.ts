@@ -18,6 +18,8 @@ describe('loadConfig', () => {
       agentPort: 8090,
       maxBodyBytes: 1048576,
       activityThrottleMs: 15000,
+      shutdownDelayMs: 5000,
+      shutdownGraceMs: 330000,
       policy: {
         imageAllowlist: [],
         defaultIdleTimeoutSeconds: 1800,

@@ -3,7 +3,9 @@
 #   1. a session created through the gateway runs a command;
 #   2. `helm upgrade` (rolling both Deployments) keeps the session, its Pod and the master key,
 #      and the same session still runs commands through the new gateway pods (its token, derived
-#      from the master key, still matches the one in its Pod);
+#      from the master key, still matches the one in its Pod); while it rolls, new connections to
+#      the gateway's Service keep being answered (the gateway drains before closing its listener;
+#      without the drain ~1 in 1000 connections went to a deleted Pod's address and timed out);
 #   3. `helm uninstall` leaves nothing of the release behind except the CRD (and the empty release
 #      namespace that `--create-namespace` made, which Helm never deletes).
 # Needs the chart installed by `make platform-up` and its .localkube/platform/platform.env.
@@ -42,8 +44,31 @@ pod_before=$(k -n "$ns" get pod "sbs-$name" -o jsonpath='{.metadata.uid}')
 gen_before=$(k -n "$pns" get deploy "$rel-sandbox-platform-gateway" -o jsonpath='{.metadata.generation}')
 
 echo "== helm upgrade (rolls the operator and the gateway)"
+probe_log=$(mktemp)
+probe_rollout() { # new connection per request until the file $1 exists; prints "requests failed"
+  local n=0 f=0
+  while [ ! -e "$1" ]; do
+    n=$((n + 1))
+    curl -sf -o /dev/null --connect-timeout 2 --max-time 5 "$E2E_GATEWAY_URL/healthz" || f=$((f + 1))
+  done
+  echo "$n $f"
+}
+stop_probe=$probe_log.stop
+probe_rollout "$stop_probe" >"$probe_log" &
+probe_pid=$!
+old_gateways=$(k -n "$pns" get pods -l app.kubernetes.io/instance="$rel",app.kubernetes.io/component=gateway -o name)
 h upgrade "$rel" charts/sandbox-platform -n "$pns" --reuse-values \
   --set operator.logLevel=debug --set gateway.logLevel=debug --wait --timeout 5m >/dev/null
+# Old gateway pods drain for shutdownDelaySeconds after the rollout: keep probing until they are gone.
+# shellcheck disable=SC2086 # one argument per pod
+k -n "$pns" wait --for=delete $old_gateways --timeout=60s >/dev/null 2>&1 || true
+sleep 1
+touch "$stop_probe"
+wait "$probe_pid"
+read -r probes probe_failures <"$probe_log"
+rm -f "$probe_log" "$stop_probe"
+check "every new connection to the gateway was answered while it rolled ($probe_failures of $probes failed)" \
+  test "$probes" -gt 0 -a "$probe_failures" -eq 0
 gen_after=$(k -n "$pns" get deploy "$rel-sandbox-platform-gateway" -o jsonpath='{.metadata.generation}')
 check "the upgrade rolled the gateway Deployment (generation $gen_before -> $gen_after)" test "$gen_after" -gt "$gen_before"
 check "helm upgrade kept the master key" test "$(master_key_sum)" = "$key_before"

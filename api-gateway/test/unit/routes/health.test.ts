@@ -26,6 +26,22 @@ describe('operational routes', () => {
     expect([before.statusCode, after.statusCode]).toEqual([503, 200]);
   });
 
+  it('/readyz fails while the replica drains, and every response asks the client to reconnect', async () => {
+    t.store.isSynced = true;
+    const drained = t.app.drain(20);
+    expect(t.app.draining()).toBe(true);
+    const readyz = await t.app.inject({ method: 'GET', url: '/readyz' });
+    // Still serving: a request that reached this replica during the drain is answered normally.
+    const healthz = await t.app.inject({ method: 'GET', url: '/healthz' });
+    await drained;
+    expect([readyz.statusCode, readyz.json(), healthz.statusCode, healthz.headers.connection]).toEqual([
+      503,
+      { status: 'shutting down' },
+      200,
+      'close',
+    ]);
+  });
+
   it('/metrics exposes request and exec metrics by route pattern, never session names', async () => {
     t.store.put(session('secret-name', 'team-a', ready()));
     await t.app.inject({
