@@ -2,7 +2,8 @@
  * Exec of `true`: p50/p99 latency (sequential) and requests/second (concurrent) through the
  * gateway, side by side with direct calls to the agent, with a trivial Node proxy in front of the
  * agent (one naive extra HTTP hop: bench/trivial-proxy.ts), with a TCP relay that parses nothing
- * (the floor of any process in the path: bench/tcp-pipe.ts) and with pods/exec (the
+ * (the floor of any process in the path: bench/tcp-pipe.ts), with the floors of a node:http hop
+ * and of a raw-socket HTTP hop (bench/http-floor.ts) and with pods/exec (the
  * KubernetesExec transport) in the same run. The modes are measured interleaved (stats.ts) so
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
@@ -77,6 +78,8 @@ async function runLocal(split: boolean): Promise<void> {
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(s.proxyUrl), path: '/v1/exec', token: '' });
   const viaPipe = execTrueCall({ ...hostPort(s.pipeUrl), path: '/v1/exec', token: s.agentUrl.token });
+  const viaNodeHttp = execTrueCall({ ...hostPort(s.nodeHttpFloorUrl), path: '/v1/exec', token: '' });
+  const viaRaw = execTrueCall({ ...hostPort(s.rawFloorUrl), path: '/v1/exec', token: '' });
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
     const rows = await measureInterleaved(
@@ -84,6 +87,8 @@ async function runLocal(split: boolean): Promise<void> {
         spec('direct agent (loopback)', direct.call),
         spec('trivial proxy -> agent', viaProxy.call),
         spec('tcp pipe -> agent', viaPipe.call),
+        spec('raw HTTP floor -> agent', viaRaw.call),
+        spec('node:http floor -> agent', viaNodeHttp.call),
         spec('gateway -> agent (loopback)', gateway.call),
       ],
       opts,
@@ -92,13 +97,20 @@ async function runLocal(split: boolean): Promise<void> {
       ['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)'],
       ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> agent', 'direct agent (loopback)'],
       ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> agent', 'direct agent (loopback)'],
-      ['gateway / trivial proxy', 'gateway -> agent (loopback)', 'trivial proxy -> agent'],
+      [
+        'raw HTTP floor / direct (floor of any Node HTTP hop)',
+        'raw HTTP floor -> agent',
+        'direct agent (loopback)',
+      ],
+      [
+        'node:http floor / direct (floor of any gateway on node:http)',
+        'node:http floor -> agent',
+        'direct agent (loopback)',
+      ],
+      ['gateway / node:http floor', 'gateway -> agent (loopback)', 'node:http floor -> agent'],
     ]);
   } finally {
-    direct.close();
-    viaProxy.close();
-    viaPipe.close();
-    gateway.close();
+    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaRaw, gateway]) c.close();
     await s.close();
   }
 }
@@ -115,9 +127,13 @@ async function runCluster(): Promise<void> {
   // the path, like any proxy.
   const proxy = await spawnRole<{ url: string }>('proxy', s.direct);
   const pipe = await spawnRole<{ url: string }>('pipe', s.direct);
+  const nodeHttpFloor = await spawnRole<{ url: string }>('floor-node-http', s.direct);
+  const rawFloor = await spawnRole<{ url: string }>('floor-raw', s.direct);
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
   const viaPipe = execTrueCall({ ...hostPort(pipe.url), path: '/v1/exec', token: s.direct.token });
+  const viaNodeHttp = execTrueCall({ ...hostPort(nodeHttpFloor.url), path: '/v1/exec', token: '' });
+  const viaRaw = execTrueCall({ ...hostPort(rawFloor.url), path: '/v1/exec', token: '' });
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   try {
@@ -126,6 +142,8 @@ async function runCluster(): Promise<void> {
         spec('direct agent (podIP:8090)', direct.call),
         spec('trivial proxy -> podIP', viaProxy.call),
         spec('tcp pipe -> podIP', viaPipe.call),
+        spec('raw HTTP floor -> podIP', viaRaw.call),
+        spec('node:http floor -> podIP', viaNodeHttp.call),
         spec('gateway, Agent', viaAgent.call),
         spec('pods/exec, same pod', s.podExec, kexecOpts),
         spec('gateway, KubernetesExec', viaKexec.call, kexecOpts),
@@ -136,18 +154,23 @@ async function runCluster(): Promise<void> {
       ['gateway Agent / direct agent', 'gateway, Agent', 'direct agent (podIP:8090)'],
       ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> podIP', 'direct agent (podIP:8090)'],
       ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> podIP', 'direct agent (podIP:8090)'],
-      ['gateway Agent / trivial proxy', 'gateway, Agent', 'trivial proxy -> podIP'],
+      [
+        'raw HTTP floor / direct (floor of any Node HTTP hop)',
+        'raw HTTP floor -> podIP',
+        'direct agent (podIP:8090)',
+      ],
+      [
+        'node:http floor / direct (floor of any gateway on node:http)',
+        'node:http floor -> podIP',
+        'direct agent (podIP:8090)',
+      ],
+      ['gateway Agent / node:http floor', 'gateway, Agent', 'node:http floor -> podIP'],
       ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
       ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
     ]);
   } finally {
-    direct.close();
-    viaProxy.close();
-    viaPipe.close();
-    viaAgent.close();
-    viaKexec.close();
-    await proxy.close();
-    await pipe.close();
+    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaRaw, viaAgent, viaKexec]) c.close();
+    for (const r of [proxy, pipe, nodeHttpFloor, rawFloor]) await r.close();
     await s.close();
   }
 }

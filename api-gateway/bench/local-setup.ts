@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
+import { startHttpFloor } from './http-floor.js';
 import { startTcpPipe } from './tcp-pipe.js';
 import { startTrivialProxy } from './trivial-proxy.js';
 
@@ -65,6 +66,9 @@ export interface LocalSetup {
   proxyUrl: string;
   /** The TCP relay (tcp-pipe.ts): called with the agent's path and token. */
   pipeUrl: string;
+  /** The node:http floor and the raw-socket floor (http-floor.ts). */
+  nodeHttpFloorUrl: string;
+  rawFloorUrl: string;
   apiKey: string;
   session: string;
   close(): Promise<void>;
@@ -219,7 +223,11 @@ export async function serveRole(role: string, target: { host: string; port: numb
           ? await startTrivialProxy(upstream)
           : role === 'pipe'
             ? await startTcpPipe(upstream)
-            : undefined;
+            : role === 'floor-node-http'
+              ? await startHttpFloor(upstream, 'node-http')
+              : role === 'floor-raw'
+                ? await startHttpFloor(upstream, 'raw')
+                : undefined;
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
   process.stdout.write(`${JSON.stringify(address)}\n`);
@@ -266,26 +274,33 @@ export async function spawnRole<T>(
 /** Starts agent, gateway, trivial proxy and TCP relay in this process, or each in its own (`split`). */
 export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalSetup> {
   const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
-  const [gateway, proxy, pipe] = opts.split
+  const target = localAgentTarget(agent.port);
+  const [gateway, proxy, pipe, nodeHttpFloor, rawFloor] = opts.split
     ? await Promise.all([
-        spawnRole<{ url: string }>('gateway', localAgentTarget(agent.port)),
-        spawnRole<{ url: string }>('proxy', localAgentTarget(agent.port)),
-        spawnRole<{ url: string }>('pipe', localAgentTarget(agent.port)),
+        spawnRole<{ url: string }>('gateway', target),
+        spawnRole<{ url: string }>('proxy', target),
+        spawnRole<{ url: string }>('pipe', target),
+        spawnRole<{ url: string }>('floor-node-http', target),
+        spawnRole<{ url: string }>('floor-raw', target),
       ])
     : [
         await startLocalGateway(agent.port),
         await startLocalProxy(agent.port),
         await startLocalPipe(agent.port),
+        await startHttpFloor(target, 'node-http'),
+        await startHttpFloor(target, 'raw'),
       ];
   return {
     agentUrl: { host: '127.0.0.1', port: agent.port, token: AGENT_TOKEN },
     gatewayUrl: gateway.url,
     proxyUrl: proxy.url,
     pipeUrl: pipe.url,
+    nodeHttpFloorUrl: nodeHttpFloor.url,
+    rawFloorUrl: rawFloor.url,
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await Promise.all([gateway.close(), proxy.close(), pipe.close()]);
+      await Promise.all([gateway, proxy, pipe, nodeHttpFloor, rawFloor].map((r) => r.close()));
       await agent.close();
     },
   };
