@@ -2,8 +2,8 @@
  * Exec of `true`: p50/p99 latency (sequential) and requests/second (concurrent) through the
  * gateway, side by side with direct calls to the agent, with a trivial Node proxy in front of the
  * agent (one naive extra HTTP hop: bench/trivial-proxy.ts), with a TCP relay that parses nothing
- * (the floor of any process in the path: bench/tcp-pipe.ts), with the floors of a node:http hop
- * and of a raw-socket HTTP hop (bench/http-floor.ts) and with pods/exec (the
+ * (the floor of any process in the path: bench/tcp-pipe.ts), with the floors of a raw-socket HTTP
+ * hop, a node:http hop and a fastify hop (bench/http-floor.ts) and with pods/exec (the
  * KubernetesExec transport) in the same run. The modes are measured interleaved (stats.ts) so
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
@@ -80,6 +80,7 @@ async function runLocal(split: boolean): Promise<void> {
   const viaPipe = execTrueCall({ ...hostPort(s.pipeUrl), path: '/v1/exec', token: s.agentUrl.token });
   const viaNodeHttp = execTrueCall({ ...hostPort(s.nodeHttpFloorUrl), path: '/v1/exec', token: '' });
   const viaRaw = execTrueCall({ ...hostPort(s.rawFloorUrl), path: '/v1/exec', token: '' });
+  const viaFastify = execTrueCall({ ...hostPort(s.fastifyFloorUrl), path: '/v1/exec', token: '' });
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
     const rows = await measureInterleaved(
@@ -89,6 +90,7 @@ async function runLocal(split: boolean): Promise<void> {
         spec('tcp pipe -> agent', viaPipe.call),
         spec('raw HTTP floor -> agent', viaRaw.call),
         spec('node:http floor -> agent', viaNodeHttp.call),
+        spec('fastify floor -> agent', viaFastify.call),
         spec('gateway -> agent (loopback)', gateway.call),
       ],
       opts,
@@ -107,10 +109,15 @@ async function runLocal(split: boolean): Promise<void> {
         'node:http floor -> agent',
         'direct agent (loopback)',
       ],
-      ['gateway / node:http floor', 'gateway -> agent (loopback)', 'node:http floor -> agent'],
+      [
+        'fastify floor / direct (floor of any gateway on fastify)',
+        'fastify floor -> agent',
+        'direct agent (loopback)',
+      ],
+      ['gateway / fastify floor', 'gateway -> agent (loopback)', 'fastify floor -> agent'],
     ]);
   } finally {
-    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaRaw, gateway]) c.close();
+    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaFastify, viaRaw, gateway]) c.close();
     await s.close();
   }
 }
@@ -129,11 +136,13 @@ async function runCluster(): Promise<void> {
   const pipe = await spawnRole<{ url: string }>('pipe', s.direct);
   const nodeHttpFloor = await spawnRole<{ url: string }>('floor-node-http', s.direct);
   const rawFloor = await spawnRole<{ url: string }>('floor-raw', s.direct);
+  const fastifyFloor = await spawnRole<{ url: string }>('floor-fastify', s.direct);
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
   const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
   const viaPipe = execTrueCall({ ...hostPort(pipe.url), path: '/v1/exec', token: s.direct.token });
   const viaNodeHttp = execTrueCall({ ...hostPort(nodeHttpFloor.url), path: '/v1/exec', token: '' });
   const viaRaw = execTrueCall({ ...hostPort(rawFloor.url), path: '/v1/exec', token: '' });
+  const viaFastify = execTrueCall({ ...hostPort(fastifyFloor.url), path: '/v1/exec', token: '' });
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   try {
@@ -144,6 +153,7 @@ async function runCluster(): Promise<void> {
         spec('tcp pipe -> podIP', viaPipe.call),
         spec('raw HTTP floor -> podIP', viaRaw.call),
         spec('node:http floor -> podIP', viaNodeHttp.call),
+        spec('fastify floor -> podIP', viaFastify.call),
         spec('gateway, Agent', viaAgent.call),
         spec('pods/exec, same pod', s.podExec, kexecOpts),
         spec('gateway, KubernetesExec', viaKexec.call, kexecOpts),
@@ -164,13 +174,19 @@ async function runCluster(): Promise<void> {
         'node:http floor -> podIP',
         'direct agent (podIP:8090)',
       ],
-      ['gateway Agent / node:http floor', 'gateway, Agent', 'node:http floor -> podIP'],
+      [
+        'fastify floor / direct (floor of any gateway on fastify)',
+        'fastify floor -> podIP',
+        'direct agent (podIP:8090)',
+      ],
+      ['gateway Agent / fastify floor', 'gateway, Agent', 'fastify floor -> podIP'],
       ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
       ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
     ]);
   } finally {
-    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaRaw, viaAgent, viaKexec]) c.close();
-    for (const r of [proxy, pipe, nodeHttpFloor, rawFloor]) await r.close();
+    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaFastify, viaRaw, viaAgent, viaKexec])
+      c.close();
+    for (const r of [proxy, pipe, nodeHttpFloor, rawFloor, fastifyFloor]) await r.close();
     await s.close();
   }
 }

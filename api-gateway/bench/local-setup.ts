@@ -66,8 +66,9 @@ export interface LocalSetup {
   proxyUrl: string;
   /** The TCP relay (tcp-pipe.ts): called with the agent's path and token. */
   pipeUrl: string;
-  /** The node:http floor and the raw-socket floor (http-floor.ts). */
+  /** The node:http, fastify and raw-socket floors (http-floor.ts). */
   nodeHttpFloorUrl: string;
+  fastifyFloorUrl: string;
   rawFloorUrl: string;
   apiKey: string;
   session: string;
@@ -225,9 +226,11 @@ export async function serveRole(role: string, target: { host: string; port: numb
             ? await startTcpPipe(upstream)
             : role === 'floor-node-http'
               ? await startHttpFloor(upstream, 'node-http')
-              : role === 'floor-raw'
-                ? await startHttpFloor(upstream, 'raw')
-                : undefined;
+              : role === 'floor-fastify'
+                ? await startHttpFloor(upstream, 'fastify')
+                : role === 'floor-raw'
+                  ? await startHttpFloor(upstream, 'raw')
+                  : undefined;
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
   process.stdout.write(`${JSON.stringify(address)}\n`);
@@ -275,12 +278,13 @@ export async function spawnRole<T>(
 export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalSetup> {
   const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
   const target = localAgentTarget(agent.port);
-  const [gateway, proxy, pipe, nodeHttpFloor, rawFloor] = opts.split
+  const [gateway, proxy, pipe, nodeHttpFloor, fastifyFloor, rawFloor] = opts.split
     ? await Promise.all([
         spawnRole<{ url: string }>('gateway', target),
         spawnRole<{ url: string }>('proxy', target),
         spawnRole<{ url: string }>('pipe', target),
         spawnRole<{ url: string }>('floor-node-http', target),
+        spawnRole<{ url: string }>('floor-fastify', target),
         spawnRole<{ url: string }>('floor-raw', target),
       ])
     : [
@@ -288,6 +292,7 @@ export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalS
         await startLocalProxy(agent.port),
         await startLocalPipe(agent.port),
         await startHttpFloor(target, 'node-http'),
+        await startHttpFloor(target, 'fastify'),
         await startHttpFloor(target, 'raw'),
       ];
   return {
@@ -296,11 +301,12 @@ export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalS
     proxyUrl: proxy.url,
     pipeUrl: pipe.url,
     nodeHttpFloorUrl: nodeHttpFloor.url,
+    fastifyFloorUrl: fastifyFloor.url,
     rawFloorUrl: rawFloor.url,
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await Promise.all([gateway, proxy, pipe, nodeHttpFloor, rawFloor].map((r) => r.close()));
+      await Promise.all([gateway, proxy, pipe, nodeHttpFloor, fastifyFloor, rawFloor].map((r) => r.close()));
       await agent.close();
     },
   };
