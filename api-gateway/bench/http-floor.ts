@@ -84,62 +84,53 @@ export async function startHttpFloor(
   target: { host: string; port: number; token: string },
   inbound: FloorInbound,
 ): Promise<HttpFloor> {
+  type Upstream = ReturnType<typeof upstream>;
   const sockets = new Set<net.Socket>();
-  const track = (s: net.Socket, up: ReturnType<typeof upstream>): void => {
-    sockets.add(s);
-    s.on('close', () => {
-      sockets.delete(s);
-      up.destroy();
-    });
+  /** The agent connection paired with a client connection, opened on its first request. */
+  const ups = new WeakMap<net.Socket, Upstream>();
+  const upFor = (client: net.Socket): Upstream => {
+    let up = ups.get(client);
+    if (!up) {
+      const opened = upstream(target);
+      ups.set(client, opened);
+      sockets.add(client);
+      client.on('close', () => {
+        sockets.delete(client);
+        opened.destroy();
+      });
+      up = opened;
+    }
+    return up;
   };
   let server: net.Server;
   if (inbound === 'fastify') {
-    const ups = new WeakMap<net.Socket, ReturnType<typeof upstream>>();
     const app = Fastify();
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) =>
       done(null, body),
     );
     app.post('/*', (req, reply) => {
-      up(req.raw.socket).send(
+      upFor(req.raw.socket).send(
         req.body as Buffer,
         (status, answer) => void reply.code(status).type('application/json').send(answer),
       );
       return reply;
     });
-    const up = (s: net.Socket): ReturnType<typeof upstream> => {
-      let u = ups.get(s);
-      if (!u) {
-        u = upstream(target);
-        ups.set(s, u);
-        track(s, u);
-      }
-      return u;
-    };
     await app.ready();
     server = app.server;
   } else if (inbound === 'node-http') {
-    const ups = new WeakMap<net.Socket, ReturnType<typeof upstream>>();
-    const httpServer = http.createServer((req, res) => {
-      const up = ups.get(req.socket)!;
+    server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () =>
-        up.send(Buffer.concat(chunks), (status, answer) => {
+        upFor(req.socket).send(Buffer.concat(chunks), (status, answer) => {
           res.writeHead(status, { 'content-type': 'application/json', 'content-length': answer.length });
           res.end(answer);
         }),
       );
     });
-    httpServer.on('connection', (s: net.Socket) => {
-      const up = upstream(target);
-      ups.set(s, up);
-      track(s, up);
-    });
-    server = httpServer;
   } else {
     server = net.createServer({ noDelay: true }, (client) => {
-      const up = upstream(target);
-      track(client, up);
+      const up = upFor(client);
       client.on('error', () => undefined);
       const reader = new MessageReader();
       client.on('data', (chunk: Buffer) =>
