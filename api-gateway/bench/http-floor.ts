@@ -19,11 +19,7 @@ import net from 'node:net';
 
 import Fastify from 'fastify';
 
-/** A running floor reference and how to stop it. */
-export interface HttpFloor {
-  url: string;
-  close(): Promise<void>;
-}
+import { listenOnLoopback, type Listening } from './listen.js';
 
 /** Which server reads the client's requests. */
 export type FloorInbound = 'node-http' | 'fastify' | 'raw';
@@ -83,7 +79,7 @@ function upstream(target: { host: string; port: number; token: string }): {
 export async function startHttpFloor(
   target: { host: string; port: number; token: string },
   inbound: FloorInbound,
-): Promise<HttpFloor> {
+): Promise<Listening> {
   type Upstream = ReturnType<typeof upstream>;
   const sockets = new Set<net.Socket>();
   /** The agent connection paired with a client connection, opened on its first request. */
@@ -150,13 +146,5 @@ export async function startHttpFloor(
       );
     });
   }
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenOnLoopback(server, sockets);
 }

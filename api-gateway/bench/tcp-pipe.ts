@@ -7,14 +7,10 @@
  */
 import net from 'node:net';
 
-/** A running relay and how to stop it. */
-export interface TcpPipe {
-  url: string;
-  close(): Promise<void>;
-}
+import { listenOnLoopback, type Listening } from './listen.js';
 
 /** Starts a relay on 127.0.0.1 to `target`. */
-export async function startTcpPipe(target: { host: string; port: number }): Promise<TcpPipe> {
+export async function startTcpPipe(target: { host: string; port: number }): Promise<Listening> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer({ noDelay: true }, (client) => {
     const upstream = net.connect({ host: target.host, port: target.port, noDelay: true });
@@ -28,13 +24,5 @@ export async function startTcpPipe(target: { host: string; port: number }): Prom
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenOnLoopback(server, sockets);
 }
