@@ -72,7 +72,17 @@ async function main(): Promise<void> {
   });
   const cache = new SessionCache();
   const deps: ControllerDeps = {
-    sessions: createSessionStore(clients, config.watchNamespaces, cache),
+    // A session watch that stopped delivering (kube/watch-lag.ts) is not repaired in place (dot-i
+    // cannot re-watch without exiting): stop gracefully, hand the Lease over, and let the restart
+    // re-watch, as dot-i itself does on a watch error.
+    sessions: createSessionStore(clients, config.watchNamespaces, cache, (keys) => {
+      logger.error('the session watch stopped delivering changes; restarting to watch again', {
+        sessions: keys.length,
+        example: keys[0],
+        resyncSeconds: config.resyncMs / 1000,
+      });
+      void supervisor.shutdown('session watch stale', true);
+    }),
     pods: createPodStore(clients, informers.pods, created.pods),
     secrets: createSecretStore(clients, informers.secrets, created.secrets),
     events,

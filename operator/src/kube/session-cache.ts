@@ -102,6 +102,12 @@ export class SessionCache {
     return dropped;
   }
 
+  /** The version of a session the cache holds (the watch's or the operator's own write), if any. */
+  seen(key: string): { uid: string; rv: bigint | undefined } | undefined {
+    const entry = this.entries.get(key);
+    return entry && { uid: entry.uid, rv: entry.rv };
+  }
+
   /** Number of cached sessions. */
   get size(): number {
     return this.entries.size;
@@ -145,7 +151,8 @@ function slim(s: SandboxSession): SandboxSession {
   };
 }
 
-function toVersion(rv: string | undefined): bigint | undefined {
+/** A resourceVersion as a number, or undefined where it is not an integer. */
+export function toVersion(rv: string | undefined): bigint | undefined {
   return rv !== undefined && /^[0-9]{1,30}$/.test(rv) ? BigInt(rv) : undefined;
 }
 

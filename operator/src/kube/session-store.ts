@@ -13,17 +13,30 @@ import { keyString, type SessionKey } from '../controller/session-key.js';
 import { ConflictError, isNotFound, is409 } from './errors.js';
 import type { JsonClient } from './json-client.js';
 import type { SessionStore, StatusPatch, StatusWrite, WriteOutcome } from './ports.js';
-import type { SessionCache } from './session-cache.js';
+import { toVersion, type SessionCache } from './session-cache.js';
+import { WatchLag, type ListedVersion } from './watch-lag.js';
 
 const PAGE = 500;
 
-/** The SessionStore of the watched namespaces (empty: all namespaces). */
+/**
+ * The SessionStore of the watched namespaces (empty: all namespaces). `onWatchStale` is called
+ * after a LIST with the sessions whose version listed one LIST earlier the watch has still not
+ * delivered (kube/watch-lag.ts).
+ */
 export function createSessionStore(
   api: { readonly custom: k8s.CustomObjectsApi; readonly json: JsonClient },
   namespaces: readonly string[],
   cache: SessionCache,
+  onWatchStale: (keys: string[]) => void = () => undefined,
 ): SessionStore {
   const { custom, json } = api;
+  const lag = new WatchLag();
+  const listScope = async (ns: string): Promise<SessionKey[]> => {
+    const { keys, versions } = await listKeys(custom, ns, cache);
+    const stale = lag.afterList(ns, versions, (key) => cache.seen(key));
+    if (stale.length > 0) onWatchStale(stale);
+    return keys;
+  };
   const read = async (key: SessionKey): Promise<SandboxSession | undefined> => {
     try {
       return asSession(await custom.getNamespacedCustomObject(at(key)));
@@ -37,7 +50,7 @@ export function createSessionStore(
     read,
     listKeys: async () => {
       const scopes = namespaces.length > 0 ? namespaces : [''];
-      const lists = await Promise.all(scopes.map((ns) => listKeys(custom, ns, cache)));
+      const lists = await Promise.all(scopes.map(listScope));
       return lists.flat();
     },
     patchStatus: async (key, patch, resourceVersion): Promise<StatusWrite> => {
@@ -84,13 +97,17 @@ export function statusPath(key: SessionKey): string {
   return `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}/${encodeURIComponent(key.name)}/status`;
 }
 
-/** LISTs one namespace ('' = all) page by page, and prunes the cache of what it no longer shows. */
+/**
+ * LISTs one namespace ('' = all) page by page, and prunes the cache of what it no longer shows.
+ * Returns the keys, and the listed versions for the watch-lag check.
+ */
 async function listKeys(
   custom: k8s.CustomObjectsApi,
   namespace: string,
   cache: SessionCache,
-): Promise<SessionKey[]> {
+): Promise<{ keys: SessionKey[]; versions: ListedVersion[] }> {
   const keys: SessionKey[] = [];
+  const versions: ListedVersion[] = [];
   let cont: string | undefined;
   let listVersion: string | undefined;
   do {
@@ -103,14 +120,20 @@ async function listKeys(
     };
     // Every page of a paged LIST is served from the first page's snapshot.
     listVersion ??= page.metadata?.resourceVersion;
-    for (const item of page.items ?? []) {
-      const { namespace: ns, name } = item.metadata;
-      if (ns && name) keys.push({ namespace: ns, name });
-    }
+    for (const item of page.items ?? []) collect(item, keys, versions);
     cont = page.metadata?.continue || undefined;
   } while (cont);
   cache.prune(namespace, new Set(keys.map(keyString)), listVersion);
-  return keys;
+  return { keys, versions };
+}
+
+/** Adds a listed session's key, and its version where it has a uid and an integer resourceVersion. */
+function collect(item: SandboxSession, keys: SessionKey[], versions: ListedVersion[]): void {
+  const { namespace, name, uid, resourceVersion } = item.metadata;
+  if (!namespace || !name) return;
+  keys.push({ namespace, name });
+  const rv = toVersion(resourceVersion);
+  if (uid && rv !== undefined) versions.push({ key: keyString({ namespace, name }), uid, rv });
 }
 
 function asSession(value: unknown): SandboxSession {

@@ -59,12 +59,12 @@ export class Supervisor {
     await this.opts.workload.start();
   }
 
-  /** Graceful shutdown; idempotent. */
-  async shutdown(signal: string): Promise<void> {
+  /** Graceful shutdown; idempotent. `failure`: exit 1 even when stopping went well (a restart is wanted). */
+  async shutdown(signal: string, failure = false): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.opts.logger.info('shutting down', { signal });
-    let code = 0;
+    let code = failure ? 1 : 0;
     try {
       await this.opts.workload.stop(this.opts.shutdownTimeoutMs);
     } catch (err) {

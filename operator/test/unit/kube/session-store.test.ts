@@ -104,6 +104,22 @@ describe('createSessionStore', () => {
     expect(api.calls).toEqual(['list (all)']);
   });
 
+  it('reports sessions the watch has not delivered one LIST after a LIST showed them', async () => {
+    const stale: string[][] = [];
+    const s = createSessionStore(
+      { custom: api as unknown as k8s.CustomObjectsApi, json: api },
+      ['team-a'],
+      cache,
+      (keys) => stale.push(keys),
+    );
+    api.objects = [session(named('seen'), version('5')), session(named('missed'), version('6'))];
+    cache.observe(session(named('seen'), version('5')));
+    await s.listKeys();
+    expect(stale).toEqual([]);
+    await s.listKeys();
+    expect(stale).toEqual([['team-a/missed']]);
+  });
+
   it('prunes the cache of sessions a LIST no longer shows', async () => {
     cache.observe(session(named('gone'), version('5')));
     await store(['team-a']).listKeys();

@@ -83,6 +83,15 @@ describe('Supervisor', () => {
     expect(sup.isReady()).toBe(false);
   });
 
+  it('a shutdown asked for as a failure (stale watch) drains and hands the Lease over like SIGTERM, then exits 1', async () => {
+    const lease = new Lease();
+    const { sup, log } = setup(lease);
+    await sup.run();
+    await sup.shutdown('session watch stale', true);
+    expect(log).toEqual(['leader', 'start', 'stop', 'drained', 'not-leader', 'exit 1']);
+    expect(lease.record?.holderIdentity).toBe('');
+  });
+
   it('a standby does not work, is ready, and exits 0 on SIGTERM without touching the Lease', async () => {
     const lease = new Lease();
     lease.record = {
