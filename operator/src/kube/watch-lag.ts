@@ -1,10 +1,14 @@
 /**
- * Detects a session watch that silently stopped delivering (a half-open connection: no error, no
- * events; dot-i's watch has no heartbeat). The periodic resync's LIST is the reference: a session
- * version the LIST showed must have reached the watch-fed cache by the next LIST, one resync period
- * later. A watch that is merely behind catches up in far less; one that still has not delivered a
- * version listed a whole period ago has stopped. The resync keeps reconciling meanwhile, but every
- * change would wait up to a period, so the operator restarts (main.ts) and re-watches.
+ * Detects a session watch that stopped delivering without failing. A dead peer is caught by TCP
+ * keep-alive (client-node 0.20's watch, under dot-i, sets 30 s idle and Node adds 10 probes 1 s
+ * apart: about 40 s, then a socket error and dot-i exits 1). What keep-alive cannot see is a
+ * connection that stays alive at the TCP level but carries no events: a proxy or load balancer in
+ * between that stopped forwarding, or a stuck server. The periodic resync's LIST is the reference:
+ * a session version the LIST showed must have reached the watch-fed cache by the next LIST, one
+ * resync period later. A watch that is merely behind catches up in far less; one that still has
+ * not delivered a version listed a whole period ago has stopped. The resync keeps reconciling
+ * meanwhile, but every change would wait up to a period, so the operator restarts (main.ts) and
+ * re-watches (dot-i cannot re-watch without exiting).
  *
  * Pure: the caller supplies the listed versions and what the watch has seen.
  */
