@@ -116,7 +116,11 @@ describe('idle collection', () => {
     expect(await readPod(kube.core, ns.name, 'sbs-idle-retain')).toBeUndefined();
     expect(await readSecret(kube.core, ns.name, 'sbs-idle-retain-token')).toBeUndefined();
     expect(await sessions.get('idle-retain')).toBeDefined();
-    expect(await eventReasons(kube.core, ns.name, 'idle-retain')).toContain('IdleTimeout');
+    // Events trail the status (they are held while work is queued, at most 5 s): wait for it.
+    await waitFor(
+      () => eventReasons(kube.core, ns.name, 'idle-retain'),
+      predicate('an IdleTimeout event', (r) => r.includes('IdleTimeout')),
+    );
   });
 
   it('a fresh activity annotation postpones collection', async () => {
@@ -170,6 +174,9 @@ describe('lifetime collection', () => {
       ],
       predicate('children deleted', ([p, sec]) => p === undefined && sec === undefined),
     );
-    expect(await eventReasons(kube.core, ns.name, 'lifetime-retain')).toContain('LifetimeExceeded');
+    await waitFor(
+      () => eventReasons(kube.core, ns.name, 'lifetime-retain'),
+      predicate('a LifetimeExceeded event', (r) => r.includes('LifetimeExceeded')),
+    );
   });
 });

@@ -158,8 +158,16 @@ describe('a new SandboxSession', () => {
       () => readPod(kube.core, ns.name, 'sbs-beta'),
       predicate('a new pod sbs-beta', (p) => p !== undefined && p.metadata?.uid !== before?.metadata?.uid),
     );
-    const reasons = await eventReasons(kube.core, ns.name, 'beta');
-    expect(reasons).toEqual(expect.arrayContaining(['CreatedSecret', 'CreatedPod', 'Ready', 'NotReady']));
+    // Events trail the status (they are held while work is queued, at most 5 s): wait for them.
+    const reasons = await waitFor(
+      () => eventReasons(kube.core, ns.name, 'beta'),
+      predicate(
+        'CreatedSecret, 2 CreatedPod, Ready and NotReady events',
+        (r) =>
+          ['CreatedSecret', 'Ready', 'NotReady'].every((x) => r.includes(x)) &&
+          r.filter((x) => x === 'CreatedPod').length >= 2,
+      ),
+    );
     expect(reasons.filter((r) => r === 'CreatedPod')).toHaveLength(2);
   });
 
