@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { execTrueCall, hostPort } from './agent-call.js';
 import { clusterSetup } from './cluster-setup.js';
 import { localSetup, serveRole, spawnRole } from './local-setup.js';
+import { REFERENCES } from './references.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 
 const { values } = parseArgs({
@@ -73,51 +74,44 @@ function gatewayCall(
   return execTrueCall({ ...hostPort(url), path: `/v1/sessions/${session}/exec${query}`, token: apiKey });
 }
 
+/** A client per reference, its mode name, and its ratio line against `direct`. */
+function referenceModes(
+  urls: Record<string, string>,
+  agentToken: string,
+  to: string,
+  direct: string,
+): Array<{ client: ReturnType<typeof execTrueCall>; spec: ModeSpec; ratio: [string, string, string] }> {
+  return REFERENCES.map((r) => {
+    const mode = `${r.label} -> ${to}`;
+    const token = r.callerSendsToken ? agentToken : '';
+    const client = execTrueCall({ ...hostPort(urls[r.role]!), path: '/v1/exec', token });
+    return {
+      client,
+      spec: spec(mode, client.call),
+      ratio: [`${r.label} / direct (${r.means})`, mode, direct],
+    };
+  });
+}
+
 async function runLocal(split: boolean): Promise<void> {
   const s = await localSetup({ split });
+  const DIRECT = 'direct agent (loopback)';
+  const GATEWAY = 'gateway -> agent (loopback)';
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
-  const viaProxy = execTrueCall({ ...hostPort(s.proxyUrl), path: '/v1/exec', token: '' });
-  const viaPipe = execTrueCall({ ...hostPort(s.pipeUrl), path: '/v1/exec', token: s.agentUrl.token });
-  const viaNodeHttp = execTrueCall({ ...hostPort(s.nodeHttpFloorUrl), path: '/v1/exec', token: '' });
-  const viaRaw = execTrueCall({ ...hostPort(s.rawFloorUrl), path: '/v1/exec', token: '' });
-  const viaFastify = execTrueCall({ ...hostPort(s.fastifyFloorUrl), path: '/v1/exec', token: '' });
+  const refs = referenceModes(s.references, s.agentUrl.token, 'agent', DIRECT);
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   try {
     const rows = await measureInterleaved(
-      [
-        spec('direct agent (loopback)', direct.call),
-        spec('trivial proxy -> agent', viaProxy.call),
-        spec('tcp pipe -> agent', viaPipe.call),
-        spec('raw HTTP floor -> agent', viaRaw.call),
-        spec('node:http floor -> agent', viaNodeHttp.call),
-        spec('fastify floor -> agent', viaFastify.call),
-        spec('gateway -> agent (loopback)', gateway.call),
-      ],
+      [spec(DIRECT, direct.call), ...refs.map((r) => r.spec), spec(GATEWAY, gateway.call)],
       opts,
     );
     report(rows, [
-      ['gateway / direct', 'gateway -> agent (loopback)', 'direct agent (loopback)'],
-      ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> agent', 'direct agent (loopback)'],
-      ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> agent', 'direct agent (loopback)'],
-      [
-        'raw HTTP floor / direct (floor of any Node HTTP hop)',
-        'raw HTTP floor -> agent',
-        'direct agent (loopback)',
-      ],
-      [
-        'node:http floor / direct (floor of any gateway on node:http)',
-        'node:http floor -> agent',
-        'direct agent (loopback)',
-      ],
-      [
-        'fastify floor / direct (floor of any gateway on fastify)',
-        'fastify floor -> agent',
-        'direct agent (loopback)',
-      ],
-      ['gateway / fastify floor', 'gateway -> agent (loopback)', 'fastify floor -> agent'],
+      ['gateway / direct', GATEWAY, DIRECT],
+      ...refs.map((r) => r.ratio),
+      ['gateway / fastify floor', GATEWAY, 'fastify floor -> agent'],
     ]);
   } finally {
-    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaFastify, viaRaw, gateway]) c.close();
+    for (const c of [direct, gateway, ...refs.map((r) => r.client)]) c.close();
     await s.close();
   }
 }
@@ -130,63 +124,39 @@ async function runCluster(): Promise<void> {
   const namespace = env('BENCH_NAMESPACE', 'E2E_NAMESPACE') ?? 'sandbox-e2e';
   const kubeconfig = env('KUBECONFIG') ?? '.localkube/kubeconfig';
   const s = await clusterSetup({ gatewayUrl, apiKey, namespace, kubeconfig });
-  // Each in its own process on this host, as the gateway is in its own pod: an extra process on
-  // the path, like any proxy.
-  const proxy = await spawnRole<{ url: string }>('proxy', s.direct);
-  const pipe = await spawnRole<{ url: string }>('pipe', s.direct);
-  const nodeHttpFloor = await spawnRole<{ url: string }>('floor-node-http', s.direct);
-  const rawFloor = await spawnRole<{ url: string }>('floor-raw', s.direct);
-  const fastifyFloor = await spawnRole<{ url: string }>('floor-fastify', s.direct);
+  // Each reference in its own process on this host, as the gateway is in its own pod: an extra
+  // process on the path, like any proxy.
+  const servers = await Promise.all(REFERENCES.map((r) => spawnRole<{ url: string }>(r.role, s.direct)));
+  const urls = Object.fromEntries(REFERENCES.map((r, i) => [r.role, servers[i]!.url]));
+  const DIRECT = 'direct agent (podIP:8090)';
+  const AGENT = 'gateway, Agent';
+  const KEXEC = 'gateway, KubernetesExec';
+  const POD_EXEC = 'pods/exec, same pod';
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
-  const viaProxy = execTrueCall({ ...hostPort(proxy.url), path: '/v1/exec', token: '' });
-  const viaPipe = execTrueCall({ ...hostPort(pipe.url), path: '/v1/exec', token: s.direct.token });
-  const viaNodeHttp = execTrueCall({ ...hostPort(nodeHttpFloor.url), path: '/v1/exec', token: '' });
-  const viaRaw = execTrueCall({ ...hostPort(rawFloor.url), path: '/v1/exec', token: '' });
-  const viaFastify = execTrueCall({ ...hostPort(fastifyFloor.url), path: '/v1/exec', token: '' });
+  const refs = referenceModes(urls, s.direct.token, 'podIP', DIRECT);
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   try {
     const rows = await measureInterleaved(
       [
-        spec('direct agent (podIP:8090)', direct.call),
-        spec('trivial proxy -> podIP', viaProxy.call),
-        spec('tcp pipe -> podIP', viaPipe.call),
-        spec('raw HTTP floor -> podIP', viaRaw.call),
-        spec('node:http floor -> podIP', viaNodeHttp.call),
-        spec('fastify floor -> podIP', viaFastify.call),
-        spec('gateway, Agent', viaAgent.call),
-        spec('pods/exec, same pod', s.podExec, kexecOpts),
-        spec('gateway, KubernetesExec', viaKexec.call, kexecOpts),
+        spec(DIRECT, direct.call),
+        ...refs.map((r) => r.spec),
+        spec(AGENT, viaAgent.call),
+        spec(POD_EXEC, s.podExec, kexecOpts),
+        spec(KEXEC, viaKexec.call, kexecOpts),
       ],
       opts,
     );
     report(rows, [
-      ['gateway Agent / direct agent', 'gateway, Agent', 'direct agent (podIP:8090)'],
-      ['trivial proxy / direct (one naive HTTP hop)', 'trivial proxy -> podIP', 'direct agent (podIP:8090)'],
-      ['tcp pipe / direct (floor of any hop)', 'tcp pipe -> podIP', 'direct agent (podIP:8090)'],
-      [
-        'raw HTTP floor / direct (floor of any Node HTTP hop)',
-        'raw HTTP floor -> podIP',
-        'direct agent (podIP:8090)',
-      ],
-      [
-        'node:http floor / direct (floor of any gateway on node:http)',
-        'node:http floor -> podIP',
-        'direct agent (podIP:8090)',
-      ],
-      [
-        'fastify floor / direct (floor of any gateway on fastify)',
-        'fastify floor -> podIP',
-        'direct agent (podIP:8090)',
-      ],
-      ['gateway Agent / fastify floor', 'gateway, Agent', 'fastify floor -> podIP'],
-      ['pods/exec / direct agent (same pod)', 'pods/exec, same pod', 'direct agent (podIP:8090)'],
-      ['gateway KubernetesExec / gateway Agent', 'gateway, KubernetesExec', 'gateway, Agent'],
+      ['gateway Agent / direct agent', AGENT, DIRECT],
+      ...refs.map((r) => r.ratio),
+      ['gateway Agent / fastify floor', AGENT, 'fastify floor -> podIP'],
+      ['pods/exec / direct agent (same pod)', POD_EXEC, DIRECT],
+      ['gateway KubernetesExec / gateway Agent', KEXEC, AGENT],
     ]);
   } finally {
-    for (const c of [direct, viaProxy, viaPipe, viaNodeHttp, viaFastify, viaRaw, viaAgent, viaKexec])
-      c.close();
-    for (const r of [proxy, pipe, nodeHttpFloor, rawFloor, fastifyFloor]) await r.close();
+    for (const c of [direct, viaAgent, viaKexec, ...refs.map((r) => r.client)]) c.close();
+    for (const r of servers) await r.close();
     await s.close();
   }
 }

@@ -23,9 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
-import { startHttpFloor } from './http-floor.js';
-import { startTcpPipe } from './tcp-pipe.js';
-import { startTrivialProxy } from './trivial-proxy.js';
+import { REFERENCES, referenceByRole, type AgentTarget } from './references.js';
 
 const NAMESPACE = 'bench';
 const NAME = 'bench';
@@ -63,13 +61,8 @@ class StaticStore implements SessionStore {
 export interface LocalSetup {
   agentUrl: { host: string; port: number; token: string };
   gatewayUrl: string;
-  proxyUrl: string;
-  /** The TCP relay (tcp-pipe.ts): called with the agent's path and token. */
-  pipeUrl: string;
-  /** The node:http, fastify and raw-socket floors (http-floor.ts). */
-  nodeHttpFloorUrl: string;
-  fastifyFloorUrl: string;
-  rawFloorUrl: string;
+  /** URL of each reference (references.ts), by role. */
+  references: Record<string, string>;
   apiKey: string;
   session: string;
   close(): Promise<void>;
@@ -184,26 +177,9 @@ async function startLogReader(): Promise<{ fd: number; close: () => void }> {
   };
 }
 
-/** Where a role's upstream agent is: the local agent by default, or a pod (cluster mode). */
-export interface AgentTarget {
-  host: string;
-  port: number;
-  token: string;
-}
-
 /** The local agent on 127.0.0.1:port with the bench session's token. */
 export function localAgentTarget(port: number): AgentTarget {
   return { host: '127.0.0.1', port, token: AGENT_TOKEN };
-}
-
-/** The trivial proxy in front of an agent. */
-export function startLocalProxy(agentPort: number): Promise<Running & { url: string }> {
-  return startTrivialProxy(localAgentTarget(agentPort));
-}
-
-/** The TCP relay in front of the agent on 127.0.0.1:agentPort. */
-export function startLocalPipe(agentPort: number): Promise<Running & { url: string }> {
-  return startTcpPipe(localAgentTarget(agentPort));
 }
 
 /** The environment variable that hands a child role its agent token (not on its command line). */
@@ -220,17 +196,7 @@ export async function serveRole(role: string, target: { host: string; port: numb
       ? await startLocalAgent()
       : role === 'gateway'
         ? await startLocalGateway(target.port)
-        : role === 'proxy'
-          ? await startTrivialProxy(upstream)
-          : role === 'pipe'
-            ? await startTcpPipe(upstream)
-            : role === 'floor-node-http'
-              ? await startHttpFloor(upstream, 'node-http')
-              : role === 'floor-fastify'
-                ? await startHttpFloor(upstream, 'fastify')
-                : role === 'floor-raw'
-                  ? await startHttpFloor(upstream, 'raw')
-                  : undefined;
+        : await referenceByRole(role)?.start(upstream);
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
   process.stdout.write(`${JSON.stringify(address)}\n`);
@@ -274,39 +240,24 @@ export async function spawnRole<T>(
   };
 }
 
-/** Starts agent, gateway, trivial proxy and TCP relay in this process, or each in its own (`split`). */
+/** Starts agent, gateway and the references in this process, or each in its own (`split`). */
 export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalSetup> {
   const agent = opts.split ? await spawnRole<{ port: number }>('agent') : await startLocalAgent();
   const target = localAgentTarget(agent.port);
-  const [gateway, proxy, pipe, nodeHttpFloor, fastifyFloor, rawFloor] = opts.split
-    ? await Promise.all([
-        spawnRole<{ url: string }>('gateway', target),
-        spawnRole<{ url: string }>('proxy', target),
-        spawnRole<{ url: string }>('pipe', target),
-        spawnRole<{ url: string }>('floor-node-http', target),
-        spawnRole<{ url: string }>('floor-fastify', target),
-        spawnRole<{ url: string }>('floor-raw', target),
-      ])
-    : [
-        await startLocalGateway(agent.port),
-        await startLocalProxy(agent.port),
-        await startLocalPipe(agent.port),
-        await startHttpFloor(target, 'node-http'),
-        await startHttpFloor(target, 'fastify'),
-        await startHttpFloor(target, 'raw'),
-      ];
+  const gateway = opts.split
+    ? await spawnRole<{ url: string }>('gateway', target)
+    : await startLocalGateway(agent.port);
+  const references = await Promise.all(
+    REFERENCES.map((r) => (opts.split ? spawnRole<{ url: string }>(r.role, target) : r.start(target))),
+  );
   return {
     agentUrl: { host: '127.0.0.1', port: agent.port, token: AGENT_TOKEN },
     gatewayUrl: gateway.url,
-    proxyUrl: proxy.url,
-    pipeUrl: pipe.url,
-    nodeHttpFloorUrl: nodeHttpFloor.url,
-    fastifyFloorUrl: fastifyFloor.url,
-    rawFloorUrl: rawFloor.url,
+    references: Object.fromEntries(REFERENCES.map((r, i) => [r.role, references[i]!.url])),
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await Promise.all([gateway, proxy, pipe, nodeHttpFloor, fastifyFloor, rawFloor].map((r) => r.close()));
+      await Promise.all([gateway, ...references].map((r) => r.close()));
       await agent.close();
     },
   };
