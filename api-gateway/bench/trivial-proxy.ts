@@ -8,18 +8,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** A running trivial proxy and how to stop it. */
-export interface TrivialProxy {
-  url: string;
-  close(): Promise<void>;
-}
+import type { Listening } from './listen.js';
 
 /** Starts a proxy on 127.0.0.1 forwarding every request to `target` (path and body as they came). */
 export async function startTrivialProxy(target: {
   host: string;
   port: number;
   token: string;
-}): Promise<TrivialProxy> {
+}): Promise<Listening> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4000 });
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];

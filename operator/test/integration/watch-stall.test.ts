@@ -6,16 +6,13 @@
  * complaint; after the stall, a session created meanwhile is listed by the resync but never
  * delivered by the watch, so the operator logs the stale watch and exits 1.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
 import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';
+import { writeKubeconfig } from './harness/service-account.js';
 import { readSecret } from './harness/sessions.js';
 import { startStallingRelay, type StallingRelay } from './harness/stalling-relay.js';
 
@@ -32,9 +29,7 @@ function relayKubeconfig(kc: k8s.KubeConfig, port: number): string {
     url.host = `127.0.0.1:${port}`;
     c.cluster.server = url.toString().replace(/\/$/, '');
   }
-  const file = join(mkdtempSync(join(tmpdir(), 'operator-relay-')), 'kubeconfig');
-  writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
-  return file;
+  return writeKubeconfig(config, 'operator-relay-');
 }
 
 beforeAll(async () => {

@@ -42,7 +42,12 @@ export async function serviceAccountKubeconfig(
     contexts: [{ name: 'it', context: { cluster: 'it', user: serviceAccount, namespace } }],
     'current-context': 'it',
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'operator-sa-')), 'kubeconfig');
+  return writeKubeconfig(config, 'operator-sa-');
+}
+
+/** Writes a kubeconfig object to a file of its own (mode 0600) and returns its path. */
+export function writeKubeconfig(config: object, prefix: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), prefix)), 'kubeconfig');
   // JSON is YAML: both client-node versions read it.
   writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
   return file;
