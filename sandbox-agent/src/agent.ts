@@ -6,10 +6,10 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 
 import type { AgentConfig } from './config.js';
-import { FileStore } from './files/fileStore.js';
+import { FileStore } from './files/file-store.js';
 import { createAgentServer } from './http/server.js';
 import { createLogger, type LogSink } from './log.js';
-import { PersistentShell } from './shell/persistentShell.js';
+import { PersistentShell } from './shell/persistent-shell.js';
 import { settlesWithin } from './shell/timing.js';
 
 /** A started agent. */

@@ -4,9 +4,9 @@
  */
 import type { ServerResponse } from 'node:http';
 
-import type { OutputStream } from '../shell/bashProcess.js';
+import type { OutputStream } from '../shell/bash-process.js';
 import type { OutputObserver } from '../shell/execution.js';
-import type { ExecResult } from '../shell/persistentShell.js';
+import type { ExecResult } from '../shell/persistent-shell.js';
 import { ChunkEncoder, encodeOutput, type EncodedOutput, trimIncompleteUtf8 } from './encoding.js';
 
 /** The `POST /v1/exec` response body. */

@@ -3,7 +3,7 @@
  * out-of-range values and unknown fields are 400, so a client typo never silently changes what runs.
  */
 import { HttpProblem } from '../http/problem.js';
-import type { ExecRequest } from '../shell/persistentShell.js';
+import type { ExecRequest } from '../shell/persistent-shell.js';
 import { ENV_NAME } from '../shell/wrapper.js';
 
 /** Deadline when the request names none. */

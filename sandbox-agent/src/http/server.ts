@@ -1,17 +1,17 @@
 /**
  * The agent's HTTP server on node:http (no framework: the agent is bundled into one small file).
  * Routing, auth, timeouts and the single error-to-problem mapping live here; the handlers are in
- * execRoutes.ts and fileRoutes.ts.
+ * exec-routes.ts and file-routes.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
-import type { FileStore } from '../files/fileStore.js';
+import type { FileStore } from '../files/file-store.js';
 import { errorMessage, type Logger } from '../log.js';
-import { ExecCancelledError, ShellUnavailableError } from '../shell/persistentShell.js';
+import { ExecCancelledError, ShellUnavailableError } from '../shell/persistent-shell.js';
 import { isAuthorized } from './auth.js';
-import { type CommandRunner, execRoute, execStreamRoute } from './execRoutes.js';
-import { FILES_PREFIX, getFileRoute, putFileRoute } from './fileRoutes.js';
+import { type CommandRunner, execRoute, execStreamRoute } from './exec-routes.js';
+import { FILES_PREFIX, getFileRoute, putFileRoute } from './file-routes.js';
 import { HttpProblem, sendJson, sendProblem } from './problem.js';
 
 /** What the server needs; built by the composition root (agent.ts). */

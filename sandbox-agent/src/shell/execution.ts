@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
-import type { OutputStream } from './bashProcess.js';
-import { CappedStream } from './cappedStream.js';
-import type { ControlRecord } from './controlParser.js';
+import type { OutputStream } from './bash-process.js';
+import { CappedStream } from './capped-stream.js';
+import type { ControlRecord } from './control-parser.js';
 import { lastPid } from './processes.js';
-import { SentinelScanner } from './sentinelScanner.js';
+import { SentinelScanner } from './sentinel-scanner.js';
 import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.js';
 
 /** Exit status reported for a command that hit its deadline, as GNU `timeout` does. */

@@ -1,7 +1,7 @@
 /** POST /v1/exec against a real bash: exit codes, streams, state, encodings, output cap. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { TestAgent } from './helpers/testAgent.js';
+import { TestAgent } from './helpers/test-agent.js';
 
 describe('POST /v1/exec', () => {
   let agent: TestAgent;

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
-import { problemOf, TestAgent } from './helpers/testAgent.js';
+import { problemOf, TestAgent } from './helpers/test-agent.js';
 
 describe('/v1/files', () => {
   let agent: TestAgent;

@@ -2,9 +2,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 
-import { CappedStream } from '../../src/shell/cappedStream.js';
-import { ControlParser } from '../../src/shell/controlParser.js';
-import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinelScanner.js';
+import { CappedStream } from '../../src/shell/capped-stream.js';
+import { ControlParser } from '../../src/shell/control-parser.js';
+import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinel-scanner.js';
 import { buildWrapper, shellQuote } from '../../src/shell/wrapper.js';
 
 const SENTINEL = Buffer.from('__sbx_abc__');

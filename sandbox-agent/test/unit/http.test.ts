@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
 
-import { problemOf, TestAgent } from './helpers/testAgent.js';
+import { problemOf, TestAgent } from './helpers/test-agent.js';
 
 describe('agent HTTP surface', () => {
   let agent: TestAgent;

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 import { build } from 'esbuild';
 
-import { eventually, processesMatching, uniqueSleepSeconds } from './helpers/testAgent.js';
+import { eventually, processesMatching, uniqueSleepSeconds } from './helpers/test-agent.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const token = randomBytes(32).toString('hex');

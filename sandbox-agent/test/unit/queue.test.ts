@@ -1,7 +1,7 @@
 /** Commands are serialized: concurrent calls run one after the other, in arrival order. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { TestAgent } from './helpers/testAgent.js';
+import { TestAgent } from './helpers/test-agent.js';
 
 describe('command queue', () => {
   let agent: TestAgent;

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request } from 'node:http';
 
-import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/testAgent.js';
+import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/test-agent.js';
 
 interface StreamEvent {
   type: 'stdout' | 'stderr' | 'exit';

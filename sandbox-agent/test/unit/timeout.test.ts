@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/testAgent.js';
+import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/test-agent.js';
 
 describe('exec deadline', () => {
   let agent: TestAgent;

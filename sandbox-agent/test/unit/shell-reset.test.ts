@@ -1,7 +1,7 @@
 /** When bash dies it is restarted at once, and the next command is told its state was reset. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { eventually, TestAgent } from './helpers/testAgent.js';
+import { eventually, TestAgent } from './helpers/test-agent.js';
 
 describe('shell reset', () => {
   let agent: TestAgent;

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NdjsonWriter, OutputCollector } from '../exec/observers.js';
 import { parseExecRequest } from '../exec/request.js';
 import type { OutputObserver } from '../shell/execution.js';
-import type { ExecRequest, ExecResult } from '../shell/persistentShell.js';
+import type { ExecRequest, ExecResult } from '../shell/persistent-shell.js';
 import { readJson } from './body.js';
 import { sendJson } from './problem.js';
 

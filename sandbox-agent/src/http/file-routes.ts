@@ -2,8 +2,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 
-import type { FileStore } from '../files/fileStore.js';
-import { parseWorkspacePath } from '../files/workspacePath.js';
+import type { FileStore } from '../files/file-store.js';
+import { parseWorkspacePath } from '../files/workspace-path.js';
 import { bodyChunks, checkDeclaredLength } from './body.js';
 import { sendJson } from './problem.js';
 

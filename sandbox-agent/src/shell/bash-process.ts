@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
-import { ControlParser, type ControlRecord } from './controlParser.js';
+import { ControlParser, type ControlRecord } from './control-parser.js';
 import { killSession, sendSignal } from './processes.js';
 
 /** The output streams of a command. */

@@ -15,7 +15,7 @@ import { lstat, mkdir, open, realpath, rename, stat, unlink, type FileHandle } f
 import { join } from 'node:path';
 
 import { HttpProblem } from '../http/problem.js';
-import { isWithin } from './workspacePath.js';
+import { isWithin } from './workspace-path.js';
 
 /** An opened file ready to be streamed. */
 export interface OpenedFile {

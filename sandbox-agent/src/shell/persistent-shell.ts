@@ -6,8 +6,8 @@
  */
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
-import { BashProcess, type OutputStream } from './bashProcess.js';
-import type { ControlRecord } from './controlParser.js';
+import { BashProcess, type OutputStream } from './bash-process.js';
+import type { ControlRecord } from './control-parser.js';
 import { Execution, type OutputObserver } from './execution.js';
 import { killCommandProcesses } from './processes.js';
 import { settlesWithin } from './timing.js';
