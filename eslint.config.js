@@ -22,7 +22,7 @@ export default tseslint.config(
       // Each package's tsconfig.test.json covers its sources, tests, benches and specs (the
       // build tsconfig.json covers src only), so every linted file belongs to a program.
       parserOptions: {
-        project: ['./*/tsconfig.test.json'],
+        project: ['./*/tsconfig.test.json', './sdk/*/tsconfig.test.json'],
         tsconfigRootDir: import.meta.dirname,
       },
     },

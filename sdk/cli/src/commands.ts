@@ -1,0 +1,152 @@
+/** The command table: names, flags and help of every command (cli.ts dispatches on it). */
+import type { ParseArgsConfig } from 'node:util';
+
+import { completionCommand } from './commands/completion.js';
+import { config } from './commands/config.js';
+import { cp } from './commands/cp.js';
+import { exec } from './commands/exec.js';
+import { create, get, remove, wait } from './commands/sessions.js';
+import { UsageError } from './errors.js';
+import type { Context } from './io.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** One command. */
+export interface Command {
+  name: string;
+  aliases?: string[];
+  usage: string;
+  summary: string;
+  flags: Options;
+  /** Help lines of the flags, in order. */
+  flagHelp?: string[];
+  run(ctx: Context): Promise<number>;
+}
+
+/** Flags every command takes. */
+export const GLOBAL_FLAGS: Options = {
+  url: { type: 'string' },
+  key: { type: 'string' },
+  namespace: { type: 'string', short: 'n' },
+  output: { type: 'string', short: 'o' },
+  config: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+const timeout = { type: 'string' } as const;
+const env = { type: 'string', short: 'e', multiple: true } as const;
+
+async function shell(ctx: Context): Promise<number> {
+  await Promise.resolve();
+  throw new UsageError(
+    `shell is not available yet: it needs the terminal API of the gateway (use ${ctx.io.prog} exec ${ctx.args[0] ?? 'NAME'} -- CMD)`,
+  );
+}
+
+/** Every command, in help order. `version` and `help` are handled by cli.ts. */
+export const COMMANDS: Command[] = [
+  {
+    name: 'create',
+    usage: 'create [NAME] [--image I] [--env K=V]... [--idle-timeout 30m] [--max-lifetime 8h] [--wait]',
+    summary: 'Create a session, or get it when one of that name exists',
+    flags: {
+      image: { type: 'string' },
+      env,
+      'idle-timeout': timeout,
+      'max-lifetime': timeout,
+      transport: { type: 'string' },
+      'shutdown-policy': { type: 'string' },
+      wait: { type: 'boolean' },
+      timeout,
+    },
+    flagHelp: [
+      '--image I             sandbox image (must be on the gateway allowlist)',
+      '-e, --env K=V         environment variable of the sandbox (repeatable)',
+      '--idle-timeout D      idle time before the session is collected (e.g. 30m)',
+      '--max-lifetime D      lifetime of the session (e.g. 8h)',
+      '--transport T         Agent (default) or KubernetesExec',
+      '--shutdown-policy P   Delete (default) or Retain',
+      '--wait                wait until it is Ready (up to --timeout, default 120s)',
+    ],
+    run: create,
+  },
+  {
+    name: 'get',
+    aliases: ['list', 'ls'],
+    usage: 'get [NAME...]',
+    summary: 'Show sessions (all of the namespace without NAME)',
+    flags: {},
+    run: get,
+  },
+  {
+    name: 'delete',
+    aliases: ['rm'],
+    usage: 'delete NAME...',
+    summary: 'Delete sessions',
+    flags: {},
+    run: remove,
+  },
+  {
+    name: 'exec',
+    usage: 'exec NAME [--timeout 60s] [--cwd DIR] [--env K=V]... [--wait 30s] -- CMD [ARG...]',
+    summary: 'Run a command in a session, stream its output, exit with its exit code',
+    flags: { timeout, cwd: { type: 'string' }, env, wait: { type: 'string' } },
+    flagHelp: [
+      '--timeout D   kill the command after D (gateway default 60s, at most 300s)',
+      '--cwd DIR     working directory (relative to /workspace)',
+      '-e, --env K=V environment variable of this command (repeatable)',
+      '--wait D      wait up to D for a session that is not Ready yet',
+      'One CMD word is a bash command line as is; several are quoted word by word.',
+    ],
+    run: exec,
+  },
+  {
+    name: 'cp',
+    usage: 'cp SRC DST   (one side NAME:PATH in /workspace, the other a local path or -)',
+    summary: 'Copy a file to or from a session, byte for byte',
+    flags: {},
+    run: cp,
+  },
+  {
+    name: 'wait',
+    usage: 'wait NAME [--timeout 120s]',
+    summary: 'Wait until a session is Ready',
+    flags: { timeout },
+    run: wait,
+  },
+  {
+    name: 'shell',
+    usage: 'shell NAME',
+    summary: 'Interactive shell in a session (not available yet: needs the terminal API)',
+    flags: {},
+    run: shell,
+  },
+  {
+    name: 'config',
+    usage: 'config view | path | set KEY VALUE   (KEY: url, key, namespace, output; VALUE - reads stdin)',
+    summary: 'Show or change the config file',
+    flags: {},
+    run: config,
+  },
+  {
+    name: 'completion',
+    usage: 'completion bash|zsh   (e.g. source <(sbx completion bash))',
+    summary: 'Print a shell completion script',
+    flags: {},
+    run: (ctx) => completion(ctx),
+  },
+];
+
+/** Commands whose positionals are session names (for completion). */
+export const SESSION_COMMANDS = ['get', 'list', 'ls', 'delete', 'rm', 'exec', 'wait', 'shell'];
+
+const completion = completionCommand({
+  commands: [...COMMANDS.flatMap((c) => [c.name, ...(c.aliases ?? [])]), 'version', 'help'],
+  sessionCommands: SESSION_COMMANDS,
+  globalFlags: ['--url', '--key', '--namespace', '--output', '--config', '--help'],
+});
+
+/** The command of a name or alias. */
+export function findCommand(name: string): Command | undefined {
+  return COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
+}

@@ -1,0 +1,337 @@
+/**
+ * SandboxClient: typed calls of the gateway's REST API (docs/gateway.md). No dependencies beyond
+ * the platform's fetch, so it runs in Node 20+, Deno, Bun and browsers. Errors are SandboxErrors
+ * (errors.ts); only idempotent calls are retried (http.ts), never an exec.
+ */
+import { NotFoundError, ProtocolError, TimeoutError } from './errors.js';
+import {
+  readBounded,
+  readJson,
+  send,
+  sleep,
+  type CallSpec,
+  type HttpConfig,
+  type RetryOptions,
+} from './http.js';
+import { ndjsonLines } from './ndjson.js';
+import type {
+  CreateSessionRequest,
+  ExecExitEvent,
+  ExecRequest,
+  ExecResult,
+  ExecStreamEvent,
+  OutputEncoding,
+  Session,
+  WriteFileResult,
+} from './types.js';
+
+/** Client options. */
+export interface SandboxClientOptions {
+  /** Base URL of the gateway, e.g. http://gateway.sandbox-system:8080 */
+  baseUrl: string;
+  /** API key (sent as `Authorization: Bearer`). */
+  apiKey: string;
+  /** Namespace of every call that names none (else the key's default namespace). */
+  namespace?: string;
+  /** fetch implementation (tests, proxies); defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Retries of idempotent calls (reads, create-or-get by name, delete, upload). */
+  retry?: RetryOptions;
+  /**
+   * Client-side deadline of session and file calls in ms (default 150 000: a file call may wait up
+   * to the gateway's longest readiness wait, 120 s). Exec calls get the command's timeout plus its
+   * readiness wait plus 30 s instead.
+   */
+  timeoutMs?: number;
+  /** Largest JSON or file answer read into memory (default 64 MiB; the gateway's file limit is 16 MiB). */
+  maxResponseBytes?: number;
+  /** Extra request headers (e.g. for a proxy in front of the gateway). */
+  headers?: Record<string, string>;
+}
+
+/** The options of the first gateway client; an alias kept so code written for it compiles unchanged. */
+export type GatewayClientOptions = SandboxClientOptions;
+
+/** Per-call options. Passing a string instead is the namespace. */
+export interface CallOptions {
+  /** Namespace of this call (else the client's, else the key's default). */
+  namespace?: string;
+  /** Aborts the call. */
+  signal?: AbortSignal;
+  /** Client-side deadline of this call in ms (overrides the client's). */
+  timeoutMs?: number;
+}
+
+/** Options of waitUntilReady. */
+export interface WaitOptions extends CallOptions {
+  /** Give up after this many ms (default 120 000). */
+  timeoutMs?: number;
+  /** Poll interval in ms (default 1000). */
+  intervalMs?: number;
+}
+
+/** Longest NDJSON line of an exec stream: a 1 MiB output chunk as base64 plus framing. */
+const MAX_STREAM_LINE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_TIMEOUT_MS = 150_000;
+/** The gateway's own exec maxima (docs/gateway.md): used for the client deadline when unset. */
+const MAX_EXEC_TIMEOUT_S = 300;
+const MAX_WAIT_S = 120;
+const EXEC_MARGIN_S = 30;
+
+/** Typed calls of the gateway's REST API. */
+export class SandboxClient {
+  private readonly http: HttpConfig;
+  private readonly namespace: string | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(options: SandboxClientOptions) {
+    this.http = httpConfig(options);
+    this.namespace = options.namespace;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /**
+   * Create-or-get: creates the session, or returns the one of that name (`created` false). With a
+   * name the call is idempotent and retried; without one the gateway generates a name, so it is not.
+   */
+  async createSession(
+    req: CreateSessionRequest = {},
+    opts: CallOptions = {},
+  ): Promise<{ session: Session; created: boolean }> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: '/v1/sessions',
+      body: jsonBody(req),
+      idempotent: req.name !== undefined,
+    });
+    const created = ok.response.status === 201;
+    return { session: await readJson<Session>(ok, this.http.maxResponseBytes), created };
+  }
+
+  /** One session. */
+  async getSession(name: string, opts?: string | CallOptions): Promise<Session> {
+    const ok = await this.call(opts, { method: 'GET', path: `/v1/sessions/${seg(name)}`, idempotent: true });
+    return readJson<Session>(ok, this.http.maxResponseBytes);
+  }
+
+  /** The sessions of a namespace, sorted by name. */
+  async listSessions(opts?: string | CallOptions): Promise<Session[]> {
+    const ok = await this.call(opts, { method: 'GET', path: '/v1/sessions', idempotent: true });
+    return (await readJson<{ items: Session[] }>(ok, this.http.maxResponseBytes)).items;
+  }
+
+  /**
+   * Deletes a session (its pod and secret go with it). When a retry follows an attempt that may
+   * have arrived, a 404 means that attempt deleted it, and counts as success.
+   */
+  async deleteSession(name: string, opts?: string | CallOptions): Promise<void> {
+    let retried = false;
+    const spec: CallSpec = {
+      method: 'DELETE',
+      path: `/v1/sessions/${seg(name)}`,
+      idempotent: true,
+      onRetry: () => (retried = true),
+    };
+    let ok;
+    try {
+      ok = await this.call(opts, spec);
+    } catch (err) {
+      if (err instanceof NotFoundError && retried) return;
+      throw err;
+    }
+    ok.done();
+    await ok.response.body?.cancel();
+  }
+
+  /**
+   * Polls a session until it is Ready and returns it. Throws TimeoutError (with the last reason)
+   * when it is not Ready in time, and NotFoundError / SessionGoneError at once.
+   */
+  async waitUntilReady(name: string, opts: WaitOptions = {}): Promise<Session> {
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    const interval = opts.intervalMs ?? 1000;
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const callOpts: CallOptions = {
+        ...opts,
+        timeoutMs: Math.max(1000, Math.min(this.timeoutMs, end - Date.now())),
+      };
+      const session = await this.getSession(name, callOpts);
+      if (session.ready) return session;
+      if (Date.now() + interval > end) {
+        throw new TimeoutError(
+          `session ${name} is not ready after ${Math.round(timeoutMs / 1000)} s: ${session.reason}${
+            session.message ? `: ${session.message}` : ''
+          }`,
+        );
+      }
+      await sleep(interval, opts.signal);
+    }
+  }
+
+  /** Runs a command and returns its result; a non-zero exit is a normal result (check exitCode). Never retried. */
+  async exec(name: string, req: ExecRequest, opts?: string | CallOptions): Promise<ExecResult> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: `/v1/sessions/${seg(name)}/exec`,
+      body: jsonBody(req),
+      idempotent: false,
+      timeoutMs: execDeadlineMs(req),
+    });
+    return readJson<ExecResult>(ok, this.http.maxResponseBytes);
+  }
+
+  /**
+   * Runs a command and yields its output events as they arrive; the last one is `exit`. A stream
+   * that ends without it throws ProtocolError. Breaking out of the loop stops the download. Never retried.
+   */
+  async *execStream(
+    name: string,
+    req: ExecRequest,
+    opts?: string | CallOptions,
+  ): AsyncGenerator<ExecStreamEvent> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: `/v1/sessions/${seg(name)}/exec/stream`,
+      body: jsonBody(req),
+      idempotent: false,
+      timeoutMs: execDeadlineMs(req),
+    });
+    try {
+      if (!ok.response.body) throw new ProtocolError('the exec stream has no body');
+      for await (const value of ndjsonLines(ok.response.body, MAX_STREAM_LINE_BYTES)) {
+        const event = toStreamEvent(value);
+        yield event;
+        if (event.type === 'exit') return;
+      }
+      throw new ProtocolError('the exec stream ended without an exit event (connection lost?)');
+    } finally {
+      ok.done();
+    }
+  }
+
+  /**
+   * Runs a streaming exec, handing each chunk's bytes to `onOutput`, and returns the exit event.
+   * A convenience over execStream for callers that forward output (a CLI, a log).
+   */
+  async execStreamTo(
+    name: string,
+    req: ExecRequest,
+    onOutput: (stream: 'stdout' | 'stderr', data: string, encoding: OutputEncoding) => void | Promise<void>,
+    opts?: string | CallOptions,
+  ): Promise<ExecExitEvent> {
+    for await (const event of this.execStream(name, req, opts)) {
+      if (event.type === 'exit') return event;
+      await onOutput(event.type, event.data, event.encoding);
+    }
+    throw new ProtocolError('the exec stream ended without an exit event');
+  }
+
+  /** Uploads bytes to a workspace-relative path (atomic replace; idempotent, so retried). */
+  async writeFile(
+    name: string,
+    path: string,
+    data: Uint8Array | ArrayBuffer | string,
+    opts?: string | CallOptions,
+  ): Promise<WriteFileResult> {
+    const bytes =
+      typeof data === 'string'
+        ? new TextEncoder().encode(data)
+        : data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : data;
+    const ok = await this.call(opts, {
+      method: 'PUT',
+      path: `/v1/sessions/${seg(name)}/files/${filePath(path)}`,
+      body: { data: bytes, contentType: 'application/octet-stream' },
+      idempotent: true,
+    });
+    return readJson<WriteFileResult>(ok, this.http.maxResponseBytes);
+  }
+
+  /** Downloads a workspace file's bytes. */
+  async readFile(name: string, path: string, opts?: string | CallOptions): Promise<Uint8Array> {
+    const ok = await this.call(opts, {
+      method: 'GET',
+      path: `/v1/sessions/${seg(name)}/files/${filePath(path)}`,
+      idempotent: true,
+    });
+    try {
+      return await readBounded(ok.response, this.http.maxResponseBytes);
+    } finally {
+      ok.done();
+    }
+  }
+
+  private call(opts: string | CallOptions | undefined, spec: CallSpec): ReturnType<typeof send> {
+    const o: CallOptions = typeof opts === 'string' ? { namespace: opts } : (opts ?? {});
+    return send(this.http, {
+      ...spec,
+      namespace: o.namespace ?? this.namespace,
+      timeoutMs: o.timeoutMs ?? spec.timeoutMs ?? this.timeoutMs,
+      signal: o.signal,
+    });
+  }
+}
+
+/** The first client's name; the same class. */
+export const GatewayClient = SandboxClient;
+/** The first client's name; the same class. */
+export type GatewayClient = SandboxClient;
+
+/** Refuses options that cannot work (no silent defaults for the URL or the key). */
+function checkOptions(options: SandboxClientOptions): void {
+  if (!options.baseUrl) throw new TypeError('SandboxClient: baseUrl is required');
+  if (!/^https?:\/\//i.test(options.baseUrl)) {
+    throw new TypeError(`SandboxClient: baseUrl must be an http(s) URL, got "${options.baseUrl}"`);
+  }
+  if (!options.apiKey) throw new TypeError('SandboxClient: apiKey is required');
+  if (!options.fetch && typeof globalThis.fetch !== 'function') {
+    throw new TypeError('SandboxClient: no fetch in this runtime; pass one');
+  }
+}
+
+/** Validated options with their defaults. */
+function httpConfig(options: SandboxClientOptions): HttpConfig {
+  checkOptions(options);
+  const retry = options.retry ?? {};
+  return {
+    baseUrl: options.baseUrl,
+    apiKey: options.apiKey,
+    // Unbound global fetch throws "Illegal invocation" in browsers.
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    headers: options.headers ?? {},
+    retry: {
+      retries: retry.retries ?? 2,
+      initialDelayMs: retry.initialDelayMs ?? 250,
+      maxDelayMs: retry.maxDelayMs ?? 10_000,
+    },
+    maxResponseBytes: options.maxResponseBytes ?? 64 * 1024 * 1024,
+  };
+}
+
+function execDeadlineMs(req: ExecRequest): number {
+  return (
+    ((req.timeoutSeconds ?? MAX_EXEC_TIMEOUT_S) + (req.waitSeconds ?? MAX_WAIT_S) + EXEC_MARGIN_S) * 1000
+  );
+}
+
+function toStreamEvent(value: unknown): ExecStreamEvent {
+  const type = (value as { type?: unknown } | null)?.type;
+  if (type === 'stdout' || type === 'stderr' || type === 'exit') return value as ExecStreamEvent;
+  throw new ProtocolError(`unexpected exec stream event: ${JSON.stringify(value).slice(0, 80)}`);
+}
+
+function jsonBody(value: unknown): { data: string; contentType: string } {
+  return { data: JSON.stringify(value), contentType: 'application/json' };
+}
+
+/** A path segment (session name). */
+function seg(segment: string): string {
+  return encodeURIComponent(segment);
+}
+
+/** A workspace path: each segment encoded, the slashes kept. */
+function filePath(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}

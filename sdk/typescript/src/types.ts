@@ -1,0 +1,114 @@
+/**
+ * The wire types of the gateway's REST API (docs/gateway.md, "REST API"): request and response
+ * bodies as JSON. They mirror api-gateway/src/routes/**\/schemas.ts; field names are the wire's.
+ */
+
+/** Encoding of an output string: UTF-8 text when the bytes were valid UTF-8, else base64. */
+export type OutputEncoding = 'utf-8' | 'base64';
+
+/** How the gateway reaches a session: its in-pod agent, or pods/exec through the API server. */
+export type ExecTransport = 'Agent' | 'KubernetesExec';
+
+/** What happens to a collected session: deleted, or kept with Ready=False. */
+export type ShutdownPolicy = 'Delete' | 'Retain';
+
+/** A session as the gateway returns it. */
+export interface Session {
+  name: string;
+  namespace: string;
+  uid: string;
+  /** RFC 3339. */
+  createdAt?: string;
+  /** True when commands can run now. */
+  ready: boolean;
+  /** Reason of the Ready condition, e.g. SandboxReady, PodPending, IdleTimeout. */
+  reason: string;
+  message: string;
+  image?: string;
+  execTransport: ExecTransport;
+  idleTimeoutSeconds?: number;
+  maxLifetimeSeconds?: number;
+  shutdownPolicy?: ShutdownPolicy;
+  lastActivityTime?: string;
+  expiresAt?: string;
+}
+
+/** POST /v1/sessions body. Every field is optional; the gateway's policy bounds them. */
+export interface CreateSessionRequest {
+  /** Create-or-get is idempotent by name; without one the gateway generates `sbx-...`. */
+  name?: string;
+  namespace?: string;
+  image?: string;
+  env?: Record<string, string>;
+  idleTimeoutSeconds?: number;
+  maxLifetimeSeconds?: number;
+  shutdownPolicy?: ShutdownPolicy;
+  execTransport?: ExecTransport;
+}
+
+/** Exec request body (buffered and streaming). */
+export interface ExecRequest {
+  /** A bash command line. */
+  command: string;
+  /** Seconds before the command is killed (gateway default 60, at most 300). */
+  timeoutSeconds?: number;
+  /** Working directory, relative to /workspace or absolute. */
+  cwd?: string;
+  /** Extra environment variables for this command. */
+  env?: Record<string, string>;
+  /** Seconds to wait for a session that is not Ready yet (gateway default 30). */
+  waitSeconds?: number;
+}
+
+/** Result of one command. A non-zero exit is a normal result. */
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  stdoutEncoding: OutputEncoding;
+  stderrEncoding: OutputEncoding;
+  /** 124 on timeout, 128+N when killed by signal N. */
+  exitCode: number;
+  durationMs: number;
+  /** Output exceeded the cap (1 MiB per stream) and was cut. */
+  truncated: boolean;
+  timedOut: boolean;
+  /** The session's shell was restarted before this command: earlier shell state is lost. */
+  shellReset: boolean;
+}
+
+/** An output chunk of a streaming exec. */
+export interface ExecOutputEvent {
+  type: 'stdout' | 'stderr';
+  data: string;
+  encoding: OutputEncoding;
+}
+
+/** The last event of a streaming exec. */
+export interface ExecExitEvent {
+  type: 'exit';
+  exitCode: number;
+  durationMs: number;
+  truncated: boolean;
+  timedOut: boolean;
+  shellReset: boolean;
+}
+
+/** One NDJSON line of a streaming exec; the last one is `exit`. */
+export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent;
+
+/** An RFC 9457 problem body. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  /** e.g. the session's Ready reason on 503 session-not-ready, or why it is gone on 410. */
+  reason?: string;
+  [extension: string]: unknown;
+}
+
+/** Result of a file upload. */
+export interface WriteFileResult {
+  path: string;
+  size: number;
+}
