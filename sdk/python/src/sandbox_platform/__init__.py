@@ -1,0 +1,65 @@
+"""Python client of the sandbox-platform gateway.
+
+>>> from sandbox_platform import Client
+>>> with Client("http://localhost:8080", "KEY") as client:          # or SANDBOX_URL / SANDBOX_KEY
+...     client.create_session("demo")
+...     print(client.exec("demo", "echo hi").stdout)
+
+:class:`Client` is synchronous, :class:`AsyncClient` its asyncio twin. Failures raise
+:class:`SandboxError` subclasses with a stable ``code`` (the gateway's problem slug).
+"""
+
+from ._async_client import AsyncClient, AsyncExecStream
+from ._client import Client, ExecStream
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    CommandError,
+    ConflictError,
+    InternalServerError,
+    InvalidRequestError,
+    NotFoundError,
+    NotSupportedError,
+    PermissionDeniedError,
+    PolicyViolationError,
+    ProtocolError,
+    SandboxError,
+    SessionGoneError,
+    UnavailableError,
+    UpstreamError,
+)
+from ._models import ExecResult, ExitStatus, OutputChunk, Session, WrittenFile, decode_output
+from ._version import __version__
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AsyncClient",
+    "AsyncExecStream",
+    "AuthenticationError",
+    "Client",
+    "CommandError",
+    "ConflictError",
+    "ExecResult",
+    "ExecStream",
+    "ExitStatus",
+    "InternalServerError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "NotSupportedError",
+    "OutputChunk",
+    "PermissionDeniedError",
+    "PolicyViolationError",
+    "ProtocolError",
+    "SandboxError",
+    "Session",
+    "SessionGoneError",
+    "UnavailableError",
+    "UpstreamError",
+    "WrittenFile",
+    "__version__",
+    "decode_output",
+]

@@ -1,0 +1,322 @@
+"""The synchronous client."""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Any, Iterator, Mapping, Optional, Union
+
+import httpx
+
+from . import _core as core
+from ._errors import APIConnectionError, APIError, APITimeoutError, NotFoundError, ProtocolError
+from ._models import ExecResult, ExitStatus, OutputChunk, Session, WrittenFile, decode_output
+
+_ERROR_BODY_BYTES = 64 * 1024
+
+
+class Client:
+    """Synchronous client of the sandbox-platform gateway.
+
+    ``base_url``, ``api_key`` and ``namespace`` default to ``SANDBOX_URL``, ``SANDBOX_KEY`` and
+    ``SANDBOX_NAMESPACE``. Use it as a context manager (or call :meth:`close`) to release its
+    connections::
+
+        with Client() as client:
+            client.create_session("demo")
+            print(client.exec("demo", "echo hi").stdout)
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        namespace: Optional[str] = None,
+        timeout: float = 150.0,
+        max_retries: int = 2,
+        transport: Optional[httpx.BaseTransport] = None,
+    ) -> None:
+        self._settings = core.resolve_settings(base_url, api_key, namespace, timeout, max_retries)
+        self._http = httpx.Client(
+            base_url=self._settings.base_url,
+            headers=core.default_headers(self._settings),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        name: Optional[str] = None,
+        *,
+        image: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        idle_timeout: Optional[int] = None,
+        max_lifetime: Optional[int] = None,
+        shutdown_policy: Optional[str] = None,
+        exec_transport: Optional[str] = None,
+        namespace: Optional[str] = None,
+    ) -> Session:
+        """Creates the session, or returns the one of that name (``created`` tells which).
+
+        With a name the call is idempotent and retried; without one the gateway generates a name
+        (``sbx-...``), so it is not.
+        """
+        body = core.create_body(
+            None if name is None else core.check_name(name),
+            image=image,
+            env=dict(env) if env is not None else None,
+            idle_timeout=idle_timeout,
+            max_lifetime=max_lifetime,
+            shutdown_policy=shutdown_policy,
+            exec_transport=exec_transport,
+        )
+        response, data = self._json("POST", "/v1/sessions", namespace, json=body, idempotent=name is not None)
+        return Session.from_json(data, created=response.status_code == 201)
+
+    def get_session(self, name: str, *, namespace: Optional[str] = None) -> Session:
+        _, data = self._json("GET", core.session_path(core.check_name(name)), namespace, idempotent=True)
+        return Session.from_json(data)
+
+    def list_sessions(self, *, namespace: Optional[str] = None) -> list[Session]:
+        """The sessions of a namespace, sorted by name."""
+        _, data = self._json("GET", "/v1/sessions", namespace, idempotent=True)
+        return [Session.from_json(item) for item in data.get("items", [])]
+
+    def delete_session(self, name: str, *, namespace: Optional[str] = None) -> None:
+        """Deletes a session; a 404 after a retried attempt counts as done (that attempt arrived)."""
+        attempts: list[int] = []
+        try:
+            response = self._send("DELETE", core.session_path(core.check_name(name)), namespace,
+                                  idempotent=True, attempts=attempts)
+        except NotFoundError:
+            if len(attempts) > 1:
+                return
+            raise
+        response.close()
+
+    def wait_until_ready(
+        self, name: str, *, timeout: float = 120.0, interval: float = 1.0, namespace: Optional[str] = None
+    ) -> Session:
+        """Polls until the session is Ready; APITimeoutError (with the last reason) after ``timeout``."""
+        end = time.monotonic() + timeout
+        while True:
+            session = self.get_session(name, namespace=namespace)
+            if session.ready:
+                return session
+            if time.monotonic() + interval > end:
+                raise APITimeoutError(
+                    f"session {name} is not ready after {timeout:g} s: {session.reason}"
+                    + (f": {session.message}" if session.message else "")
+                )
+            time.sleep(interval)
+
+    # -- exec -------------------------------------------------------------------------------
+
+    def exec(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: Optional[int] = None,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ExecResult:
+        """Runs a bash command line in the session. Never retried.
+
+        ``timeout``: seconds before the command is killed (gateway default 60); ``wait``: seconds
+        to wait for a session that is not Ready yet (gateway default 30).
+        """
+        body = core.exec_body(command, timeout, cwd, env, wait)
+        _, data = self._json(
+            "POST", f"{core.session_path(core.check_name(name))}/exec", namespace, json=body,
+            idempotent=False, timeout=core.exec_timeout(self._settings, timeout, wait),
+        )
+        return ExecResult.from_json(command, data)
+
+    def exec_stream(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: Optional[int] = None,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ExecStream:
+        """Runs a command and streams its output; see :class:`ExecStream`. Never retried."""
+        body = core.exec_body(command, timeout, cwd, env, wait)
+        response = self._send(
+            "POST", f"{core.session_path(core.check_name(name))}/exec/stream", namespace, json=body,
+            idempotent=False, timeout=core.exec_timeout(self._settings, timeout, wait),
+        )
+        return ExecStream(response)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def write_file(
+        self, name: str, path: str, data: core.Body, *, namespace: Optional[str] = None
+    ) -> WrittenFile:
+        """Uploads bytes (or UTF-8 text) to a path relative to /workspace; atomic replace, retried."""
+        _, result = self._json(
+            "PUT", core.file_path(core.check_name(name), path), namespace, content=core.to_bytes(data),
+            headers={"content-type": "application/octet-stream"}, idempotent=True,
+        )
+        return WrittenFile(path=result["path"], size=int(result["size"]))
+
+    def read_file(self, name: str, path: str, *, namespace: Optional[str] = None) -> bytes:
+        """Downloads a workspace file's bytes."""
+        response = self._send("GET", core.file_path(core.check_name(name), path), namespace, idempotent=True)
+        return _read_bounded(response, core.MAX_RESPONSE_BYTES)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, namespace: Optional[str], **kw: Any) -> tuple[httpx.Response, Any]:
+        response = self._send(method, path, namespace, **kw)
+        return response, core.parse_json(_read_bounded(response, core.MAX_RESPONSE_BYTES))
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        namespace: Optional[str],
+        *,
+        idempotent: bool,
+        attempts: Optional[list[int]] = None,
+        timeout: Union[httpx.Timeout, float, None] = None,
+        **kw: Any,
+    ) -> httpx.Response:
+        """Sends with the retry rule; returns a 2xx streaming response (the caller reads and closes it)."""
+        request = self._http.build_request(
+            method, path, params=core.params(self._settings, namespace),
+            timeout=timeout if timeout is not None else self._settings.timeout, **kw,
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            if attempts is not None:
+                attempts.append(attempt)
+            try:
+                return self._attempt(request)
+            except (httpx.TransportError, APIError) as exc:
+                delay = core.retry_delay(attempt, self._settings.max_retries, exc, idempotent)
+                if delay is None:
+                    raise self._translate(exc) from (exc if isinstance(exc, httpx.TransportError) else None)
+                time.sleep(delay)
+
+    def _attempt(self, request: httpx.Request) -> httpx.Response:
+        response = self._http.send(request, stream=True)
+        if response.is_success:
+            return response
+        try:
+            body = _read_bounded(response, _ERROR_BODY_BYTES, strict=False)
+        finally:
+            response.close()
+        raise core.problem_error(response.status_code, response.headers, body)
+
+    def _translate(self, exc: Exception) -> Exception:
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            return APITimeoutError(f"no answer from the gateway in time: {exc}")
+        if isinstance(exc, httpx.TransportError):
+            return APIConnectionError(core.describe_transport_error(self._settings.base_url, exc))
+        return exc
+
+
+class ExecStream:
+    """The output of a streaming exec, as an iterator of :class:`OutputChunk` and a context manager.
+
+    After the loop, :attr:`exit` (and :attr:`exit_code`) tell how the command ended; a stream that
+    ends without its exit event raises :class:`ProtocolError`. Leaving the ``with`` block early
+    closes the connection::
+
+        with client.exec_stream("demo", "make test") as stream:
+            for chunk in stream:
+                sys.stdout.buffer.write(chunk.data)
+        print(stream.exit_code)
+    """
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self._decoder = core.NdjsonDecoder()
+        self.exit: Optional[ExitStatus] = None
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return None if self.exit is None else self.exit.exit_code
+
+    def __iter__(self) -> Iterator[OutputChunk]:
+        try:
+            for raw in self._response.iter_bytes():
+                for event in self._decoder.feed(raw):
+                    chunk = self._handle(event)
+                    if chunk is not None:
+                        yield chunk
+                if self.exit is not None:
+                    return
+            for event in self._decoder.close():
+                chunk = self._handle(event)
+                if chunk is not None:
+                    yield chunk
+            if self.exit is None:
+                raise ProtocolError("the exec stream ended without an exit event (connection lost?)")
+        except httpx.TransportError as exc:
+            raise ProtocolError(f"the exec stream broke off: {exc}") from exc
+        finally:
+            self._response.close()
+
+    def _handle(self, event: Mapping[str, Any]) -> Optional[OutputChunk]:
+        if event["type"] == "exit":
+            self.exit = ExitStatus.from_json(event)
+            return None
+        return OutputChunk(event["type"], decode_output(event["data"], event.get("encoding", "utf-8")))
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> ExecStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+def _read_bounded(response: httpx.Response, limit: int, *, strict: bool = True) -> bytes:
+    """Reads a streaming response's body, refusing more than ``limit`` bytes (hostile input)."""
+    out = bytearray()
+    try:
+        for chunk in response.iter_bytes():
+            out += chunk
+            if len(out) > limit:
+                if strict:
+                    raise ProtocolError(f"answer is larger than the limit of {limit} bytes")
+                return bytes(out[:limit])
+    finally:
+        response.close()
+    return bytes(out)

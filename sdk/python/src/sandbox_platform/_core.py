@@ -1,0 +1,241 @@
+"""The transport-independent half of both clients (no I/O here): settings, request building,
+problem+json decoding, the retry rule and the NDJSON decoder.
+
+Retry rule: only idempotent calls are retried (reads, create-or-get *by name*, delete, upload: sent
+twice they have the effect of once), only when the gateway could not be reached or answered 503
+with Retry-After, at most ``max_retries`` times. An exec is never retried: a command must never
+run twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, Mapping, Optional, Union
+from urllib.parse import quote
+
+import httpx
+
+from ._errors import APIError, ProtocolError, error_from_problem
+from ._version import __version__
+
+#: Largest JSON or file answer read into memory (the gateway's file limit is 16 MiB by default).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: Longest NDJSON line of an exec stream: a 1 MiB output chunk as base64 plus framing.
+MAX_STREAM_LINE_BYTES = 4 * 1024 * 1024
+#: The gateway's own maxima, for the client deadline of an exec when the caller sets none.
+_MAX_EXEC_TIMEOUT = 300
+_MAX_WAIT = 120
+_EXEC_MARGIN = 30
+_MAX_RETRY_DELAY = 10.0
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+Body = Union[bytes, bytearray, memoryview, str]
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str
+    api_key: str
+    namespace: Optional[str]
+    timeout: float
+    max_retries: int
+
+
+def resolve_settings(
+    base_url: Optional[str],
+    api_key: Optional[str],
+    namespace: Optional[str],
+    timeout: float,
+    max_retries: int,
+) -> Settings:
+    """Arguments, else ``SANDBOX_URL`` / ``SANDBOX_KEY`` / ``SANDBOX_NAMESPACE``; refuses what cannot work."""
+    url = base_url or os.environ.get("SANDBOX_URL")
+    key = api_key or os.environ.get("SANDBOX_KEY")
+    if not url:
+        raise ValueError("no gateway URL: pass base_url or set SANDBOX_URL")
+    if not re.match(r"^https?://", url, re.IGNORECASE):
+        raise ValueError(f"base_url must be an http(s) URL, got {url!r}")
+    if not key:
+        raise ValueError("no API key: pass api_key or set SANDBOX_KEY")
+    if max_retries < 0:
+        raise ValueError("max_retries must be >= 0")
+    return Settings(
+        base_url=url.rstrip("/"),
+        api_key=key,
+        namespace=namespace or os.environ.get("SANDBOX_NAMESPACE") or None,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def default_headers(settings: Settings) -> dict[str, str]:
+    return {
+        "authorization": f"Bearer {settings.api_key}",
+        "user-agent": f"sandbox-platform-python/{__version__}",
+    }
+
+
+def session_path(name: str) -> str:
+    return f"/v1/sessions/{quote(name, safe='')}"
+
+
+def file_path(name: str, path: str) -> str:
+    """``/v1/sessions/NAME/files/PATH`` with each path segment encoded."""
+    return f"{session_path(name)}/files/{'/'.join(quote(p, safe='') for p in path.split('/'))}"
+
+
+def params(settings: Settings, namespace: Optional[str]) -> dict[str, str]:
+    ns = namespace or settings.namespace
+    return {"namespace": ns} if ns else {}
+
+
+def create_body(name: Optional[str], **fields: Any) -> dict[str, Any]:
+    """POST /v1/sessions body with the wire's field names; None fields are left out."""
+    wire = {
+        "image": "image",
+        "env": "env",
+        "idle_timeout": "idleTimeoutSeconds",
+        "max_lifetime": "maxLifetimeSeconds",
+        "shutdown_policy": "shutdownPolicy",
+        "exec_transport": "execTransport",
+    }
+    body: dict[str, Any] = {} if name is None else {"name": name}
+    for key, value in fields.items():
+        if value is not None:
+            body[wire[key]] = value
+    return body
+
+
+def exec_body(
+    command: str,
+    timeout: Optional[int],
+    cwd: Optional[str],
+    env: Optional[Mapping[str, str]],
+    wait: Optional[int],
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"command": command}
+    if timeout is not None:
+        body["timeoutSeconds"] = timeout
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env is not None:
+        body["env"] = dict(env)
+    if wait is not None:
+        body["waitSeconds"] = wait
+    return body
+
+
+def exec_timeout(settings: Settings, timeout: Optional[int], wait: Optional[int]) -> httpx.Timeout:
+    """The client deadline of an exec: the command's timeout plus its readiness wait plus a margin."""
+    total = (timeout or _MAX_EXEC_TIMEOUT) + (_MAX_WAIT if wait is None else wait) + _EXEC_MARGIN
+    return httpx.Timeout(total, connect=min(10.0, settings.timeout))
+
+
+def to_bytes(data: Body) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+
+def parse_retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        import datetime as _dt
+
+        when = parsedate_to_datetime(value)
+        return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def problem_error(status: int, headers: httpx.Headers, body: bytes) -> APIError:
+    """The typed exception of a non-2xx answer (a synthetic problem when the body is not one)."""
+    problem: Mapping[str, Any]
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+        if not (isinstance(parsed, dict) and isinstance(parsed.get("type"), str)):
+            raise ValueError("not a problem")
+        problem = parsed
+    except ValueError:
+        title = body.decode("utf-8", errors="replace").strip()[:200] or f"HTTP {status}"
+        problem = {"type": "about:blank", "title": title, "status": status}
+    return error_from_problem(status, problem, parse_retry_after(headers.get("retry-after")))
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except ValueError as exc:
+        raise ProtocolError("the gateway answered with invalid JSON") from exc
+
+
+def retry_delay(attempt: int, max_retries: int, error: Exception, idempotent: bool) -> Optional[float]:
+    """Seconds to wait before retrying after ``error`` on attempt ``attempt`` (1-based), or None."""
+    if not idempotent or attempt > max_retries:
+        return None
+    if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.RemoteProtocolError)):
+        return min(_MAX_RETRY_DELAY, 0.25 * 2.0 ** (attempt - 1))
+    if isinstance(error, APIError) and error.status == 503 and error.retry_after is not None:
+        return error.retry_after if error.retry_after <= _MAX_RETRY_DELAY else None
+    return None
+
+
+def check_name(name: str) -> str:
+    """Session names are DNS labels; refusing others here gives a clear error before any call."""
+    if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > 63:
+        raise ValueError(f"invalid session name {name!r}: lowercase letters, digits and '-', at most 63")
+    return name
+
+
+class NdjsonDecoder:
+    """Splits a byte stream into JSON lines, refusing a line longer than ``max_line``."""
+
+    def __init__(self, max_line: Optional[int] = None) -> None:
+        self._buffer = bytearray()
+        self._max_line = MAX_STREAM_LINE_BYTES if max_line is None else max_line
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        self._buffer += chunk
+        events: list[dict[str, Any]] = []
+        while True:
+            nl = self._buffer.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(self._buffer[:nl])
+            del self._buffer[: nl + 1]
+            if line.strip():
+                events.append(self._parse(line))
+        if len(self._buffer) > self._max_line:
+            raise ProtocolError(f"a stream line is longer than {self._max_line} bytes")
+        return events
+
+    def close(self) -> list[dict[str, Any]]:
+        rest, self._buffer = bytes(self._buffer), bytearray()
+        return [self._parse(rest)] if rest.strip() else []
+
+    @staticmethod
+    def _parse(line: bytes) -> dict[str, Any]:
+        try:
+            value = json.loads(line.decode("utf-8"))
+        except ValueError as exc:
+            raise ProtocolError(f"invalid NDJSON line in the exec stream: {line[:80]!r}") from exc
+        if not isinstance(value, dict) or value.get("type") not in ("stdout", "stderr", "exit"):
+            raise ProtocolError(f"unexpected exec stream event: {line[:80]!r}")
+        return value
+
+
+def describe_transport_error(base_url: str, exc: httpx.TransportError) -> str:
+    """One line for an unreachable gateway, naming the address and the cause."""
+    cause = str(exc) or type(exc).__name__
+    if "Connection refused" in cause or "Errno 111" in cause:
+        cause = "connection refused (ECONNREFUSED)"
+    return f"cannot reach the gateway at {base_url}: {cause}"

@@ -1,0 +1,247 @@
+"""The clients against scripted answers (httpx.MockTransport): errors, retries, streams, settings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Callable, Union
+
+import httpx
+import pytest
+
+import sandbox_platform as sp
+from sandbox_platform import _core
+
+SESSION = {"name": "s1", "namespace": "ns", "uid": "u1", "ready": True, "reason": "SandboxReady",
+           "message": "", "execTransport": "Agent"}
+EXIT = {"type": "exit", "exitCode": 3, "durationMs": 1, "truncated": False, "timedOut": False, "shellReset": False}
+
+Step = Union[httpx.Response, Exception]
+
+
+class Script:
+    """Answers requests with the next step and records them."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.steps = list(steps)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def problem(status: int, slug: str, retry_after: str | None = None, **extra: Any) -> httpx.Response:
+    headers = {"content-type": "application/problem+json"}
+    if retry_after is not None:
+        headers["retry-after"] = retry_after
+    body = {"type": f"https://sandbox.dev/problems/{slug}", "title": f"title {slug}", "status": status, **extra}
+    return httpx.Response(status, headers=headers, json=body)
+
+
+def refused() -> httpx.ConnectError:
+    return httpx.ConnectError("[Errno 111] Connection refused")
+
+
+def client(steps: list[Step], **kw: Any) -> tuple[sp.Client, Script]:
+    script = Script(steps)
+    return sp.Client("http://gw.test", "k-1", transport=httpx.MockTransport(script), **kw), script
+
+
+def ndjson(*events: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_core, "_MAX_RETRY_DELAY", 0.01)
+
+
+class TestRequests:
+    def test_sends_key_namespace_and_encoded_paths(self) -> None:
+        c, script = client([httpx.Response(200, json=SESSION), httpx.Response(201, json={"path": "a b/c", "size": 2})],
+                           namespace="team-a")
+        assert c.get_session("s1").reason == "SandboxReady"
+        c.write_file("s1", "a b/c", b"\x00\xff", namespace="team-b")
+        first, second = script.requests
+        assert first.headers["authorization"] == "Bearer k-1"
+        assert str(first.url) == "http://gw.test/v1/sessions/s1?namespace=team-a"
+        assert second.url.raw_path == b"/v1/sessions/s1/files/a%20b/c?namespace=team-b"
+        assert second.content == b"\x00\xff"
+
+    def test_create_or_get_reports_created_and_maps_fields(self) -> None:
+        c, script = client([httpx.Response(201, json=SESSION), httpx.Response(200, json=SESSION)])
+        assert c.create_session("s1", idle_timeout=60, env={"A": "1"}).created is True
+        assert c.create_session("s1").created is False
+        assert json.loads(script.requests[0].content) == {"name": "s1", "idleTimeoutSeconds": 60, "env": {"A": "1"}}
+
+    def test_settings_from_the_environment_and_refusals(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("SANDBOX_URL", "http://env-gw/")
+        monkeypatch.setenv("SANDBOX_KEY", "env-key")
+        monkeypatch.setenv("SANDBOX_NAMESPACE", "env-ns")
+        with sp.Client() as c:
+            assert c._settings.base_url == "http://env-gw"
+            assert c._settings.namespace == "env-ns"
+        monkeypatch.delenv("SANDBOX_KEY")
+        with pytest.raises(ValueError, match="no API key"):
+            sp.Client()
+        with pytest.raises(ValueError, match="http\\(s\\) URL"):
+            sp.Client("gw:8080", "k")
+
+    def test_refuses_an_invalid_session_name_before_any_call(self) -> None:
+        c, script = client([])
+        with pytest.raises(ValueError, match="invalid session name"):
+            c.exec("Bad_Name", "true")
+        assert script.requests == []
+
+
+class TestErrors:
+    @pytest.mark.parametrize(
+        ("response", "cls", "code"),
+        [
+            (problem(401, "unauthorized"), sp.AuthenticationError, "unauthorized"),
+            (problem(403, "forbidden"), sp.PermissionDeniedError, "forbidden"),
+            (problem(404, "session-not-found", detail="no session s1"), sp.NotFoundError, "session-not-found"),
+            (problem(410, "session-gone", reason="Deleted"), sp.SessionGoneError, "session-gone"),
+            (problem(422, "policy-violation"), sp.PolicyViolationError, "policy-violation"),
+            (problem(500, "internal"), sp.InternalServerError, "internal"),
+            (problem(418, "teapot"), sp.APIError, "teapot"),
+            (httpx.Response(502, text="<html>bad gateway</html>"), sp.UpstreamError, "http-502"),
+        ],
+    )
+    def test_problem_answers_are_typed(self, response: httpx.Response, cls: type[sp.APIError], code: str) -> None:
+        c, _ = client([response])
+        with pytest.raises(cls) as info:
+            c.get_session("s1")
+        assert isinstance(info.value, sp.SandboxError)
+        assert (info.value.code, info.value.status) == (code, response.status_code)
+
+    def test_detail_reason_and_retry_after(self) -> None:
+        c, _ = client([problem(503, "session-not-ready", retry_after="2", reason="PodPending", detail="not ready")])
+        with pytest.raises(sp.UnavailableError) as info:
+            c.exec("s1", "true")
+        err = info.value
+        assert (err.retry_after, err.reason, err.detail) == (2.0, "PodPending", "not ready")
+        assert str(err) == "not ready (session-not-ready, HTTP 503)"
+
+    def test_unreachable_gateway_is_a_connection_error(self) -> None:
+        c, script = client([refused(), refused(), refused()])
+        with pytest.raises(sp.APIConnectionError) as info:
+            c.list_sessions()
+        assert info.value.code == "connection-failed"
+        assert str(info.value) == "cannot reach the gateway at http://gw.test: connection refused (ECONNREFUSED)"
+        assert len(script.requests) == 3
+
+    def test_oversized_and_invalid_answers_are_protocol_errors(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_core, "MAX_RESPONSE_BYTES", 10)
+        c, _ = client([httpx.Response(200, content=b"x" * 11), httpx.Response(200, content=b"{nope")])
+        with pytest.raises(sp.ProtocolError, match="larger than the limit of 10 bytes"):
+            c.read_file("s1", "f")
+        with pytest.raises(sp.ProtocolError, match="invalid JSON"):
+            c.get_session("s1")
+
+    def test_check_returncode(self) -> None:
+        body = {"stdout": "", "stderr": "boom\n", "stdoutEncoding": "utf-8", "stderrEncoding": "utf-8",
+                "exitCode": 2, "durationMs": 1, "truncated": False, "timedOut": False, "shellReset": False}
+        c, _ = client([httpx.Response(200, json=body)])
+        result = c.exec("s1", "false")
+        assert not result.ok
+        with pytest.raises(sp.CommandError) as info:
+            result.check_returncode()
+        assert (info.value.exit_code, info.value.stderr) == (2, "boom\n")
+
+
+class TestRetries:
+    def test_reads_retry_on_connection_failure_and_503_with_retry_after(self) -> None:
+        c, script = client([refused(), problem(503, "gateway-not-ready", retry_after="0"), httpx.Response(200, json=SESSION)])
+        assert c.get_session("s1").name == "s1"
+        assert len(script.requests) == 3
+
+    @pytest.mark.parametrize("failure", [refused, lambda: problem(503, "shell-unavailable", retry_after="0")])
+    def test_exec_is_never_retried(self, failure: Callable[[], Step]) -> None:
+        c, script = client([failure(), httpx.Response(200, json={})])
+        with pytest.raises(sp.SandboxError):
+            c.exec("s1", "date >> log")
+        assert len(script.requests) == 1
+        c, script = client([failure(), httpx.Response(200, json={})])
+        with pytest.raises(sp.SandboxError):
+            c.exec_stream("s1", "date >> log")
+        assert len(script.requests) == 1
+
+    def test_create_is_retried_only_with_a_name(self) -> None:
+        c, script = client([refused(), httpx.Response(201, json=SESSION)])
+        assert c.create_session("s1").created
+        assert len(script.requests) == 2
+        c, script = client([refused(), httpx.Response(201, json=SESSION)])
+        with pytest.raises(sp.APIConnectionError):
+            c.create_session()
+        assert len(script.requests) == 1
+
+    def test_delete_404_after_a_retry_is_done_and_a_first_404_is_an_error(self) -> None:
+        c, _ = client([refused(), problem(404, "session-not-found")])
+        c.delete_session("s1")
+        c, _ = client([problem(404, "session-not-found")])
+        with pytest.raises(sp.NotFoundError):
+            c.delete_session("s1")
+
+    def test_max_retries_zero_turns_retries_off(self) -> None:
+        c, script = client([refused(), httpx.Response(200, json=SESSION)], max_retries=0)
+        with pytest.raises(sp.APIConnectionError):
+            c.get_session("s1")
+        assert len(script.requests) == 1
+
+
+class TestStreams:
+    def test_chunks_split_anywhere_then_the_exit_status(self) -> None:
+        raw = ndjson({"type": "stdout", "data": "héllo\n", "encoding": "utf-8"},
+                     {"type": "stderr", "data": "AP8=", "encoding": "base64"}, EXIT)
+
+        def body() -> Iterator[bytes]:
+            for i in range(len(raw)):
+                yield raw[i:i + 1]
+
+        c, _ = client([httpx.Response(200, content=body())])
+        with c.exec_stream("s1", "x") as stream:
+            chunks = list(stream)
+        assert [(ch.stream, ch.data) for ch in chunks] == [("stdout", "héllo\n".encode()), ("stderr", b"\x00\xff")]
+        assert stream.exit_code == 3
+
+    def test_a_stream_without_exit_is_a_protocol_error(self) -> None:
+        c, _ = client([httpx.Response(200, content=ndjson({"type": "stdout", "data": "a", "encoding": "utf-8"}))])
+        stream = c.exec_stream("s1", "x")
+        with pytest.raises(sp.ProtocolError, match="without an exit event"):
+            list(stream)
+
+    def test_an_overlong_line_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_core, "MAX_STREAM_LINE_BYTES", 100)
+        c, _ = client([httpx.Response(200, content=b"a" * 500)])
+        with pytest.raises(sp.ProtocolError, match="longer than 100 bytes"):
+            list(c.exec_stream("s1", "x"))
+
+
+class TestAsync:
+    @pytest.mark.anyio
+    async def test_the_same_rules_asynchronously(self) -> None:
+        script = Script([refused(), httpx.Response(200, json=SESSION), refused()])
+        async with sp.AsyncClient("http://gw.test", "k", transport=httpx.MockTransport(script)) as c:
+            assert (await c.get_session("s1")).name == "s1"
+            with pytest.raises(sp.APIConnectionError):
+                await c.exec("s1", "true")
+        assert len(script.requests) == 3
+
+    @pytest.mark.anyio
+    async def test_async_stream(self) -> None:
+        async def body() -> AsyncIterator[bytes]:
+            yield ndjson({"type": "stdout", "data": "1\n", "encoding": "utf-8"})
+            yield ndjson(EXIT)
+
+        script = Script([httpx.Response(200, content=body()), problem(404, "session-not-found")])
+        async with sp.AsyncClient("http://gw.test", "k", transport=httpx.MockTransport(script)) as c:
+            async with await c.exec_stream("s1", "x") as stream:
+                data = [chunk.data async for chunk in stream]
+            assert (data, stream.exit_code) == ([b"1\n"], 3)
+            with pytest.raises(sp.NotFoundError):
+                await c.get_session("s1")
