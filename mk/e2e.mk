@@ -18,6 +18,7 @@ ifeq ($(E2E_KUBECONFIG),)
 	@# Every part runs even when an earlier one fails, so one report shows every failure.
 	@rc=0; \
 	(set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
+	(set -a; . $(PLATFORM_ENV); set +a; $(MAKE) --no-print-directory sdk-e2e) || rc=1; \
 	test-e2e/specs/platform/helm-lifecycle.sh || rc=1; \
 	test-e2e/specs/cluster/cluster-lifecycle.sh || rc=1; \
 	exit $$rc

@@ -16,9 +16,16 @@ import {
 } from '@sandbox-platform/client';
 
 export async function tour(baseUrl: string, apiKey: string): Promise<number> {
-  const client: SandboxClient = new SandboxClient({ baseUrl, apiKey, namespace: 'team-a', retry: { retries: 1 } });
+  const client: SandboxClient = new SandboxClient({
+    baseUrl,
+    apiKey,
+    namespace: 'team-a',
+    retry: { retries: 1 },
+  });
   const old: GatewayClient = new GatewayClient({ baseUrl, apiKey });
-  const { session, created }: { session: Session; created: boolean } = await client.createSession({ name: 'x' });
+  const { session, created }: { session: Session; created: boolean } = await client.createSession({
+    name: 'x',
+  });
   const ready: Session = await old.waitUntilReady(session.name, { timeoutMs: 60_000 });
   const r: ExecResult = await client.exec(ready.name, { command: 'echo hi', timeoutSeconds: 5 });
   const bytes: Uint8Array = decodeOutput(r.stdout, r.stdoutEncoding);

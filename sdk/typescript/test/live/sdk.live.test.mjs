@@ -74,7 +74,9 @@ describe(`@sandbox-platform/client ${VERSION} against ${url}`, () => {
 
   it('streams exec output as it comes, ending with the exit event', async () => {
     const events = [];
-    for await (const ev of client.execStream(name, { command: 'for i in 1 2 3; do echo $i; sleep 0.2; done; exit 4' })) {
+    for await (const ev of client.execStream(name, {
+      command: 'for i in 1 2 3; do echo $i; sleep 0.2; done; exit 4',
+    })) {
       events.push(ev);
     }
     const out = events.filter((e) => e.type === 'stdout').map((e) => new TextDecoder().decode(eventBytes(e)));
@@ -116,7 +118,11 @@ describe(`@sandbox-platform/client ${VERSION} against ${url}`, () => {
   });
 
   it('types a gateway that is down as ConnectionError (after its retries)', async () => {
-    const down = new SandboxClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, apiKey, retry: { initialDelayMs: 10 } });
+    const down = new SandboxClient({
+      baseUrl: `http://127.0.0.1:${await closedPort()}`,
+      apiKey,
+      retry: { initialDelayMs: 10 },
+    });
     const err = await down.getSession(name).catch((e) => e);
     assert.ok(err instanceof ConnectionError, String(err));
     assert.ok(err instanceof SandboxError);
