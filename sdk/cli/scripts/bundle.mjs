@@ -1,7 +1,7 @@
 // Bundles the CLI into one executable file, dist/sbx.cjs, with the SDK and yaml inside (no runtime
-// dependencies). CommonJS so the file runs under any name and in any directory: kubectl finds it
-// as `kubectl-sandbox` (no extension), and Node treats an extensionless file as CommonJS unless
-// a package.json above it says "type": "module".
+// dependencies). CommonJS so the file runs under any name on every Node 20: kubectl finds it as
+// `kubectl-sandbox` (no extension), Node loads an extensionless file as CommonJS, and only Node
+// 20.19+ would detect ES module syntax there (docs/adr/0010-clients.md).
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 
