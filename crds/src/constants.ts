@@ -39,6 +39,11 @@ export const ANNOTATIONS = {
   lastActivity: 'sandbox.dev/last-activity',
   /** On the Secret: the session UID the token was derived from. */
   sessionUID: 'sandbox.dev/session-uid',
+  /**
+   * Id of the API key that created the session through the gateway (key ids are safe to log;
+   * never the key). The gateway counts a key's sessions by it (GATEWAY_MAX_SESSIONS_PER_KEY).
+   */
+  createdByKey: 'sandbox.dev/created-by-key',
 } as const;
 
 /** Condition types. There is deliberately no Running condition: running is desired state. */
@@ -71,6 +76,12 @@ export const REASONS = {
   nameConflict: 'NameConflict',
   /** The operator failed to reconcile; the message is generic, details are in the operator log. */
   reconcileError: 'ReconcileError',
+  /**
+   * A ResourceQuota of the namespace refused the Pod or Secret (over a limit, or the Pod lacks a
+   * request or limit the quota constrains); the message is the API server's, naming the quota.
+   * Retried with backoff: the session provisions once the quota has room.
+   */
+  quotaExceeded: 'QuotaExceeded',
   /** The session is being deleted. */
   terminating: 'Terminating',
 } as const;
@@ -98,6 +109,8 @@ export const EVENT_REASONS = {
   nameConflict: REASONS.nameConflict,
   /** Warning: reconciling failed; details are in the operator log. */
   reconcileError: REASONS.reconcileError,
+  /** Warning: a ResourceQuota refused the session's Pod or Secret (the note names the quota). */
+  quotaExceeded: REASONS.quotaExceeded,
   /** Warning: the Pod cannot be scheduled. */
   unschedulable: REASONS.unschedulable,
   /** Warning: the image cannot be pulled. */
@@ -114,6 +127,12 @@ export const PHASES = {
   failed: 'Failed',
 } as const;
 
+/**
+ * Largest total size of spec.env in bytes: every name and value, UTF-8 (a CEL rule of the CRD;
+ * 64 entries of 32 KiB each would otherwise be allowed, held by etcd and every cache).
+ */
+export const ENV_MAX_TOTAL_BYTES = 32768;
+
 /** Port the in-pod agent listens on. */
 export const AGENT_PORT = 8090;
 /**
@@ -129,6 +148,16 @@ export const TOKEN_MOUNT_DIR = '/var/run/sandbox';
 export const TOKEN_FILE = `${TOKEN_MOUNT_DIR}/${TOKEN_SECRET_KEY}`;
 /** Env var that also carries the token into the sandbox container (from the Secret). */
 export const TOKEN_ENV = 'SANDBOX_TOKEN';
+/**
+ * Prefix under which spec.env reaches an Agent-transport container: `NODE_OPTIONS` arrives as
+ * `SANDBOX_ENV_NODE_OPTIONS`, which nothing interprets, so the session's env cannot steer the
+ * agent's own process (node, the dynamic loader, the probe); the agent exports the variables
+ * under their own names in the user's bash only. One variable per entry, not one JSON document:
+ * Linux refuses any single env string over 128 KiB (MAX_ARG_STRLEN) at exec. KubernetesExec
+ * containers (no agent) get spec.env as it is. The CRD reserves SANDBOX_* names, so no entry
+ * can collide.
+ */
+export const SESSION_ENV_PREFIX = 'SANDBOX_ENV_';
 /** The writable workspace of the sandbox container. */
 export const WORKSPACE_DIR = '/workspace';
 /** Name of the sandbox container in the Pod. */

@@ -82,9 +82,17 @@ export const sandboxSessionSchema = {
         env: {
           type: 'array',
           maxItems: 64,
-          description: 'Extra environment variables of the sandbox container (plain values only).',
+          description:
+            'Extra environment variables of the sandbox container (plain values only); at most 32768 bytes in total (every name and value, UTF-8).',
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['name'],
+          'x-kubernetes-validations': [
+            {
+              rule: 'self.map(e, size(bytes(e.name)) + (has(e.value) ? size(bytes(e.value)) : 0)).sum() <= 32768',
+              message:
+                'spec.env is too large: the names and values together may hold at most 32768 bytes (32 KiB); pass larger data as a file through the gateway instead',
+            },
+          ],
           items: {
             type: 'object',
             required: ['name'],

@@ -13,7 +13,7 @@ export interface SandboxSessionSpec {
    */
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /**
-   * Extra environment variables of the sandbox container (plain values only).
+   * Extra environment variables of the sandbox container (plain values only); at most 32768 bytes in total (every name and value, UTF-8).
    *
    * @maxItems 64
    */
