@@ -11,6 +11,7 @@ import { MIN_MASTER_KEY_BYTES } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
 import { LOG_LEVELS, type LogLevel } from './telemetry/logger.js';
+import { SAMPLERS, type TracingConfig } from './telemetry/tracing-config.js';
 
 const QUANTITY = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$';
 const LABEL = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
@@ -204,9 +205,55 @@ export const ENV_SCHEMA = {
       minimum: 0,
       maximum: 65535,
       default: 8080,
-      description: 'Port of /metrics, /healthz and /readyz (0: any free port).',
+      description: 'Port of /healthz and /readyz (0: any free port).',
     },
-    HTTP_HOST: { type: 'string', default: '0.0.0.0', description: 'Address the HTTP endpoint binds.' },
+    METRICS_PORT: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 65535,
+      default: 9090,
+      description:
+        'Port of /metrics, apart from the probes so a scrape policy can open one without the other ' +
+        '(0: any free port); must differ from HTTP_PORT.',
+    },
+    HTTP_HOST: {
+      type: 'string',
+      default: '0.0.0.0',
+      description: 'Address the probe and metrics endpoints bind.',
+    },
+    OTEL_EXPORTER_OTLP_ENDPOINT: {
+      type: 'string',
+      default: '',
+      pattern: '^(https?://.+)?$',
+      description:
+        'OTLP/HTTP endpoint of a collector (spans go to <endpoint>/v1/traces); empty: tracing off, and ' +
+        'no tracing code runs (telemetry/tracing.ts).',
+    },
+    OTEL_EXPORTER_OTLP_PROTOCOL: {
+      type: 'string',
+      enum: ['http/protobuf', 'http/json'],
+      default: 'http/protobuf',
+      description: 'OTLP encoding (grpc is not supported).',
+    },
+    OTEL_TRACES_SAMPLER: {
+      type: 'string',
+      enum: [...SAMPLERS],
+      default: 'parentbased_traceidratio',
+      description: 'Sampler of reconcile traces (the standard OTEL_TRACES_SAMPLER values).',
+    },
+    OTEL_TRACES_SAMPLER_ARG: {
+      type: 'number',
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description: 'Ratio of the *traceidratio samplers.',
+    },
+    OTEL_SERVICE_NAME: {
+      type: 'string',
+      minLength: 1,
+      default: 'sandbox-operator',
+      description: 'service.name of the spans.',
+    },
     LOG_LEVEL: {
       type: 'string',
       enum: [...LOG_LEVELS],
@@ -267,8 +314,10 @@ export interface OperatorConfig {
   };
   /** POD_NAME or <hostname>_<random>: the Lease holder identity and Event reportingInstance. */
   readonly identity: string;
-  /** HTTP_PORT and HTTP_HOST. */
-  readonly http: { readonly port: number; readonly host: string };
+  /** HTTP_PORT, METRICS_PORT and HTTP_HOST. */
+  readonly http: { readonly port: number; readonly metricsPort: number; readonly host: string };
+  /** OTEL_*: undefined (tracing off) while OTEL_EXPORTER_OTLP_ENDPOINT is empty. */
+  readonly tracing?: TracingConfig;
   /** LOG_LEVEL. */
   readonly logLevel: LogLevel;
   /** SHUTDOWN_TIMEOUT_SECONDS in ms. */
@@ -277,7 +326,9 @@ export interface OperatorConfig {
 
 type Env = Record<string, string | undefined>;
 type Parsed = {
-  [K in keyof typeof ENV_SCHEMA.properties]: (typeof ENV_SCHEMA.properties)[K] extends { type: 'integer' }
+  [K in keyof typeof ENV_SCHEMA.properties]: (typeof ENV_SCHEMA.properties)[K] extends {
+    type: 'integer' | 'number';
+  }
     ? number
     : (typeof ENV_SCHEMA.properties)[K] extends { type: 'boolean' }
       ? boolean
@@ -336,9 +387,26 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     apiTimeoutMs: p.API_TIMEOUT_SECONDS * 1000,
     leaderElection: p.LEADER_ELECT ? leaderElection(p) : undefined,
     identity: p.POD_NAME || `${host}_${randomBytes(4).toString('hex')}`,
-    http: { port: p.HTTP_PORT, host: p.HTTP_HOST },
+    http: httpPorts(p),
+    tracing: p.OTEL_EXPORTER_OTLP_ENDPOINT ? tracing(p) : undefined,
     logLevel: p.LOG_LEVEL as LogLevel,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+  };
+}
+
+function httpPorts(p: Parsed): OperatorConfig['http'] {
+  if (p.HTTP_PORT !== 0 && p.HTTP_PORT === p.METRICS_PORT)
+    throw new ConfigError('invalid configuration: METRICS_PORT must differ from HTTP_PORT');
+  return { port: p.HTTP_PORT, metricsPort: p.METRICS_PORT, host: p.HTTP_HOST };
+}
+
+function tracing(p: Parsed): TracingConfig {
+  return {
+    endpoint: p.OTEL_EXPORTER_OTLP_ENDPOINT,
+    protocol: p.OTEL_EXPORTER_OTLP_PROTOCOL as TracingConfig['protocol'],
+    sampler: p.OTEL_TRACES_SAMPLER as TracingConfig['sampler'],
+    samplerRatio: p.OTEL_TRACES_SAMPLER_ARG,
+    serviceName: p.OTEL_SERVICE_NAME,
   };
 }
 

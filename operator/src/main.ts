@@ -16,6 +16,7 @@ import { parseKey, type SessionKey } from './controller/session-key.js';
 import { SessionRegistry } from './controller/session-registry.js';
 import { StatusDeferral } from './controller/status-deferral.js';
 import { createChildInformers } from './kube/child-informers.js';
+import { isQuotaRefused } from './kube/errors.js';
 import { createPodStore, createSecretStore } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
 import { CreatedOverlay } from './kube/created-overlay.js';
@@ -36,10 +37,19 @@ import { startHttpServer, stopHttpServer } from './telemetry/http-server.js';
 import type { Logger } from './telemetry/log-port.js';
 import { createLogger, errorFields } from './telemetry/logger.js';
 import { OperatorMetrics } from './telemetry/metrics.js';
+import type { Tracing } from './telemetry/tracing.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger(config.logLevel, { component: 'sandbox-operator', identity: config.identity });
+  // Loaded only when on: with tracing off the SDK is not even imported (telemetry/tracing.ts).
+  const tracing = config.tracing
+    ? (await import('./telemetry/tracing.js')).startTracing(config.tracing, { identity: config.identity })
+    : undefined;
+  const logger = createLogger(
+    config.logLevel,
+    { component: 'sandbox-operator', identity: config.identity },
+    { context: tracing && (() => tracing.logFields()) },
+  );
   const masterKey = readMasterKeyFile(config.masterKeyFile);
   const kc = new k8s.KubeConfig();
   kc.loadFromDefault();
@@ -52,7 +62,8 @@ async function main(): Promise<void> {
 
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
   // informers feed it); the handler only runs once the workload has started.
-  const queue = createQueue(config, (key) => reconcile(key, deps), metrics, logger);
+  const queue = createQueue(config, (key) => reconcile(key, deps), { metrics, logger, tracing });
+  metrics.workQueue.observe(queue);
   const enqueue = (source: string) => (key: string) => {
     metrics.watchEvents.inc({ source });
     queue.add(key);
@@ -92,6 +103,7 @@ async function main(): Promise<void> {
     requeueFloorMs: config.requeueFloorMs,
     waitRequeueMs: config.waitRequeueMs,
     observer: metrics,
+    tracePhase: tracing && ((name, run) => tracing.tracePhase(name, run)),
     logger,
     otherWork: () => queue.depth + Math.max(0, queue.inFlight - 1),
     statusDeferral: new StatusDeferral(),
@@ -131,27 +143,44 @@ async function main(): Promise<void> {
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
     onLeader: (leading) => metrics.leader.set(leading ? 1 : 0),
-    exit: (code) => process.exit(code),
+    // After a graceful stop, buffered spans are exported first (the exporter's timeout bounds it).
+    // Any other exit is at once: a leader that lost its Lease must stop reconciling now.
+    exit: (code) => {
+      if (!tracing || code !== 0) process.exit(code);
+      void tracing
+        .shutdown()
+        .catch((err: unknown) => logger.warn('exporting the last spans failed', errorFields(err)))
+        .finally(() => process.exit(code));
+    },
   });
   const server = await startHttpServer({
     port: config.http.port,
     host: config.http.host,
-    registry: metrics.registry,
     isReady: () => supervisor.isReady(),
     logger,
   });
+  const metricsServer = await startHttpServer({
+    port: config.http.metricsPort,
+    host: config.http.host,
+    registry: metrics.registry,
+    logger,
+  });
   const address = server.address();
+  const metricsAddress = metricsServer.address();
   logger.info('operator starting', {
     watchNamespaces: config.watchNamespaces.length > 0 ? config.watchNamespaces.join(',') : '(all)',
     concurrency: config.concurrency,
     leaderElection: Boolean(config.leaderElection),
     httpPort: typeof address === 'object' && address ? address.port : config.http.port,
+    metricsPort:
+      typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.http.metricsPort,
+    tracing: config.tracing ? `${config.tracing.protocol} ${config.tracing.endpoint}` : 'off',
     // The V8 heap limit bounds RSS; see operator/README.md (memory) for the recommended setting.
     heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 1048576),
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      void stopHttpServer(server)
+      void Promise.all([stopHttpServer(server), stopHttpServer(metricsServer)])
         .catch((err: unknown) => logger.warn('closing the HTTP server failed', errorFields(err)))
         .then(() => supervisor.shutdown(signal));
     });
@@ -162,24 +191,30 @@ async function main(): Promise<void> {
 function createQueue(
   config: OperatorConfig,
   handle: (key: SessionKey) => Promise<ReconcileResult>,
-  metrics: OperatorMetrics,
-  logger: Logger,
+  { metrics, logger, tracing }: { metrics: OperatorMetrics; logger: Logger; tracing?: Tracing },
 ): WorkQueue {
+  const run = (key: string): Promise<ReconcileResult> => handle(parseKey(key));
   return new WorkQueue({
     concurrency: config.concurrency,
     backoff: config.backoff,
-    handler: (key) => handle(parseKey(key)),
-    hooks: {
+    handler: tracing ? (key) => tracing.traceReconcile(key, () => run(key)) : run,
+    hooks: metrics.workQueue.hooks({
       onError: (key, err, attempt, delayMs) => {
-        metrics.retries.inc();
         const { namespace, name } = parseKey(key);
-        const fields = { namespace, session: name, attempt, retryInMs: delayMs, ...errorFields(err) };
+        const fields = {
+          namespace,
+          session: name,
+          attempt,
+          retryInMs: delayMs,
+          ...errorFields(err),
+          ...tracing?.errorFields(err),
+        };
         if (isNameConflict(err)) logger.warn('name conflict; retrying', fields);
+        else if (isQuotaRefused(err)) logger.warn('refused by a ResourceQuota; retrying', fields);
         else logger.error('reconcile failed; retrying', fields);
       },
       onDone: (_key, ms, ok) => metrics.reconcileDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000),
-      onDepth: (depth) => metrics.queueDepth.set(depth),
-    },
+    }),
   });
 }
 

@@ -63,7 +63,7 @@ async function remove(scope: Scope, deps: ControllerDeps, reason: ExpiryReason):
     throw new Error('delete expired session', { cause: err });
   }
   deps.logger.info('collected session', { ...fields(scope), reason, policy: 'Delete' });
-  deps.observer.collected(reason, 'Delete');
+  deps.observer.collected(reason, 'Delete', pastDeadline(scope, deps));
   deps.events.record(scope.session, {
     type: 'Normal',
     reason,
@@ -93,7 +93,7 @@ async function retain(scope: Scope, deps: ControllerDeps, reason: ExpiryReason):
   scope.collected = reason;
   scope.writtenStatus = status;
   deps.logger.info('collected session', { ...fields(scope), reason, policy: 'Retain' });
-  deps.observer.collected(reason, 'Retain');
+  deps.observer.collected(reason, 'Retain', pastDeadline(scope, deps));
   return removeChildren(scope, deps);
 }
 
@@ -102,6 +102,12 @@ function deleteNote(scope: Scope, reason: ExpiryReason): string {
   return reason === REASONS.idleTimeout
     ? `No activity for ${spec.idleTimeoutSeconds ?? ''}s; deleting the session (shutdownPolicy Delete)`
     : `Maximum lifetime of ${spec.maxLifetimeSeconds ?? ''}s reached; deleting the session (shutdownPolicy Delete)`;
+}
+
+/** Seconds from the deadline that passed to now (how late the collection came). */
+function pastDeadline(scope: Scope, deps: ControllerDeps): number {
+  const deadline = scope.expiresAt?.getTime();
+  return deadline === undefined ? 0 : Math.max(0, (deps.clock.now().getTime() - deadline) / 1000);
 }
 
 function fields(scope: Scope): Record<string, string> {

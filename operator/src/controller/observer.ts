@@ -3,10 +3,13 @@ import type { ExpiryReason } from './lifecycle.js';
 
 /** Reconcile observations that feed metrics. */
 export interface ReconcileObserver {
-  /** The session's Ready reason after this reconcile (undefined: the session is gone). */
-  readyReason(key: string, reason: string | undefined): void;
+  /**
+   * The session's Ready reason after this reconcile (undefined: the session is gone), and since
+   * when its Ready condition has had its status (lastTransitionTime).
+   */
+  readyReason(key: string, reason: string | undefined, since?: Date): void;
   /** The session became Ready for the first time, `seconds` after it was created. */
   firstReady(seconds: number): void;
-  /** The session was collected. */
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain'): void;
+  /** The session was collected, `secondsPastDeadline` after its deadline (expiresAt). */
+  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void;
 }

@@ -6,7 +6,7 @@
  */
 import { EVENT_REASONS, podName } from '@sandbox-platform/api';
 
-import { isAlreadyExists } from '../kube/errors.js';
+import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
 import type { PodView } from '../kube/views.js';
 import { buildPod } from '../resources/pod.js';
 import { NameConflictError } from './errors.js';
@@ -63,6 +63,8 @@ async function createPod(scope: Scope, deps: ControllerDeps, childName: string):
     });
     return created;
   } catch (err) {
+    // A quota refusal is a condition of the namespace, not a failure: Ready=False/QuotaExceeded.
+    if (isQuotaRefused(err)) throw err;
     if (!isAlreadyExists(err)) throw new Error(`create Pod ${childName}`, { cause: err });
     const fresh = await deps.pods.read(scope.ref.namespace, childName);
     if (!fresh) throw new Error(`Pod ${childName} already exists but could not be read`, { cause: err });

@@ -16,7 +16,7 @@
  */
 import { REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 
-import { isConflict } from '../kube/errors.js';
+import { isConflict, isQuotaRefused } from '../kube/errors.js';
 import { sessionRef } from '../resources/metadata.js';
 import { removeChildren } from './children-phase.js';
 import { isNameConflict } from './errors.js';
@@ -98,7 +98,9 @@ export async function runPhases(
   const run: PhaseRun = {};
   for (const phase of phases) {
     try {
-      const result = await phase(scope, deps);
+      const result = deps.tracePhase
+        ? await deps.tracePhase(phase.name, () => phase(scope, deps))
+        : await phase(scope, deps);
       run.requeueAfterMs = soonest(run.requeueAfterMs, result.requeueAfterMs);
       if (result.halt) break;
     } catch (err) {
@@ -114,6 +116,8 @@ function outcomeOf(scope: Scope, failure: unknown): Outcome {
   if (failure === undefined) return { kind: 'active' };
   if (isNameConflict(failure))
     return { kind: 'failed', reason: REASONS.nameConflict, message: failure.message };
+  if (isQuotaRefused(failure))
+    return { kind: 'failed', reason: REASONS.quotaExceeded, message: failure.message };
   return { kind: 'failed', reason: REASONS.reconcileError, message: RECONCILE_ERROR_MESSAGE };
 }
 
@@ -166,7 +170,7 @@ function observe(
   computed: SandboxSessionStatus,
 ): void {
   const ready = readyCondition(computed);
-  deps.observer.readyReason(keyString(scope.key), ready?.reason);
+  deps.observer.readyReason(keyString(scope.key), ready?.reason, parseTime(ready?.lastTransitionTime));
   if (!stored?.readyTime && computed.readyTime) {
     const created = parseTime(scope.session.metadata.creationTimestamp);
     const readyAt = parseTime(computed.readyTime);

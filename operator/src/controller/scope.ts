@@ -36,6 +36,11 @@ export interface ControllerDeps {
    */
   readonly waitRequeueMs: number;
   readonly observer: ReconcileObserver;
+  /**
+   * Runs a phase inside a trace span named after it (telemetry/tracing.ts); undefined while
+   * tracing is off, and the phases then run unwrapped.
+   */
+  readonly tracePhase?: <R>(name: string, run: () => Promise<R>) => Promise<R>;
   readonly logger: Logger;
   /**
    * Sessions queued or being reconciled besides this one. While there are any, a status write

@@ -6,7 +6,7 @@
  */
 import { EVENT_REASONS, deriveToken, secretName } from '@sandbox-platform/api';
 
-import { isAlreadyExists } from '../kube/errors.js';
+import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
 import type { SecretView } from '../kube/views.js';
 import { buildSecret } from '../resources/secret.js';
 import { NameConflictError } from './errors.js';
@@ -58,6 +58,8 @@ async function createSecret(scope: Scope, deps: ControllerDeps, childName: strin
     });
     return created;
   } catch (err) {
+    // A quota refusal is a condition of the namespace, not a failure: Ready=False/QuotaExceeded.
+    if (isQuotaRefused(err)) throw err;
     if (!isAlreadyExists(err)) throw new Error(`create Secret ${childName}`, { cause: err });
     // The cache lagged, or another writer won: read it and judge ownership on the fresh object.
     const fresh = await deps.secrets.read(scope.ref.namespace, childName);

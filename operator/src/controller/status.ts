@@ -27,7 +27,8 @@ export type Outcome =
   | { readonly kind: 'collected'; readonly reason: ExpiryReason }
   | {
       readonly kind: 'failed';
-      readonly reason: typeof REASONS.nameConflict | typeof REASONS.reconcileError;
+      readonly reason:
+        typeof REASONS.nameConflict | typeof REASONS.quotaExceeded | typeof REASONS.reconcileError;
       readonly message: string;
     };
 

@@ -10,6 +10,7 @@ import { readyCondition } from './status.js';
 const WARNING_REASONS = new Set<string>([
   REASONS.nameConflict,
   REASONS.reconcileError,
+  REASONS.quotaExceeded,
   REASONS.podFailed,
   REASONS.imagePullFailed,
   REASONS.unschedulable,

@@ -7,7 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 
-import { AlreadyExistsError, isNotFound, is409 } from './errors.js';
+import { AlreadyExistsError, isNotFound, is409, QuotaRefusedError, quotaRefusal } from './errors.js';
 import type { ViewCache } from './child-informers.js';
 import { CreatedOverlay } from './created-overlay.js';
 import type { JsonClient } from './json-client.js';
@@ -43,7 +43,7 @@ export function createPodStore(
         created.add(namespace, view.metadata.name, view);
         return view;
       } catch (err) {
-        throw alreadyExists(err, 'Pod', body.metadata?.name);
+        throw createError(err, 'Pod', body.metadata?.name);
       }
     },
     delete: (namespace, name, uid) => {
@@ -78,7 +78,7 @@ export function createSecretStore(
         created.add(namespace, view.metadata.name, view);
         return view;
       } catch (err) {
-        throw alreadyExists(err, 'Secret', body.metadata?.name);
+        throw createError(err, 'Secret', body.metadata?.name);
       }
     },
     delete: (namespace, name, uid) => {
@@ -99,8 +99,11 @@ function required<V>(view: V | undefined, kind: string): V {
   return view;
 }
 
-function alreadyExists(err: unknown, kind: string, name: string | undefined): unknown {
-  return is409(err) ? new AlreadyExistsError(`${kind} ${name ?? ''} already exists`, { cause: err }) : err;
+/** A failed create as the controller acts on it: AlreadyExistsError, QuotaRefusedError, or as is. */
+function createError(err: unknown, kind: 'Pod' | 'Secret', name: string | undefined): unknown {
+  if (is409(err)) return new AlreadyExistsError(`${kind} ${name ?? ''} already exists`, { cause: err });
+  const quota = quotaRefusal(err);
+  return quota === undefined ? err : new QuotaRefusedError(kind, name ?? '', quota, { cause: err });
 }
 
 /** Runs a delete; NotFound means gone, and a UID precondition failure (409) means it is not ours any more. */

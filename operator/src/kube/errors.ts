@@ -14,6 +14,41 @@ export class AlreadyExistsError extends Error {
   override readonly name = 'AlreadyExistsError';
 }
 
+/**
+ * A ResourceQuota of the namespace refused a create (403: over a limit, or the object lacks a
+ * request or limit the quota constrains). `quotaMessage` is the API server's message: it names the
+ * quota and the resources, never object contents.
+ */
+export class QuotaRefusedError extends Error {
+  override readonly name = 'QuotaRefusedError';
+
+  constructor(
+    readonly kind: 'Pod' | 'Secret',
+    readonly objectName: string,
+    readonly quotaMessage: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${kind} ${objectName} was refused by a ResourceQuota: ${quotaMessage}`, options);
+  }
+}
+
+/** True for QuotaRefusedError. */
+export function isQuotaRefused(err: unknown): err is QuotaRefusedError {
+  return err instanceof QuotaRefusedError;
+}
+
+/** The quota admission's refusal: `... is forbidden: exceeded quota: ...` or `... failed quota: ...`. */
+const QUOTA_REFUSAL = /\bforbidden: (exceeded|failed) quota: /;
+/** Longest quota message kept (it ends up in the session's status). */
+const MAX_QUOTA_MESSAGE = 1024;
+
+/** The API server's message when `err` is a ResourceQuota refusal (403), else undefined. */
+export function quotaRefusal(err: unknown): string | undefined {
+  const info = apiErrorInfo(err);
+  if (info.code !== 403 || !info.message || !QUOTA_REFUSAL.test(info.message)) return undefined;
+  return info.message.slice(0, MAX_QUOTA_MESSAGE);
+}
+
 /** True for ConflictError. */
 export function isConflict(err: unknown): err is ConflictError {
   return err instanceof ConflictError;

@@ -45,7 +45,10 @@ export interface ChildStore<View, Body> {
   cached(namespace: string, name: string): View | undefined;
   /** A fresh read from the API server. */
   read(namespace: string, name: string): Promise<View | undefined>;
-  /** Creates the object; throws AlreadyExistsError when the name is taken. */
+  /**
+   * Creates the object; throws AlreadyExistsError when the name is taken, QuotaRefusedError when a
+   * ResourceQuota refuses it.
+   */
   create(namespace: string, body: Body): Promise<View>;
   /** Deletes the object if it still has this UID (never someone else's object of the same name). */
   delete(namespace: string, name: string, uid: string): Promise<WriteOutcome>;

@@ -10,6 +10,10 @@
  * - per-key exponential backoff with jitter after a failure, reset by a success;
  * - addAfter keeps the earliest pending wake-up per key (requeue at a deadline);
  * - shutdown stops taking work, drops what is waiting, and waits for in-flight work to finish.
+ *
+ * The hooks report what client-go's workqueue metrics report (telemetry/work-queue-metrics.ts
+ * exports them under the same names): adds, time waiting, time processing, retries, and the age
+ * of what is in flight (inFlightStartTimes).
  */
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 
@@ -20,6 +24,13 @@ export interface HandlerResult {
 
 /** Callbacks for telemetry; the queue itself logs nothing. */
 export interface QueueHooks {
+  /**
+   * A key was queued: newly, or while it was being processed (it runs once more afterwards). A key
+   * already waiting is not counted again (client-go's `adds`).
+   */
+  onAdd?(key: string): void;
+  /** A worker took the key after it waited `queuedMs` since the add that queued it. */
+  onStart?(key: string, queuedMs: number): void;
   /** The handler threw; the key is retried after `delayMs`. The error is to be logged here, once. */
   onError?(key: string, err: unknown, attempt: number, delayMs: number): void;
   /** The handler finished (either way) after `ms`. */
@@ -53,8 +64,11 @@ interface Timer {
 /** The queue. */
 export class WorkQueue {
   private readonly pending = new Set<string>();
-  private readonly running = new Set<string>();
+  /** Keys being processed, with when their processing started. */
+  private readonly running = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  /** When each waiting (pending or dirty) key was added: the start of its queue time. */
+  private readonly addedAt = new Map<string, number>();
   private readonly timers = new Map<string, Timer>();
   private readonly failures = new Map<string, number>();
   private closed = false;
@@ -79,6 +93,11 @@ export class WorkQueue {
     return this.running.size;
   }
 
+  /** When each in-flight key started processing (ms, the queue's clock). */
+  inFlightStartTimes(): IterableIterator<number> {
+    return this.running.values();
+  }
+
   /** True once shutdown began. */
   get isShuttingDown(): boolean {
     return this.closed;
@@ -88,13 +107,20 @@ export class WorkQueue {
   add(key: string): void {
     if (this.closed) return;
     if (this.running.has(key)) {
+      if (!this.dirty.has(key)) this.added(key);
       this.dirty.add(key);
       return;
     }
     if (this.pending.has(key)) return;
+    if (!this.addedAt.has(key)) this.added(key);
     this.pending.add(key);
     this.opts.hooks?.onDepth?.(this.pending.size);
     this.pump();
+  }
+
+  private added(key: string): void {
+    this.addedAt.set(key, this.now());
+    this.opts.hooks?.onAdd?.(key);
   }
 
   /** Queues a key after `delayMs`, unless an earlier wake-up for it is already set. */
@@ -135,6 +161,7 @@ export class WorkQueue {
     this.timers.clear();
     this.pending.clear();
     this.dirty.clear();
+    this.addedAt.clear();
     this.opts.hooks?.onDepth?.(0);
     if (this.running.size === 0) return true;
     let timeout: NodeJS.Timeout | undefined;
@@ -152,15 +179,17 @@ export class WorkQueue {
   private pump(): void {
     while (!this.closed && this.running.size < this.opts.concurrency && this.pending.size > 0) {
       const key = this.pending.values().next().value as string;
+      const started = this.now();
       this.pending.delete(key);
-      this.running.add(key);
+      this.running.set(key, started);
       this.opts.hooks?.onDepth?.(this.pending.size);
-      void this.process(key);
+      this.opts.hooks?.onStart?.(key, started - (this.addedAt.get(key) ?? started));
+      this.addedAt.delete(key);
+      void this.process(key, started);
     }
   }
 
-  private async process(key: string): Promise<void> {
-    const started = this.now();
+  private async process(key: string, started: number): Promise<void> {
     let ok = false;
     try {
       const result = await this.opts.handler(key);

@@ -1,7 +1,8 @@
 /**
- * The operator's HTTP endpoint: /metrics (Prometheus text), /healthz (liveness: the process and
- * its event loop answer), /readyz (readiness, see Supervisor.isReady). Plain node:http: three
- * read-only routes need no framework.
+ * The operator's HTTP endpoints, one server per port: the probes, /healthz (liveness: the process
+ * and its event loop answer) and /readyz (readiness, see Supervisor.isReady), on HTTP_PORT; and
+ * /metrics (Prometheus text) on METRICS_PORT, so a scrape policy or a NetworkPolicy can open one
+ * without the other. Plain node:http: read-only routes need no framework.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
@@ -10,13 +11,13 @@ import type { Registry } from 'prom-client';
 import type { Logger } from './log-port.js';
 import { errorFields } from './logger.js';
 
-/** What the endpoint needs. */
+/** What the endpoint needs; it serves the probes when given isReady, /metrics when given a registry. */
 export interface HttpServerOptions {
   readonly port: number;
   readonly host?: string;
-  readonly registry: Registry;
+  readonly registry?: Registry;
   /** Readiness: see the caller's definition. */
-  readonly isReady: () => boolean;
+  readonly isReady?: () => boolean;
   readonly logger: Logger;
 }
 
@@ -50,20 +51,17 @@ export async function stopHttpServer(server: Server): Promise<void> {
 async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpServerOptions): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n');
-  switch (path) {
-    case '/healthz':
-      return text(res, 200, 'ok\n');
-    case '/readyz':
-      return opts.isReady() ? text(res, 200, 'ok\n') : text(res, 503, 'not ready\n');
-    case '/metrics': {
-      const body = await opts.registry.metrics();
-      res.writeHead(200, { 'content-type': opts.registry.contentType });
-      res.end(body);
-      return;
-    }
-    default:
-      return text(res, 404, 'not found\n');
+  const { isReady, registry } = opts;
+  if (isReady && path === '/healthz') return text(res, 200, 'ok\n');
+  if (isReady && path === '/readyz')
+    return isReady() ? text(res, 200, 'ok\n') : text(res, 503, 'not ready\n');
+  if (registry && path === '/metrics') {
+    const body = await registry.metrics();
+    res.writeHead(200, { 'content-type': registry.contentType });
+    res.end(body);
+    return;
   }
+  return text(res, 404, 'not found\n');
 }
 
 function text(res: ServerResponse, status: number, body: string): void {

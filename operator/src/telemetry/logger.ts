@@ -15,17 +15,33 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const SECRET_FIELD = /token|secret.?data|master.?key|password|authorization/i;
 
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /**
+   * Fields of the moment a line is written: the trace and span ids while tracing is on
+   * (telemetry/tracing.ts). Undefined: nothing is called per line.
+   */
+  readonly context?: () => LogFields | undefined;
+  /** Where the lines go instead of stdout (tests). */
+  readonly stream?: NodeJS.WritableStream;
+}
+
 /** Creates the process logger writing JSON lines to stdout. */
-export function createLogger(level: LogLevel, base: LogFields = {}): Logger {
+export function createLogger(level: LogLevel, base: LogFields = {}, opts: LoggerOptions = {}): Logger {
+  const { context } = opts;
+  const stamp = context
+    ? (info: winston.Logform.TransformableInfo) =>
+        Object.assign(redact(info), { time: new Date().toISOString() }, context())
+    : (info: winston.Logform.TransformableInfo) =>
+        Object.assign(redact(info), { time: new Date().toISOString() });
   const logger = winston.createLogger({
     level,
     levels: { error: 0, warn: 1, info: 2, debug: 3 },
     defaultMeta: base,
-    format: winston.format.combine(
-      winston.format((info) => Object.assign(redact(info), { time: new Date().toISOString() }))(),
-      winston.format.json(),
-    ),
-    transports: [new winston.transports.Console()],
+    format: winston.format.combine(winston.format(stamp)(), winston.format.json()),
+    transports: [
+      opts.stream ? new winston.transports.Stream({ stream: opts.stream }) : new winston.transports.Console(),
+    ],
   });
   // winston formats every call and filters by level only in the transport, so a disabled level
   // is skipped here (debug lines are frequent: per reconcile, per watch event).

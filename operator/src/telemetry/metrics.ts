@@ -1,7 +1,9 @@
 /**
  * Prometheus metrics (prom-client), on a registry of our own (not prom-client's global one), served
- * at /metrics. Names carry the `sandbox_operator_` prefix. No label holds a session name: label
- * cardinality stays bounded however many sessions exist.
+ * at /metrics on its own port (http-server.ts). The operator's own names carry the
+ * `sandbox_operator_` prefix; the work queue's are client-go's `workqueue_*`
+ * (work-queue-metrics.ts). No label holds a session name: label cardinality stays bounded however
+ * many sessions exist. docs/observability.md lists every metric.
  */
 import { REASONS } from '@sandbox-platform/api';
 import * as prom from 'prom-client';
@@ -9,6 +11,10 @@ import * as prom from 'prom-client';
 import type { ExpiryReason } from '../controller/lifecycle.js';
 import type { ReconcileObserver } from '../controller/observer.js';
 import type { SessionRegistry } from '../controller/session-registry.js';
+import { WorkQueueMetrics } from './work-queue-metrics.js';
+
+/** Reasons of a session that is not Ready by design (collected, Retain): not "stuck". */
+const AT_REST = new Set<string>([REASONS.ready, REASONS.idleTimeout, REASONS.lifetimeExceeded]);
 
 /** The operator's metrics, and the ReconcileObserver that feeds the session gauges. */
 export class OperatorMetrics implements ReconcileObserver {
@@ -16,22 +22,26 @@ export class OperatorMetrics implements ReconcileObserver {
   readonly registry = new prom.Registry();
   /** Duration of one reconcile, by result (ok, error). */
   readonly reconcileDuration: prom.Histogram<'result'>;
-  /** Keys waiting in the work queue. */
-  readonly queueDepth: prom.Gauge;
-  /** Reconciles that failed and were scheduled for a retry with backoff. */
-  readonly retries: prom.Counter;
+  /** The work queue's workqueue_* metrics; its hooks feed them. */
+  readonly workQueue: WorkQueueMetrics;
   /** Time from a session's creation to its first Ready. */
   readonly createToReady: prom.Histogram;
+  /** Time from a session's deadline (expiresAt) to its collection, by reason. */
+  readonly deadlineToCollect: prom.Histogram<'reason'>;
   /** Sessions collected, by reason (IdleTimeout, LifetimeExceeded) and policy (Delete, Retain). */
   readonly collectedTotal: prom.Counter<'reason' | 'policy'>;
   /** Events received from the watches, by source (sessions, pods, secrets, resync). */
   readonly watchEvents: prom.Counter<'source'>;
   /** 1 while this process holds the leader Lease. */
   readonly leader: prom.Gauge;
-  constructor(private readonly known: SessionRegistry) {
+  constructor(
+    private readonly known: SessionRegistry,
+    now: () => number = Date.now,
+  ) {
     const registers = [this.registry];
     const sessions = known;
     prom.collectDefaultMetrics({ register: this.registry });
+    this.workQueue = new WorkQueueMetrics(this.registry, now);
     this.reconcileDuration = new prom.Histogram({
       name: 'sandbox_operator_reconcile_duration_seconds',
       help: 'Duration of one reconcile of a SandboxSession, by result.',
@@ -39,20 +49,17 @@ export class OperatorMetrics implements ReconcileObserver {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.queueDepth = new prom.Gauge({
-      name: 'sandbox_operator_queue_depth',
-      help: 'SandboxSession keys waiting in the work queue.',
-      registers,
-    });
-    this.retries = new prom.Counter({
-      name: 'sandbox_operator_reconcile_retries_total',
-      help: 'Failed reconciles scheduled for a retry with backoff.',
-      registers,
-    });
     this.createToReady = new prom.Histogram({
       name: 'sandbox_operator_session_create_to_ready_seconds',
       help: 'Time from SandboxSession creation to its first Ready=True.',
       buckets: [0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300],
+      registers,
+    });
+    this.deadlineToCollect = new prom.Histogram({
+      name: 'sandbox_operator_session_deadline_to_collect_seconds',
+      help: 'Time from a SandboxSession deadline (idle or lifetime, status.expiresAt) to its collection, by reason.',
+      labelNames: ['reason'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
       registers,
     });
     this.collectedTotal = new prom.Counter({
@@ -84,11 +91,26 @@ export class OperatorMetrics implements ReconcileObserver {
         }
       },
     });
+    new prom.Gauge({
+      name: 'sandbox_operator_session_not_ready_oldest_seconds',
+      help:
+        'Longest time a live SandboxSession known to this leader has been not Ready, by Ready reason ' +
+        '(collected sessions excluded); alert on it for sessions stuck Pending.',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        const at = now();
+        for (const [reason, since] of sessions.earliestByReason()) {
+          if (!AT_REST.has(reason)) this.set({ reason }, Math.max(0, (at - since) / 1000));
+        }
+      },
+    });
   }
 
-  /** ReconcileObserver: remembers the session's Ready reason for the sessions gauge. */
-  readyReason(key: string, reason: string | undefined): void {
-    this.known.set(key, reason);
+  /** ReconcileObserver: remembers the session's Ready reason and since when, for the session gauges. */
+  readyReason(key: string, reason: string | undefined, since?: Date): void {
+    this.known.set(key, reason, since?.getTime());
   }
 
   /** ReconcileObserver: observes the create-to-Ready time. */
@@ -96,8 +118,9 @@ export class OperatorMetrics implements ReconcileObserver {
     this.createToReady.observe(seconds);
   }
 
-  /** ReconcileObserver: counts a collection. */
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain'): void {
+  /** ReconcileObserver: counts a collection and observes how late it came. */
+  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void {
     this.collectedTotal.inc({ reason, policy });
+    this.deadlineToCollect.observe({ reason }, secondsPastDeadline);
   }
 }

@@ -42,7 +42,7 @@ export class MemoryLogger implements Logger {
 export class MemoryObserver implements ReconcileObserver {
   readonly reasons = new Map<string, string>();
   readonly firstReadySeconds: number[] = [];
-  readonly collections: Array<{ reason: ExpiryReason; policy: string }> = [];
+  readonly collections: Array<{ reason: ExpiryReason; policy: string; secondsPastDeadline: number }> = [];
   readyReason(key: string, reason: string | undefined): void {
     if (reason === undefined) this.reasons.delete(key);
     else this.reasons.set(key, reason);
@@ -50,8 +50,8 @@ export class MemoryObserver implements ReconcileObserver {
   firstReady(seconds: number): void {
     this.firstReadySeconds.push(seconds);
   }
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain'): void {
-    this.collections.push({ reason, policy });
+  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void {
+    this.collections.push({ reason, policy, secondsPastDeadline });
   }
 }
 

@@ -189,15 +189,24 @@ describe('a new SandboxSession', () => {
     );
   });
 
-  it('serves metrics, health and readiness', async () => {
+  it('serves metrics on their own port, health and readiness on the probe port', async () => {
     expect((await op.get('/healthz')).status).toBe(200);
     expect((await op.get('/readyz')).status).toBe(200);
+    const probePort = await op.httpPort();
+    expect(await op.metricsPort()).not.toBe(probePort);
+    expect((await fetch(`http://127.0.0.1:${probePort}/metrics`)).status).toBe(404);
     const metrics = (await op.get('/metrics')).body;
     for (const name of [
       'sandbox_operator_reconcile_duration_seconds_bucket',
-      'sandbox_operator_queue_depth',
-      'sandbox_operator_reconcile_retries_total',
+      'workqueue_depth{name="sandboxsession"}',
+      'workqueue_adds_total{name="sandboxsession"}',
+      'workqueue_retries_total{name="sandboxsession"}',
+      'workqueue_queue_duration_seconds_bucket{le="1e-8",name="sandboxsession"}',
+      'workqueue_work_duration_seconds_count{name="sandboxsession"}',
+      'workqueue_unfinished_work_seconds{name="sandboxsession"}',
+      'workqueue_longest_running_processor_seconds{name="sandboxsession"}',
       'sandbox_operator_sessions{',
+      'sandbox_operator_session_not_ready_oldest_seconds',
       'sandbox_operator_session_create_to_ready_seconds_count 1',
       'sandbox_operator_leader 1',
       'process_resident_memory_bytes',

@@ -65,9 +65,16 @@ export class OperatorProcess {
     return Number(line.httpPort);
   }
 
-  /** GET on its HTTP endpoint. */
+  /** The metrics port it bound (from its start-up log line). */
+  async metricsPort(timeoutMs = 20_000): Promise<number> {
+    const line = await this.waitForLog((l) => l.message === 'operator starting', timeoutMs);
+    return Number(line.metricsPort);
+  }
+
+  /** GET on its HTTP endpoints: /metrics on the metrics port, anything else on the probe port. */
   async get(path: string): Promise<{ status: number; body: string }> {
-    const res = await fetch(`http://127.0.0.1:${await this.httpPort()}${path}`);
+    const port = path === '/metrics' ? await this.metricsPort() : await this.httpPort();
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
     return { status: res.status, body: await res.text() };
   }
 
@@ -150,6 +157,7 @@ export function startOperator(opts: StartOptions): OperatorProcess {
       LEASE_NAMESPACE: opts.namespace,
       POD_NAME: identity,
       HTTP_PORT: '0',
+      METRICS_PORT: '0',
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: 'debug',
       ...opts.env,

@@ -338,12 +338,24 @@ describe('reconcile: idle and lifetime collection', () => {
     clock.set('2030-01-01T00:01:10Z');
     await reconcile(KEY, deps);
     expect(cluster.session()).toBeUndefined();
-    expect(deps.observer.collections).toEqual([{ reason: 'IdleTimeout', policy: 'Delete' }]);
+    expect(deps.observer.collections).toEqual([
+      { reason: 'IdleTimeout', policy: 'Delete', secondsPastDeadline: 0 },
+    ]);
     expect(cluster.events.at(-1)?.event).toMatchObject({
       type: 'Normal',
       reason: 'IdleTimeout',
       action: 'Delete',
     });
+  });
+
+  it('reports how long after its deadline a session was collected (time-to-collect)', async () => {
+    await readySession();
+    clock.set('2030-01-01T00:01:25Z');
+    await reconcile(KEY, deps);
+    expect(cluster.session()).toBeUndefined();
+    expect(deps.observer.collections).toEqual([
+      { reason: 'IdleTimeout', policy: 'Delete', secondsPastDeadline: 15 },
+    ]);
   });
 
   it('a fresh activity stamp seen on the re-read postpones collection', async () => {
@@ -408,7 +420,9 @@ describe('reconcile: idle and lifetime collection', () => {
     clock.advance(3_600_000);
     await reconcile(KEY, deps);
     expect(cluster.writes).toEqual([]);
-    expect(deps.observer.collections).toEqual([{ reason: 'IdleTimeout', policy: 'Retain' }]);
+    expect(deps.observer.collections).toEqual([
+      { reason: 'IdleTimeout', policy: 'Retain', secondsPastDeadline: 0 },
+    ]);
   });
 
   it('collects for lifetime even while active', async () => {
@@ -421,7 +435,9 @@ describe('reconcile: idle and lifetime collection', () => {
     );
     await reconcile(KEY, deps);
     expect(cluster.session()).toBeUndefined();
-    expect(deps.observer.collections).toEqual([{ reason: 'LifetimeExceeded', policy: 'Delete' }]);
+    expect(deps.observer.collections).toEqual([
+      { reason: 'LifetimeExceeded', policy: 'Delete', secondsPastDeadline: 0 },
+    ]);
   });
 
   it('collects a session that never became ready, from its creation time', async () => {
