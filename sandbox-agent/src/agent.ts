@@ -5,8 +5,12 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 
+import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
+
 import type { AgentConfig } from './config.js';
+import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
 import { FileStore } from './files/file-store.js';
+import { LivenessCheck } from './http/liveness.js';
 import { createAgentServer } from './http/server.js';
 import { createLogger, type LogSink } from './log.js';
 import { PersistentShell } from './shell/persistent-shell.js';
@@ -31,6 +35,10 @@ export interface StartOptions {
   logSink?: LogSink;
   /** Environment the shell starts from (default process.env); agent secrets are removed either way. */
   baseEnv?: NodeJS.ProcessEnv;
+  /** Tuning of the liveness check for tests; production derives the limit from the deadlines. */
+  liveness?: { stallLimitMs?: number; ioTimeoutMs?: number; ioProbe?: () => Promise<unknown> };
+  /** Shell timings for tests (restart retry pause). */
+  shell?: { respawnRetryMs?: number };
 }
 
 /** How long open connections may take to finish after the shell stopped, before they are cut. */
@@ -44,8 +52,19 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     bashPath: config.bashPath,
     workspace: files.workspace,
     env: shellEnvironment(options.baseEnv ?? process.env, files.workspace),
+    sessionEnv: config.sessionEnv,
     outputCapBytes: config.outputCapBytes,
+    maxQueuedCommands: config.maxQueuedCommands,
+    respawnRetryMs: options.shell?.respawnRetryMs,
     logger,
+  });
+  const liveness = new LivenessCheck({
+    queue: shell,
+    // The longest command allowed, then the time to stop it and restart bash.
+    stallLimitMs: options.liveness?.stallLimitMs ?? MAX_TIMEOUT_SECONDS * 1000 + shell.recoveryBudgetMs,
+    ioProbePath: files.workspace,
+    ioTimeoutMs: options.liveness?.ioTimeoutMs,
+    ioProbe: options.liveness?.ioProbe,
   });
   // Readiness turns true only once the shell answers; a missing bash fails the start.
   await shell.start();
@@ -53,6 +72,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     token: config.token,
     runner: shell,
     healthy: () => shell.alive,
+    liveness,
     files,
     limits: config,
     timeouts: config,
@@ -86,9 +106,14 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
 /** Variables of the agent's own configuration; commands never see them (the token above all). */
 const AGENT_ONLY = /^SANDBOX_(TOKEN|TOKEN_FILE|AGENT_.*)$/;
 
-/** The shell's environment: the base environment minus the agent's secrets and settings. */
+/**
+ * The shell's environment: the base environment minus the agent's secrets and settings and the
+ * session env carriers (the shell gets those from config.sessionEnv, exported after its start).
+ */
 export function shellEnvironment(base: NodeJS.ProcessEnv, workspace: string): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(base).filter(([name]) => !AGENT_ONLY.test(name)));
+  const env = Object.fromEntries(
+    Object.entries(base).filter(([name]) => !AGENT_ONLY.test(name) && !name.startsWith(SESSION_ENV_PREFIX)),
+  );
   delete env.OLDPWD;
   return { ...env, PWD: workspace };
 }

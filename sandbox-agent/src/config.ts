@@ -6,9 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 
-import { AGENT_PORT, TOKEN_ENV, TOKEN_FILE, WORKSPACE_DIR } from '@sandbox-platform/api';
+import { AGENT_PORT, SESSION_ENV_PREFIX, TOKEN_ENV, TOKEN_FILE, WORKSPACE_DIR } from '@sandbox-platform/api';
 
 import { LOG_LEVELS, type LogLevel } from './log.js';
+import { ENV_NAME } from './shell/wrapper.js';
 
 const MIB = 1024 * 1024;
 
@@ -43,6 +44,18 @@ export interface AgentConfig {
   bashPath: string;
   /** Minimum log level. */
   logLevel: LogLevel;
+  /**
+   * The session's env (spec.env), exported in the user's bash only; never part of the agent's own
+   * environment. From the `SANDBOX_ENV_<name>` variables (see {@link ENV}.sessionEnvPrefix).
+   */
+  sessionEnv: Readonly<Record<string, string>>;
+  /** Most exec calls waiting for the shell; more are answered 503 (each holds its request body). */
+  maxQueuedCommands: number;
+  /**
+   * Most open connections; further ones are closed at once. The sandbox's own processes can
+   * reach the agent on loopback, and each connection costs memory and a file descriptor.
+   */
+  maxConnections: number;
 }
 
 /** Defaults of every key but the token, which has none. */
@@ -59,6 +72,9 @@ export const DEFAULT_CONFIG: Omit<AgentConfig, 'token'> = {
   keepAliveTimeoutMs: 65_000,
   bashPath: 'bash',
   logLevel: 'info',
+  sessionEnv: {},
+  maxQueuedCommands: 64,
+  maxConnections: 256,
 };
 
 /** Environment variables read by {@link loadConfig}. */
@@ -85,6 +101,12 @@ export const ENV = {
   bashPath: 'SANDBOX_AGENT_BASH',
   /** debug | info | warn | error | silent (default info). */
   logLevel: 'SANDBOX_AGENT_LOG_LEVEL',
+  /**
+   * Prefix of the session's env: `SANDBOX_ENV_NODE_OPTIONS=x` becomes `NODE_OPTIONS=x` in the
+   * user's bash (set by the operator's Pod builder from spec.env); removed from the agent's own
+   * environment at start.
+   */
+  sessionEnvPrefix: SESSION_ENV_PREFIX,
 } as const;
 
 /** Thrown when the configuration is invalid; the message lists every problem. */
@@ -125,6 +147,12 @@ function validate(c: AgentConfig): string[] {
     check(isIntIn(c[key], 0, 3_600_000), `${key} must be an integer in 0..3600000`);
   }
   check(c.bashPath.length > 0, 'bashPath must not be empty');
+  for (const name of Object.keys(c.sessionEnv)) {
+    check(ENV_NAME.test(name), `session env name "${name}" is not a valid variable name`);
+    check(!c.sessionEnv[name]?.includes('\0'), `session env ${name} must not contain NUL`);
+  }
+  check(isIntIn(c.maxQueuedCommands, 0, 100_000), 'maxQueuedCommands must be an integer in 0..100000');
+  check(isIntIn(c.maxConnections, 1, 100_000), 'maxConnections must be an integer in 1..100000');
   check(LOG_LEVELS.includes(c.logLevel), `logLevel must be one of ${LOG_LEVELS.join(', ')}`);
   return problems;
 }
@@ -153,11 +181,22 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentConfig {
     shutdownGraceMs: grace === undefined ? undefined : grace * 1000,
     bashPath: env[ENV.bashPath] || undefined,
     logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
+    sessionEnv: sessionEnvFrom(env),
   };
   const token = readToken(env, problems);
   if (problems.length > 0) throw new ConfigError(`invalid agent configuration: ${problems.join('; ')}`);
   const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
   return agentConfig({ ...defined, token });
+}
+
+/** The session's env: every `SANDBOX_ENV_<name>` variable, under its own name. */
+export function sessionEnvFrom(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (key.startsWith(SESSION_ENV_PREFIX) && value !== undefined)
+      out[key.slice(SESSION_ENV_PREFIX.length)] = value;
+  }
+  return out;
 }
 
 /**

@@ -2,10 +2,11 @@
 /**
  * The sandbox container's entrypoint (bundled by esbuild into one file).
  *   sandbox-agent         serve: config from the environment, listen, stop gracefully on SIGTERM
- *   sandbox-agent probe   readiness probe: exit 0 when /healthz on loopback is 200
+ *   sandbox-agent probe          readiness probe: exit 0 when /healthz on loopback is 200
+ *   sandbox-agent probe --live   liveness probe: exit 0 when /livez on loopback is 200
  */
 import { startAgent } from './agent.js';
-import { loadConfig } from './config.js';
+import { ENV, loadConfig } from './config.js';
 import { createLogger, errorMessage } from './log.js';
 import { runProbe } from './probe.js';
 
@@ -17,6 +18,11 @@ async function serve(): Promise<void> {
   } catch (err) {
     bootLog.error(errorMessage(err));
     process.exit(1);
+  }
+  // The session's env is the user's bash's business (config.sessionEnv); the agent keeps none of
+  // it, so nothing the agent starts (or any later reader of process.env) sees the carriers.
+  for (const name of Object.keys(process.env)) {
+    if (name.startsWith(ENV.sessionEnvPrefix)) delete process.env[name];
   }
   const agent = await startAgent(config).catch((err: unknown) => {
     const cause = err instanceof Error && err.cause !== undefined ? `: ${errorMessage(err.cause)}` : '';
@@ -41,11 +47,15 @@ async function serve(): Promise<void> {
 }
 
 const command = process.argv[2];
-if (command === 'probe') {
-  process.exitCode = await runProbe(process.env);
+const probeArgs = process.argv.slice(3);
+if (
+  command === 'probe' &&
+  (probeArgs.length === 0 || (probeArgs.length === 1 && probeArgs[0] === '--live'))
+) {
+  process.exitCode = await runProbe(process.env, probeArgs[0] === '--live' ? 'live' : 'ready');
 } else if (command === undefined || command === 'serve') {
   await serve();
 } else {
-  process.stderr.write(`usage: sandbox-agent [serve|probe]\n`);
+  process.stderr.write(`usage: sandbox-agent [serve | probe [--live]]\n`);
   process.exitCode = 2;
 }

@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { OutputStream } from '../shell/bash-process.js';
 import type { OutputObserver } from '../shell/execution.js';
 import type { ExecResult } from '../shell/persistent-shell.js';
+import { ByteBuffer } from './byte-buffer.js';
 import { ChunkEncoder, encodeOutput, type EncodedOutput, trimIncompleteUtf8 } from './encoding.js';
 
 /** The `POST /v1/exec` response body. */
@@ -24,10 +25,14 @@ export interface ExecResponse {
 
 /** Collects output (already capped by the shell) for a single JSON response. */
 export class OutputCollector implements OutputObserver {
-  private readonly chunks: Record<OutputStream, Buffer[]> = { stdout: [], stderr: [] };
+  // Copied, not kept chunk by chunk: see byte-buffer.ts.
+  private readonly bytes: Record<OutputStream, ByteBuffer> = {
+    stdout: new ByteBuffer(),
+    stderr: new ByteBuffer(),
+  };
 
   onOutput(stream: OutputStream, chunk: Buffer): void {
-    this.chunks[stream].push(chunk);
+    this.bytes[stream].append(chunk);
   }
 
   /** The response body for a finished command. */
@@ -48,7 +53,7 @@ export class OutputCollector implements OutputObserver {
   }
 
   private encoded(stream: OutputStream, result: ExecResult): EncodedOutput {
-    const bytes = Buffer.concat(this.chunks[stream]);
+    const bytes = this.bytes[stream].bytes();
     return encodeOutput(result.truncatedStreams[stream] ? trimIncompleteUtf8(bytes) : bytes);
   }
 }
@@ -56,18 +61,32 @@ export class OutputCollector implements OutputObserver {
 /** NDJSON content type of the streaming exec. */
 export const NDJSON = 'application/x-ndjson';
 
+/** The part of the HTTP response the NDJSON writer uses (a narrow port, faked in tests). */
+export type NdjsonSink = Pick<
+  ServerResponse,
+  'writeHead' | 'flushHeaders' | 'write' | 'end' | 'destroyed' | 'writableNeedDrain' | 'once'
+>;
+
 /**
  * Writes `{"type":"stdout"|"stderr","data","encoding"}` lines as output arrives, then one
  * `{"type":"exit",...}` line. Headers go out when the command leaves the queue, so a 503 can
- * still be sent while it waits. Memory stays bounded: the shell caps each stream.
+ * still be sent while it waits. Memory stays bounded: the shell caps each stream, and while the
+ * client does not keep up (the response needs a drain), output is gathered per stream and sent as
+ * one line at the drain, instead of queueing one write (and its objects) per chunk: a command
+ * writing byte by byte to a client that does not read would otherwise queue a line per byte.
  */
 export class NdjsonWriter implements OutputObserver {
   private readonly encoders: Record<OutputStream, ChunkEncoder> = {
     stdout: new ChunkEncoder(),
     stderr: new ChunkEncoder(),
   };
+  private readonly held: Record<OutputStream, ByteBuffer> = {
+    stdout: new ByteBuffer(),
+    stderr: new ByteBuffer(),
+  };
+  private waitingForDrain = false;
 
-  constructor(private readonly res: ServerResponse) {}
+  constructor(private readonly res: NdjsonSink) {}
 
   onStart(): void {
     this.res.writeHead(200, { 'content-type': NDJSON, 'cache-control': 'no-store' });
@@ -75,11 +94,18 @@ export class NdjsonWriter implements OutputObserver {
   }
 
   onOutput(stream: OutputStream, chunk: Buffer): void {
+    if (this.res.writableNeedDrain) {
+      this.held[stream].append(chunk);
+      this.flushAtDrain();
+      return;
+    }
+    this.flushHeld();
     this.write(stream, this.encoders[stream].push(chunk));
   }
 
-  /** Flushes split characters, writes the exit event and ends the response. */
+  /** Flushes held output and split characters, writes the exit event and ends the response. */
   finish(result: ExecResult): void {
+    this.flushHeld();
     for (const stream of ['stdout', 'stderr'] as const) {
       this.write(stream, this.encoders[stream].flush(result.truncatedStreams[stream]));
     }
@@ -87,6 +113,22 @@ export class NdjsonWriter implements OutputObserver {
     this.res.end(
       `${JSON.stringify({ type: 'exit', exitCode, durationMs, truncated, timedOut, shellReset })}\n`,
     );
+  }
+
+  private flushAtDrain(): void {
+    if (this.waitingForDrain) return;
+    this.waitingForDrain = true;
+    this.res.once('drain', () => {
+      this.waitingForDrain = false;
+      this.flushHeld();
+    });
+  }
+
+  private flushHeld(): void {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (this.held[stream].length > 0)
+        this.write(stream, this.encoders[stream].push(this.held[stream].take()));
+    }
   }
 
   private write(stream: OutputStream, encoded: EncodedOutput | undefined): void {

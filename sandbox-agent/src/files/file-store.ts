@@ -47,16 +47,26 @@ export class FileStore {
     return this.root;
   }
 
-  /** Opens a regular file for reading (404 when missing, 403 outside, 400 when not a regular file). */
+  /**
+   * Opens a regular file for reading (404 when missing, 403 outside, 400 when not a regular file).
+   *
+   * Never blocks on special files: open(2) of a FIFO without a writer blocks until one appears,
+   * inside one of libuv's four I/O threads; four such GETs starved every later file call and
+   * every /proc read of the timeout kill while /healthz stayed green. So the type is checked with
+   * stat (which does not open) and the open uses O_NONBLOCK (a FIFO or device then opens at once
+   * or fails) before fstat checks the type again on the handle, in case the path was swapped.
+   */
   async read(segments: readonly string[]): Promise<OpenedFile> {
     if (segments.length === 0)
       throw new HttpProblem('invalid-request', 'the path names the workspace itself');
     const real = await realpath(join(this.root, ...segments)).catch(fsProblem);
     this.confine(real);
-    const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch(fsProblem);
+    requireRegularFile(await stat(real).catch(fsProblem));
+    const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    const handle = await open(real, flags).catch(fsProblem);
     try {
       const info = await handle.stat();
-      if (!info.isFile()) throw new HttpProblem('invalid-request', 'the path is not a regular file');
+      requireRegularFile(info);
       return { handle, size: info.size };
     } catch (err) {
       await handle.close();
@@ -74,7 +84,9 @@ export class FileStore {
     const parent = await this.ensureDirectory(segments.slice(0, -1));
     const target = join(parent, name);
     const existing = await lstat(target).catch(missingAsUndefined);
-    if (existing?.isDirectory()) throw new HttpProblem('invalid-request', 'the path is a directory');
+    // A symlink is replaced (never written through); a FIFO, socket or device is refused like a
+    // directory, so a PUT never turns a pipe another process waits on into a file by surprise.
+    if (existing !== undefined && !existing.isSymbolicLink()) requireRegularFile(existing);
     const temp = join(parent, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
     const size = await writeNew(temp, body, limit);
     await rename(temp, target).catch(async (err: unknown) => {
@@ -133,6 +145,21 @@ async function copyLimited(body: AsyncIterable<Buffer>, handle: FileHandle, limi
     await handle.write(chunk);
   }
   return size;
+}
+
+/** Refuses anything but a regular file with 400, naming what it is. */
+function requireRegularFile(info: Stats): void {
+  if (info.isFile()) return;
+  throw new HttpProblem('invalid-request', `the path is ${fileKind(info)}, not a regular file`);
+}
+
+function fileKind(info: Stats): string {
+  if (info.isDirectory()) return 'a directory';
+  if (info.isFIFO()) return 'a named pipe (FIFO)';
+  if (info.isSocket()) return 'a socket';
+  if (info.isCharacterDevice() || info.isBlockDevice()) return 'a device';
+  if (info.isSymbolicLink()) return 'a symbolic link';
+  return 'a special file';
 }
 
 function missingAsUndefined(err: unknown): undefined {

@@ -23,7 +23,13 @@ export async function putFileRoute(
   sendJson(res, 201, written);
 }
 
-/** Streams the file's bytes. */
+/**
+ * Streams exactly the `Content-Length` bytes announced from the size at open time. The file may
+ * change meanwhile (the sandbox's processes write to it): bytes a growing file gained are not
+ * sent (they would be read as the start of the next response on the keep-alive connection), and a
+ * file that shrank ends the response by closing the connection, so the client sees a short body
+ * instead of waiting for bytes that never come.
+ */
 export async function getFileRoute(
   req: IncomingMessage,
   res: ServerResponse,
@@ -31,8 +37,23 @@ export async function getFileRoute(
 ): Promise<void> {
   const { handle, size } = await files.read(parseWorkspacePath(pathTail(req)));
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
+  if (size === 0) {
+    await handle.close();
+    res.end();
+    return;
+  }
   // The read stream owns the handle and closes it, also when the client goes away mid-download.
-  await pipeline(handle.createReadStream(), res);
+  const stream = handle.createReadStream({ start: 0, end: size - 1 });
+  let sent = 0;
+  stream.on('data', (chunk: string | Buffer) => (sent += chunk.length));
+  await pipeline(stream, res, { end: false });
+  if (sent === size) res.end();
+  else throw new FileChangedError(`the file shrank while it was sent (${sent} of ${size} bytes)`);
+}
+
+/** The file shrank during a GET: the response cannot be completed (the server cuts it). */
+export class FileChangedError extends Error {
+  override readonly name = 'FileChangedError';
 }
 
 function pathTail(req: IncomingMessage): string {

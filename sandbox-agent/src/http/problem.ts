@@ -14,6 +14,8 @@ export const PROBLEMS = {
   'path-forbidden': { status: 403, title: 'Path forbidden' },
   'not-found': { status: 404, title: 'Not found' },
   'shell-unavailable': { status: 503, title: 'Shell unavailable' },
+  /** Only from /livez: the agent is wedged and should be restarted (the kubelet does). */
+  'agent-stalled': { status: 503, title: 'Agent stalled' },
   internal: { status: 500, title: 'Internal error' },
 } as const;
 

@@ -10,6 +10,7 @@ import type { FileStore } from '../files/file-store.js';
 import { errorMessage, type Logger } from '../log.js';
 import { ExecCancelledError, ShellUnavailableError } from '../shell/persistent-shell.js';
 import { isAuthorized } from './auth.js';
+import type { Liveness } from './liveness.js';
 import { type CommandRunner, execRoute, execStreamRoute } from './exec-routes.js';
 import { FILES_PREFIX, getFileRoute, putFileRoute } from './file-routes.js';
 import { HttpProblem, sendJson, sendProblem } from './problem.js';
@@ -20,8 +21,10 @@ export interface ServerDeps {
   runner: CommandRunner;
   /** True when the shell is alive (the token is loaded by construction). */
   healthy: () => boolean;
+  /** The liveness check of /livez (see liveness.ts). */
+  liveness: { check(): Promise<Liveness> };
   files: FileStore;
-  limits: { execBodyMaxBytes: number; fileMaxBytes: number };
+  limits: { execBodyMaxBytes: number; fileMaxBytes: number; maxConnections: number };
   timeouts: { requestTimeoutMs: number; headersTimeoutMs: number; keepAliveTimeoutMs: number };
   logger: Logger;
 }
@@ -44,6 +47,7 @@ interface Route {
 
 const ROUTES: readonly Route[] = [
   { name: 'healthz', method: 'GET', matches: (p) => p === '/healthz', handler: health, auth: false },
+  { name: 'livez', method: 'GET', matches: (p) => p === '/livez', handler: live, auth: false },
   {
     name: 'exec',
     method: 'POST',
@@ -86,6 +90,7 @@ export function createAgentServer(deps: ServerDeps): Server {
     },
     (req, res) => void serve(req, res, deps),
   );
+  server.maxConnections = deps.limits.maxConnections;
   return server;
 }
 
@@ -117,6 +122,15 @@ function health(_req: IncomingMessage, res: ServerResponse, deps: ServerDeps): P
     return Promise.reject(new HttpProblem('shell-unavailable', 'the shell is not running'));
   sendJson(res, 200, { status: 'ok' });
   return Promise.resolve();
+}
+
+async function live(_req: IncomingMessage, res: ServerResponse, deps: ServerDeps): Promise<void> {
+  const verdict = await deps.liveness.check();
+  if (!verdict.ok) {
+    deps.logger.error('liveness check failed', { reason: verdict.reason });
+    throw new HttpProblem('agent-stalled', verdict.reason);
+  }
+  sendJson(res, 200, { status: 'ok' });
 }
 
 /** The one place errors become responses; unexpected errors are logged here, once. */

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
-import { ControlParser, type ControlRecord } from './control-parser.js';
+import { ControlParser, ControlProtocolError, type ControlRecord } from './control-parser.js';
 import { killSession, sendSignal } from './processes.js';
 
 /** The output streams of a command. */
@@ -18,6 +18,11 @@ export type OutputStream = 'stdout' | 'stderr';
 export interface BashEvents {
   output(stream: OutputStream, chunk: Buffer): void;
   control(record: ControlRecord): void;
+  /**
+   * The control channel carried something the wrapper never writes (see control-parser.ts); its
+   * further bytes are dropped. Called at most once.
+   */
+  protocolError(error: ControlProtocolError): void;
   /** bash exited and its pipes are drained (or a bounded wait passed). Called once. */
   exit(code: number | null, signal: NodeJS.Signals | null): void;
 }
@@ -101,7 +106,14 @@ export class BashProcess {
     child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
     control.on('data', (chunk: Buffer) => {
-      for (const record of parser.push(chunk)) events.control(record);
+      try {
+        for (const record of parser.push(chunk)) events.control(record);
+      } catch (err) {
+        if (!(err instanceof ControlProtocolError)) throw err;
+        // Reading goes on (a broken parser drops chunks at no cost) so that bash, blocked on a
+        // full channel, ends by the owner's SIGKILL (137), not by a SIGPIPE of its own.
+        events.protocolError(err);
+      }
     });
     // Writing to a bash that just died fails with EPIPE; the exit handler reports the death.
     child.stdin?.on('error', (err) => logger.debug('shell stdin error', { error: errorMessage(err) }));

@@ -2,16 +2,23 @@
  * The pod's one persistent bash: a FIFO queue of commands run one at a time, each with a deadline
  * that starts when it leaves the queue, an output cap, and a process-group kill on timeout or
  * cancellation that leaves bash alive. When bash dies (killed, `exit`, `exec`), it is restarted at
- * once (so /healthz stays true) and the next command is told its state was reset.
+ * once (so /healthz stays true) and the next command is told its state was reset; a restart that
+ * fails is retried until one succeeds. A bash whose control channel carries anything but the
+ * wrapper's records (a command writing to bash's copy of fd 3) is killed and restarted the same
+ * way. The queue is bounded, and its progress is observable (stalledMs) for the liveness check.
  */
+import { performance } from 'node:perf_hooks';
+
+import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
+
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { BashProcess, type OutputStream } from './bash-process.js';
-import type { ControlRecord } from './control-parser.js';
+import type { ControlProtocolError, ControlRecord } from './control-parser.js';
 import { Execution, type OutputObserver } from './execution.js';
 import { killCommandProcesses } from './processes.js';
 import { settlesWithin } from './timing.js';
-import { SHELL_INIT, type ShellCommand } from './wrapper.js';
+import { sessionEnvInit, SHELL_INIT, type ShellCommand } from './wrapper.js';
 
 /** A command with its deadline. */
 export interface ExecRequest extends ShellCommand {
@@ -36,17 +43,28 @@ export interface ShellOptions {
   workspace: string;
   /** bash's environment; the composition root strips the agent's secrets from it. */
   env: NodeJS.ProcessEnv;
+  /**
+   * The session's env (spec.env): exported in every (re)started bash after its start, never in
+   * the agent's own environment (see sessionEnvInit). Names must match ENV_NAME.
+   */
+  sessionEnv?: Readonly<Record<string, string>>;
   outputCapBytes: number;
   logger: Logger;
   /** How long a stopped command gets to end (its processes are swept meanwhile) before bash is restarted. */
   killGraceMs?: number;
   /** How long a (re)started bash gets to answer its first framed no-op. */
   startTimeoutMs?: number;
+  /** Most commands waiting behind the running one; more are refused (503). Default 64. */
+  maxQueuedCommands?: number;
+  /** Pause between attempts to restart a bash that could not be started. Default 2 s. */
+  respawnRetryMs?: number;
+  /** Clock of the progress tracking (ms); injected by tests. Default performance.now. */
+  now?: () => number;
 }
 
 /** bash cannot be started, or the agent is shutting down (HTTP 503). */
 export class ShellUnavailableError extends Error {
-  override readonly name = 'ShellUnavailableError';
+  override readonly name: string = 'ShellUnavailableError';
 }
 
 /** The caller went away before its command started; it was not run. */
@@ -54,11 +72,26 @@ export class ExecCancelledError extends Error {
   override readonly name = 'ExecCancelledError';
 }
 
+/** Too many commands are waiting already (HTTP 503, retry later). */
+export class QueueFullError extends ShellUnavailableError {
+  override readonly name = 'QueueFullError';
+}
+
+/**
+ * Most commands waiting in the queue by default. Each holds its request (up to the exec body
+ * limit, 1 MiB) until it runs, and the queue has no other bound: a caller holding the token (the
+ * sandbox's own processes can read it) could otherwise make the agent hold any number.
+ */
+export const DEFAULT_MAX_QUEUED_COMMANDS = 64;
+
 /** Pause between kill sweeps while a stopped command has not ended yet. */
 const SWEEP_INTERVAL_MS = 100;
 
 /** A shell that died within this time of its start is restarted after a pause (no crash loop). */
 const QUICK_DEATH_MS = 1000;
+
+/** Margin of {@link PersistentShell.recoveryBudgetMs} for /proc sweeps and pipe drains. */
+const RECOVERY_SLACK_MS = 30_000;
 
 interface Running {
   exec: Execution;
@@ -83,10 +116,38 @@ export class PersistentShell {
   private respawnTimer: NodeJS.Timeout | undefined;
   private readonly killGraceMs: number;
   private readonly startTimeoutMs: number;
+  private readonly maxQueued: number;
+  private readonly respawnRetryMs: number;
+  private readonly now: () => number;
+  /** When the queue last moved: a command left it or ended, or a bash start was settled. */
+  private lastProgressAt: number;
 
   constructor(private readonly opts: ShellOptions) {
     this.killGraceMs = opts.killGraceMs ?? 2000;
     this.startTimeoutMs = opts.startTimeoutMs ?? 10_000;
+    this.maxQueued = opts.maxQueuedCommands ?? DEFAULT_MAX_QUEUED_COMMANDS;
+    this.respawnRetryMs = opts.respawnRetryMs ?? 2000;
+    this.now = opts.now ?? (() => performance.now());
+    this.lastProgressAt = this.now();
+  }
+
+  /**
+   * The longest a healthy shell can go without progress beyond the command's own deadline: the
+   * kill sweeps (killGraceMs), the session kill and pipe drain of a bash that would not stop, and
+   * the start of the next bash (startTimeoutMs, after the quick-death pause).
+   */
+  get recoveryBudgetMs(): number {
+    return this.killGraceMs + this.startTimeoutMs + QUICK_DEATH_MS + RECOVERY_SLACK_MS;
+  }
+
+  /**
+   * How long the queue has had work (a running or waiting command, a bash starting) without
+   * moving; 0 when idle. The liveness check compares it with the longest allowed command plus
+   * {@link recoveryBudgetMs}: beyond that the queue is wedged, and only a restart helps.
+   */
+  stalledMs(): number {
+    const busy = this.current !== undefined || this.waiting > 0 || this.starting !== undefined;
+    return busy ? Math.max(0, this.now() - this.lastProgressAt) : 0;
   }
 
   /** Starts bash; rejects when it cannot be started. */
@@ -109,6 +170,13 @@ export class PersistentShell {
    * queued command is dropped, a running one has its processes killed (bash survives).
    */
   run(request: ExecRequest, observer: OutputObserver, signal?: AbortSignal): Promise<ExecResult> {
+    if (this.waiting >= this.maxQueued) {
+      return Promise.reject(
+        new QueueFullError(`the command queue is full (${this.waiting} commands waiting)`),
+      );
+    }
+    // An idle queue gets work: its progress clock starts now, not at the last command of hours ago.
+    if (this.stalledMs() === 0) this.markProgress();
     this.waiting++;
     const job = this.queue.then(() => {
       this.waiting--;
@@ -146,7 +214,9 @@ export class PersistentShell {
   ): Promise<ExecResult> {
     if (this.closing) throw new ShellUnavailableError('the agent is shutting down');
     if (signal?.aborted) throw new ExecCancelledError('the caller went away before the command started');
+    this.markProgress();
     const bash = await this.ensureBash().catch((err: unknown) => {
+      this.scheduleRespawn(this.respawnRetryMs);
       throw new ShellUnavailableError('bash is not available', { cause: err });
     });
     const shellReset = this.resetPending;
@@ -168,7 +238,12 @@ export class PersistentShell {
     } finally {
       unwatch();
       this.current = undefined;
+      this.markProgress();
     }
+  }
+
+  private markProgress(): void {
+    this.lastProgressAt = this.now();
   }
 
   /** Arms the deadline and the cancellation; returns the disarm function. */
@@ -225,18 +300,45 @@ export class PersistentShell {
 
   private ensureBash(): Promise<BashProcess> {
     if (this.bash?.alive) return Promise.resolve(this.bash);
-    this.starting ??= this.spawn().finally(() => (this.starting = undefined));
+    this.starting ??= this.spawn().finally(() => {
+      this.starting = undefined;
+      this.markProgress();
+    });
     return this.starting;
+  }
+
+  /**
+   * Restarts bash after `delayMs`, and again every respawnRetryMs until a start succeeds. Without
+   * the retry, a restart that failed (e.g. no PID left while a fork bomb ran) left /healthz at 503
+   * for good: the pod went unready, so no command came to try again.
+   */
+  private scheduleRespawn(delayMs: number): void {
+    if (this.closing) return;
+    clearTimeout(this.respawnTimer);
+    this.respawnTimer = setTimeout(() => {
+      this.respawnTimer = undefined;
+      this.ensureBash().catch((err: unknown) => {
+        this.opts.logger.error('cannot restart the shell', { error: errorMessage(err) });
+        this.scheduleRespawn(this.respawnRetryMs);
+      });
+    }, delayMs);
   }
 
   /** Starts bash, runs the init script and a framed no-op to prove the framing works. */
   private async spawn(): Promise<BashProcess> {
     const { opts } = this;
+    const sessionEnv = opts.sessionEnv ?? {};
     const bash = await BashProcess.start(
-      { bashPath: opts.bashPath, cwd: opts.workspace, env: opts.env, logger: opts.logger },
+      {
+        bashPath: opts.bashPath,
+        cwd: opts.workspace,
+        env: withCarriers(opts.env, sessionEnv),
+        logger: opts.logger,
+      },
       (self) => ({
         output: (stream, chunk) => this.onOutput(self, stream, chunk),
         control: (record) => this.onControl(self, record),
+        protocolError: (err) => this.onProtocolBreach(self, err.message),
         exit: (code, signal) => this.onExit(self, code, signal),
       }),
     );
@@ -246,7 +348,7 @@ export class PersistentShell {
       stopping: false,
     };
     this.current = probe;
-    bash.write(SHELL_INIT + probe.exec.script);
+    bash.write(SHELL_INIT + sessionEnvInit(Object.keys(sessionEnv)) + probe.exec.script);
     const answered = await settlesWithin(probe.exec.done, this.startTimeoutMs);
     this.current = undefined;
     if (!answered || !bash.alive) {
@@ -268,8 +370,21 @@ export class PersistentShell {
   private onControl(bash: BashProcess, record: ControlRecord): void {
     const running = this.current;
     if (running?.bash !== bash || !running.exec.onControl(record)) {
-      this.opts.logger.warn('ignored a control record of no running command');
+      this.onProtocolBreach(bash, 'a control record of no running command');
     }
+  }
+
+  /**
+   * Something wrote to the control channel besides the wrapper: the framing of this bash can no
+   * longer be trusted, so it is killed (the running command ends as killed, 137) and restarted;
+   * the next command gets shellReset. Logged once per bash: the parser stops after a breach.
+   */
+  private onProtocolBreach(bash: BashProcess, reason: ControlProtocolError['message']): void {
+    if (!bash.alive) return;
+    this.opts.logger.warn('control channel protocol breach, restarting the shell', { pid: bash.pid, reason });
+    bash.killAll().catch((err: unknown) => {
+      this.opts.logger.error('cannot kill the shell', { error: errorMessage(err) });
+    });
   }
 
   private onExit(bash: BashProcess, code: number | null, signal: NodeJS.Signals | null): void {
@@ -284,11 +399,16 @@ export class PersistentShell {
       code: code ?? undefined,
       signal: signal ?? undefined,
     });
-    clearTimeout(this.respawnTimer);
-    this.respawnTimer = setTimeout(() => {
-      this.ensureBash().catch((err: unknown) => {
-        this.opts.logger.error('cannot restart the shell', { error: errorMessage(err) });
-      });
-    }, delay);
+    this.scheduleRespawn(delay);
   }
+}
+
+/** bash's start environment: `env` plus each session variable under its carrier name (see sessionEnvInit). */
+function withCarriers(
+  env: NodeJS.ProcessEnv,
+  sessionEnv: Readonly<Record<string, string>>,
+): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  for (const [name, value] of Object.entries(sessionEnv)) out[SESSION_ENV_PREFIX + name] = value;
+  return out;
 }

@@ -25,6 +25,7 @@
  * starting with `__sbx_` are reserved; a command that redefines them breaks its own framing, and
  * then runs into its deadline and a shell restart.
  */
+import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
 /**
  * Run once after bash starts: save stdout/stderr on fds 8/9, enable job control, define the
@@ -45,6 +46,25 @@ export const SHELL_INIT = [
   '}',
   '',
 ].join('\n');
+
+/**
+ * Run once after SHELL_INIT: exports the session's env (spec.env) under its own names. bash starts
+ * with each value in `<SESSION_ENV_PREFIX><name>` (nothing interprets those) and copies it here,
+ * so LD_PRELOAD, BASH_ENV, NODE_OPTIONS and the like reach every process the user's commands
+ * start but neither the agent nor this bash's own start (a BASH_ENV script sourced before
+ * SHELL_INIT could read the protocol from stdin or close its fds; SHELLOPTS would set options).
+ * Names bash holds readonly (SHELLOPTS, EUID, PPID...) are refused by `export` and not applied;
+ * `command export` keeps that from ending the shell even in POSIX mode, its error goes to /dev/null.
+ */
+export function sessionEnvInit(names: readonly string[]): string {
+  return names
+    .map((name) => {
+      if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
+      const carrier = SESSION_ENV_PREFIX + name;
+      return `command export ${name}="$${carrier}" 2>/dev/null; builtin unset ${carrier}\n`;
+    })
+    .join('');
+}
 
 /** A command as the shell runs it. */
 export interface ShellCommand {

@@ -100,6 +100,21 @@ describe('loadConfig', () => {
     expect(message).not.toContain('short');
   });
 
+  it('reads the session env from SANDBOX_ENV_* and validates it and the new bounds', () => {
+    expect(
+      loadConfig({ SANDBOX_TOKEN: TOKEN, SANDBOX_ENV_NODE_OPTIONS: '--x', SANDBOX_ENV_A: '' }).sessionEnv,
+    ).toEqual({
+      NODE_OPTIONS: '--x',
+      A: '',
+    });
+    expect(() => loadConfig({ SANDBOX_TOKEN: TOKEN, SANDBOX_ENV_: 'x' })).toThrow(
+      /session env name "" is not a valid variable name/,
+    );
+    expect(() => agentConfig({ token: TOKEN, maxQueuedCommands: -1, maxConnections: 0 })).toThrow(
+      /maxQueuedCommands must be an integer in 0\.\.100000; maxConnections must be an integer in 1\.\.100000/,
+    );
+  });
+
   it('refuses non-numeric sizes', () => {
     expect(() => loadConfig({ SANDBOX_TOKEN: TOKEN, SANDBOX_AGENT_OUTPUT_CAP_BYTES: '1MiB' })).toThrow(
       /SANDBOX_AGENT_OUTPUT_CAP_BYTES must be a non-negative integer/,
@@ -120,9 +135,11 @@ describe('shellEnvironment', () => {
         HOME: '/workspace',
         PATH: '/bin',
         OLDPWD: '/x',
+        SANDBOX_ENV_LD_PRELOAD: '/evil.so',
       },
       '/ws',
     );
+    // The session env carriers reach bash only through PersistentShell's sessionEnv.
     expect(env).toEqual({ HOME: '/workspace', PATH: '/bin', PWD: '/ws' });
   });
 });

@@ -3,7 +3,12 @@ import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 
 import { CappedStream } from '../../src/shell/capped-stream.js';
-import { ControlParser } from '../../src/shell/control-parser.js';
+import {
+  ControlParser,
+  ControlProtocolError,
+  type ControlRecord,
+  MAX_FIELD_BYTES,
+} from '../../src/shell/control-parser.js';
 import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinel-scanner.js';
 import { buildWrapper, shellQuote } from '../../src/shell/wrapper.js';
 
@@ -62,14 +67,45 @@ describe('SentinelScanner', () => {
 });
 
 describe('ControlParser', () => {
+  const s1 = `__sbx_${'a'.repeat(32)}__`;
+  const s2 = `__sbx_${'0123456789abcdef'.repeat(2)}__`;
+
   it('parses records split anywhere', () => {
     const parser = new ControlParser();
-    const bytes = Buffer.from('s1\x000\x00/work space\x00s2\x00127\x00/\x00');
+    const bytes = Buffer.from(`${s1}\x000\x00/work space\x00${s2}\x00127\x00/\x00`);
     const records = [...bytes].flatMap((b) => parser.push(Buffer.from([b])));
     expect(records).toEqual([
-      { sentinel: 's1', status: 0, cwd: '/work space' },
-      { sentinel: 's2', status: 127, cwd: '/' },
+      { sentinel: s1, status: 0, cwd: '/work space' },
+      { sentinel: s2, status: 127, cwd: '/' },
     ]);
+  });
+
+  it('accepts a cwd up to the field limit, split over many chunks', () => {
+    const parser = new ControlParser();
+    const cwd = `/${'d'.repeat(MAX_FIELD_BYTES - 1)}`;
+    const bytes = Buffer.from(`${s1}\x000\x00${cwd}\x00`);
+    const records: ControlRecord[] = [];
+    for (let i = 0; i < bytes.length; i += 1000) records.push(...parser.push(bytes.subarray(i, i + 1000)));
+    expect(records).toEqual([{ sentinel: s1, status: 0, cwd }]);
+  });
+
+  it('refuses a field without NUL beyond the limit at once, and ignores input afterwards', () => {
+    // Regression: a flood without NUL bytes grew one field without bound, re-copied per chunk.
+    const parser = new ControlParser();
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    expect(() => parser.push(chunk)).not.toThrow();
+    expect(() => parser.push(Buffer.from('x'))).toThrow(ControlProtocolError);
+    expect(parser.push(Buffer.from(`${s1}\x000\x00/\x00`))).toEqual([]);
+  });
+
+  it.each([
+    ['an empty record', '\x00\x00\x00'],
+    ['a sentinel of the wrong shape', `__sbx_abc__\x000\x00/\x00`],
+    ['a sentinel with trailing junk', `${s1}x\x000\x00/\x00`],
+    ['a non-numeric status', `${s1}\x00abc\x00/\x00`],
+    ['an overlong status', `${s1}\x001234\x00/\x00`],
+  ])('refuses %s as a protocol breach', (_name, text) => {
+    expect(() => new ControlParser().push(Buffer.from(text))).toThrow(ControlProtocolError);
   });
 });
 

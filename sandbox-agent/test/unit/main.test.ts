@@ -130,6 +130,53 @@ describe('sandbox-agent entrypoint', () => {
     expect(down.output).toMatch(/sandbox-agent probe: agent not ready/);
   }, 20_000);
 
+  it('probe --live exits 0 against a live agent and 1 when nothing listens; other probe arguments are refused', async () => {
+    const agent = await serve(baseEnv());
+    try {
+      expect((await run(['probe', '--live'], { SANDBOX_AGENT_PORT: String(agent.port) })).code).toBe(0);
+      expect((await run(['probe', '--lively'], { SANDBOX_AGENT_PORT: String(agent.port) })).code).toBe(2);
+    } finally {
+      agent.child.kill('SIGKILL');
+      await once(agent.child, 'exit');
+    }
+    const down = await run(['probe', '--live'], { SANDBOX_AGENT_PORT: String(agent.port) });
+    expect(down.code).toBe(1);
+    expect(down.output).toMatch(/sandbox-agent probe: agent not live/);
+  }, 20_000);
+
+  it('NODE_OPTIONS in its own environment steers node: the reason the session env never goes there', async () => {
+    const res = await run(['probe'], { NODE_OPTIONS: '--require /nonexistent-sbx-module' });
+    expect(res.code).not.toBe(0);
+    expect(res.output).toMatch(/Cannot find module '\/nonexistent-sbx-module'/);
+  });
+
+  it('applies SANDBOX_ENV_* to the user shell only: node starts, the shell sees the values, the carriers are gone', async () => {
+    const agent = await serve({
+      ...baseEnv(),
+      SANDBOX_ENV_NODE_OPTIONS: '--require /nonexistent-sbx-module',
+      SANDBOX_ENV_LD_PRELOAD: '/nonexistent-sbx.so',
+      SANDBOX_ENV_GREETING: 'hello',
+    });
+    try {
+      const res = await execOver(
+        agent.port,
+        'echo "$NODE_OPTIONS|$LD_PRELOAD|$GREETING"; env | grep -c ^SANDBOX_ENV_',
+      );
+      expect(res).toMatchObject({
+        stdout: '--require /nonexistent-sbx-module|/nonexistent-sbx.so|hello\n0\n',
+      });
+      // The shell's node would get the user's NODE_OPTIONS, as the user asked.
+      const node = await execOver(
+        agent.port,
+        `${JSON.stringify(process.execPath)} -e 1 2>&1 | grep -c nonexistent-sbx-module`,
+      );
+      expect(node).toMatchObject({ stdout: '1\n' });
+    } finally {
+      agent.child.kill('SIGKILL');
+      await once(agent.child, 'exit');
+    }
+  }, 20_000);
+
   it('on SIGTERM lets the running command finish, then exits 0', async () => {
     const agent = await serve(baseEnv());
     const pending = execOver(agent.port, 'sleep 1; echo finished');

@@ -1,5 +1,9 @@
 /** When bash dies it is restarted at once, and the next command is told its state was reset. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, symlink, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { eventually, TestAgent } from './helpers/test-agent.js';
 
@@ -74,6 +78,40 @@ describe('shell reset', () => {
     expect(res).toMatchObject({ stdout: 'replaced\n', exitCode: 3 });
     expect((await agent.exec({ command: 'true' })).shellReset).toBe(true);
   });
+});
+
+describe('shell restart that fails', () => {
+  let dir: string;
+  let link: string;
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sbx-bash-'));
+    link = join(dir, 'bash');
+    await symlink(execFileSync('bash', ['-c', 'command -v bash']).toString().trim(), link);
+    agent = await TestAgent.start({ bashPath: link }, { shell: { respawnRetryMs: 100 } });
+  });
+  afterAll(async () => {
+    await agent.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const health = async (): Promise<number> =>
+    (await agent.send({ method: 'GET', path: '/healthz' }, false)).status;
+
+  it('is retried until bash starts again, without waiting for a command to ask', async () => {
+    // Regression: one failed restart (e.g. no PID left during a fork bomb) left /healthz at 503
+    // for good; the pod went unready, so no command ever came to try again.
+    await unlink(link);
+    process.kill(bashPidFromLog(agent), 'SIGKILL');
+    await eventually('the restart fails', async () => (await health()) === 503);
+    await eventually('the failure was logged', () =>
+      Promise.resolve(agent.logs.some((l) => l.includes('"cannot restart the shell"'))),
+    );
+    await symlink(execFileSync('bash', ['-c', 'command -v bash']).toString().trim(), link);
+    await eventually('bash is back', async () => (await health()) === 200);
+    expect(await agent.exec({ command: 'echo back' })).toMatchObject({ stdout: 'back\n', shellReset: true });
+  }, 20_000);
 });
 
 /** The current bash pid, from the agent's last "shell started" log line. */

@@ -9,7 +9,7 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { startAgent, type RunningAgent } from '../../../src/agent.js';
+import { startAgent, type RunningAgent, type StartOptions } from '../../../src/agent.js';
 import { agentConfig, type AgentConfig } from '../../../src/config.js';
 import type { ExecResponse } from '../../../src/exec/observers.js';
 
@@ -42,8 +42,11 @@ export class TestAgent {
     readonly logs: string[],
   ) {}
 
-  /** Starts an agent with a fresh workspace and token; `overrides` tune the config. */
-  static async start(overrides: Partial<AgentConfig> = {}): Promise<TestAgent> {
+  /** Starts an agent with a fresh workspace and token; `overrides` tune the config, `options` the wiring. */
+  static async start(
+    overrides: Partial<AgentConfig> = {},
+    options: Omit<StartOptions, 'logSink'> = {},
+  ): Promise<TestAgent> {
     const workspace = await realpath(await mkdtemp(join(tmpdir(), 'sbx-agent-')));
     const token = randomBytes(32).toString('hex');
     const logs: string[] = [];
@@ -55,7 +58,7 @@ export class TestAgent {
       logLevel: 'debug',
       ...overrides,
     });
-    const running = await startAgent(config, { logSink: (line) => logs.push(line) });
+    const running = await startAgent(config, { ...options, logSink: (line) => logs.push(line) });
     return new TestAgent(running, token, workspace, logs);
   }
 
