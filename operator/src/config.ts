@@ -16,6 +16,8 @@ import { SAMPLERS, type TracingConfig } from './telemetry/tracing-config.js';
 const QUANTITY = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$';
 const LABEL = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
 const DNS_LABEL = `^${LABEL}$`;
+/** A DNS subdomain (RFC 1123), as Kubernetes names most objects: dot-separated labels, <= 253 characters. */
+const DNS_SUBDOMAIN = `${LABEL}(\\.${LABEL})*`;
 
 /** JSON schema of the environment. Defaults here are the documented defaults. */
 export const ENV_SCHEMA = {
@@ -97,6 +99,16 @@ export const ENV_SCHEMA = {
       maximum: 300,
       default: 10,
       description: 'terminationGracePeriodSeconds of sandbox Pods: the agent needs only a moment to stop.',
+    },
+    SANDBOX_DEFAULT_RUNTIME_CLASS_NAME: {
+      type: 'string',
+      default: '',
+      maxLength: 253,
+      pattern: `^(${DNS_SUBDOMAIN})?$`,
+      description:
+        'RuntimeClass of sessions whose spec.runtimeClassName is unset (e.g. gvisor, for a sandbox ' +
+        'kernel between untrusted code and the node); empty: the node default runtime. The ' +
+        'RuntimeClass must exist, or the Pods of those sessions are refused.',
     },
     CONCURRENCY: {
       type: 'integer',
@@ -291,6 +303,8 @@ export interface OperatorConfig {
     readonly tmpSize: string;
     readonly runAsUser: number;
     readonly terminationGracePeriodSeconds: number;
+    /** SANDBOX_DEFAULT_RUNTIME_CLASS_NAME; undefined when empty. */
+    readonly defaultRuntimeClassName?: string;
   };
   /** CONCURRENCY. */
   readonly concurrency: number;
@@ -378,6 +392,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
       tmpSize: p.SANDBOX_TMP_SIZE,
       runAsUser: p.SANDBOX_RUN_AS_USER,
       terminationGracePeriodSeconds: p.SANDBOX_TERMINATION_GRACE_SECONDS,
+      defaultRuntimeClassName: p.SANDBOX_DEFAULT_RUNTIME_CLASS_NAME || undefined,
     },
     concurrency: p.CONCURRENCY,
     resyncMs: p.RESYNC_SECONDS * 1000,

@@ -23,4 +23,6 @@ export interface PodBuildOptions {
   readonly runAsUser: number;
   /** Grace period of the sandbox Pod on deletion. */
   readonly terminationGracePeriodSeconds: number;
+  /** RuntimeClass of sessions whose spec names none (e.g. gvisor); undefined: the node's default runtime. */
+  readonly defaultRuntimeClassName?: string;
 }

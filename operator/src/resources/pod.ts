@@ -7,6 +7,14 @@
  * service-link env vars. The master key never enters it; only the session's own token does, as a
  * read-only file and as env SANDBOX_TOKEN.
  *
+ * spec.env never steers the agent's own process: with the Agent transport each entry arrives as
+ * `SANDBOX_ENV_<name>` (SESSION_ENV_PREFIX), which nothing interprets, and the agent exports it
+ * under its own name in the user's bash only. Given as is, NODE_OPTIONS would load code into the
+ * agent's node, LD_PRELOAD into every process of the container (the agent and its probes), and
+ * BASH_ENV would run before the agent's shell set up its framing. KubernetesExec containers have no
+ * agent: their main process is the keep-alive shell and commands run through `kubectl exec`,
+ * which starts them with the container's env, so they get spec.env as it is.
+ *
  * restartPolicy Always: when the agent (or the keep-alive shell) exits, the kubelet restarts the
  * container in the same Pod, so the Pod keeps its IP and the /workspace emptyDir (it lives as long
  * as the Pod). With Never, every crash would fail the Pod and lose the workspace; with OnFailure, an
@@ -25,6 +33,7 @@ import {
   LABELS,
   SANDBOX_COMPONENT,
   SANDBOX_CONTAINER,
+  SESSION_ENV_PREFIX,
   TOKEN_ENV,
   TOKEN_MOUNT_DIR,
   TOKEN_SECRET_KEY,
@@ -47,6 +56,14 @@ export const KEEPALIVE_COMMAND = [
 
 /** Readiness probe command of the agent image: GET /healthz on loopback (NetworkPolicies cannot block it). */
 export const AGENT_PROBE_COMMAND = ['sandbox-agent', 'probe'];
+
+/**
+ * Liveness probe command of the agent image: GET /livez on loopback. It fails only when the agent
+ * is wedged (a command queue stalled beyond the longest allowed command plus its recovery, a
+ * starved I/O threadpool, an event loop that does not answer), so the kubelet restarts it;
+ * /healthz stays the readiness signal (false while bash restarts, which needs no restart).
+ */
+export const AGENT_LIVENESS_COMMAND = ['sandbox-agent', 'probe', '--live'];
 
 const VOLUMES = { workspace: 'workspace', tmp: 'tmp', token: 'token' } as const;
 const DEFAULTED: readonly DefaultedResource[] = ['cpu', 'memory'];
@@ -71,7 +88,7 @@ export function buildPod(session: SandboxSession, ref: SessionRef, opts: PodBuil
         fsGroup: opts.runAsUser,
         seccompProfile: { type: 'RuntimeDefault' },
       },
-      runtimeClassName: spec.runtimeClassName,
+      runtimeClassName: spec.runtimeClassName ?? opts.defaultRuntimeClassName,
       nodeSelector: definedEntries(spec.nodeSelector),
       tolerations: spec.tolerations,
       containers: [sandboxContainer(spec, ref, opts)],
@@ -88,13 +105,25 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
     imagePullPolicy: spec.imagePullPolicy ?? 'IfNotPresent',
     command: agent ? undefined : KEEPALIVE_COMMAND,
     workingDir: WORKSPACE_DIR,
-    env: containerEnv(spec, ref),
+    env: containerEnv(spec, ref, agent),
     ports: agent ? [{ name: 'agent', containerPort: AGENT_PORT, protocol: 'TCP' }] : undefined,
     readinessProbe: agent
       ? {
           exec: { command: AGENT_PROBE_COMMAND },
           periodSeconds: 2,
           timeoutSeconds: 2,
+          failureThreshold: 3,
+          successThreshold: 1,
+        }
+      : undefined,
+    // Three failures 10 s apart restart a wedged agent; the first check waits 10 s so a slow start
+    // (a busy node, gVisor) is not taken for a wedge. The probe's own HTTP timeout is 3 s.
+    livenessProbe: agent
+      ? {
+          exec: { command: AGENT_LIVENESS_COMMAND },
+          initialDelaySeconds: 10,
+          periodSeconds: 10,
+          timeoutSeconds: 5,
           failureThreshold: 3,
           successThreshold: 1,
         }
@@ -117,10 +146,13 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
 
 /**
  * HOME first so spec.env may override it; the token last. The CRD rejects spec.env names starting
- * with SANDBOX_, so nothing in the spec can shadow the token variable.
+ * with SANDBOX_, so nothing in the spec can shadow the token variable or a carrier name. For the
+ * Agent transport the entries carry SESSION_ENV_PREFIX (see the module comment); the agent's bash
+ * then overrides HOME itself when spec.env names it.
  */
-function containerEnv(spec: SandboxSessionSpec, ref: SessionRef): V1EnvVar[] {
-  const user = (spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' }));
+function containerEnv(spec: SandboxSessionSpec, ref: SessionRef, agent: boolean): V1EnvVar[] {
+  const prefix = agent ? SESSION_ENV_PREFIX : '';
+  const user = (spec.env ?? []).map((e) => ({ name: prefix + e.name, value: e.value ?? '' }));
   return [
     { name: 'HOME', value: WORKSPACE_DIR },
     ...user,

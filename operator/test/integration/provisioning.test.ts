@@ -108,8 +108,10 @@ describe('a new SandboxSession', () => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ['ALL'] },
     });
-    expect(c?.env?.map((e) => e.name)).toEqual(['HOME', 'FOO', 'SANDBOX_TOKEN']);
+    // Agent transport: spec.env reaches the agent's bash only, through SANDBOX_ENV_<name>.
+    expect(c?.env?.map((e) => e.name)).toEqual(['HOME', 'SANDBOX_ENV_FOO', 'SANDBOX_TOKEN']);
     expect(c?.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
+    expect(c?.livenessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe', '--live']);
     expect(c?.ports).toEqual([{ name: 'agent', containerPort: 8090, protocol: 'TCP' }]);
     expect(c?.resources).toEqual({
       requests: { cpu: '100m', memory: '256Mi' },

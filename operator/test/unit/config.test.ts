@@ -116,6 +116,30 @@ describe('loadConfig', () => {
     );
   });
 
+  describe('default runtime class of sessions', () => {
+    const runtimeClass = (value?: string): string | undefined =>
+      loadConfig({ ...REQUIRED, SANDBOX_DEFAULT_RUNTIME_CLASS_NAME: value }).pod.defaultRuntimeClassName;
+
+    it('is off unless set, and taken as given when a DNS subdomain', () => {
+      expect(runtimeClass()).toBeUndefined();
+      expect(runtimeClass('')).toBeUndefined();
+      expect(runtimeClass('gvisor')).toBe('gvisor');
+      expect(runtimeClass('kata.io-1')).toBe('kata.io-1');
+    });
+
+    it.each([
+      'gVisor',
+      'run_sc',
+      '-gvisor',
+      'gvisor.',
+      'a..b',
+      'a b',
+      Array(4).fill('a'.repeat(63)).join('.'),
+    ])('rejects %p (not a DNS subdomain)', (value) =>
+      expect(() => runtimeClass(value)).toThrow(/SANDBOX_DEFAULT_RUNTIME_CLASS_NAME/),
+    );
+  });
+
   it('refuses running sandboxes as root', () => {
     expect(() => loadConfig({ ...REQUIRED, SANDBOX_RUN_AS_USER: '0' })).toThrow(/SANDBOX_RUN_AS_USER/);
   });

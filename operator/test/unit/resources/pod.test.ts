@@ -1,7 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 
-import { AGENT_PROBE_COMMAND, KEEPALIVE_COMMAND, buildPod, resources } from '../../../src/resources/pod.js';
+import {
+  AGENT_LIVENESS_COMMAND,
+  AGENT_PROBE_COMMAND,
+  KEEPALIVE_COMMAND,
+  buildPod,
+  resources,
+} from '../../../src/resources/pod.js';
 import { sessionRef } from '../../../src/resources/metadata.js';
 import type { PodBuildOptions } from '../../../src/resources/pod-options.js';
 import { session, withSpec } from '../../fixtures/sessions.js';
@@ -19,6 +25,19 @@ function build(...mods: Parameters<typeof session>): V1Pod {
   const s = session(...mods);
   return buildPod(s, sessionRef(s), opts);
 }
+
+function buildWith(options: PodBuildOptions, ...mods: Parameters<typeof session>): V1Pod {
+  const s = session(...mods);
+  return buildPod(s, sessionRef(s), options);
+}
+
+/** Env entries that steer processes: they must never reach an agent container under their names. */
+const STEERING = [
+  { name: 'NODE_OPTIONS', value: '--require /nonexistent' },
+  { name: 'LD_PRELOAD', value: '/nonexistent.so' },
+  { name: 'BASH_ENV', value: '/workspace/evil.sh' },
+  { name: 'NODE_PATH', value: '/workspace/mods' },
+];
 
 function container(pod: V1Pod): V1Container {
   const c = pod.spec?.containers[0];
@@ -118,9 +137,39 @@ describe('buildPod', () => {
     expect(JSON.stringify(pod)).not.toMatch(/master/i);
   });
 
-  it('puts spec env between HOME and the token, so it can override HOME but never the token', () => {
+  it('Agent transport: spec env arrives as SANDBOX_ENV_<name> between HOME and the token, never under its own name', () => {
     const c = container(
-      build(withSpec({ env: [{ name: 'HOME', value: '/tmp' }, { name: 'A', value: '1' }, { name: 'B' }] })),
+      build(
+        withSpec({
+          env: [{ name: 'HOME', value: '/tmp' }, { name: 'A', value: '1' }, { name: 'B' }, ...STEERING],
+        }),
+      ),
+    );
+    expect(c.env?.map((e) => e.name)).toEqual([
+      'HOME',
+      'SANDBOX_ENV_HOME',
+      'SANDBOX_ENV_A',
+      'SANDBOX_ENV_B',
+      'SANDBOX_ENV_NODE_OPTIONS',
+      'SANDBOX_ENV_LD_PRELOAD',
+      'SANDBOX_ENV_BASH_ENV',
+      'SANDBOX_ENV_NODE_PATH',
+      'SANDBOX_TOKEN',
+    ]);
+    expect(c.env?.[0]).toEqual({ name: 'HOME', value: '/workspace' });
+    expect(c.env?.[3]).toEqual({ name: 'SANDBOX_ENV_B', value: '' });
+    expect(c.env?.[4]).toEqual({ name: 'SANDBOX_ENV_NODE_OPTIONS', value: '--require /nonexistent' });
+    for (const { name } of STEERING) expect(c.env?.some((e) => e.name === name)).toBe(false);
+  });
+
+  it('KubernetesExec transport (no agent): spec env as it is, between HOME and the token', () => {
+    const c = container(
+      build(
+        withSpec({
+          execTransport: 'KubernetesExec',
+          env: [{ name: 'HOME', value: '/tmp' }, { name: 'A', value: '1' }, { name: 'B' }],
+        }),
+      ),
     );
     expect(c.env?.map((e) => e.name)).toEqual(['HOME', 'HOME', 'A', 'B', 'SANDBOX_TOKEN']);
     expect(c.env?.[3]).toEqual({ name: 'B', value: '' });
@@ -134,11 +183,34 @@ describe('buildPod', () => {
     expect(c.command).toBeUndefined();
   });
 
-  it('KubernetesExec transport: a keep-alive shell, no port, no agent probe', () => {
+  it('Agent transport: an exec liveness probe that restarts a wedged agent after three failures', () => {
+    const c = container(build());
+    expect(AGENT_LIVENESS_COMMAND).toEqual(['sandbox-agent', 'probe', '--live']);
+    expect(c.livenessProbe).toEqual({
+      exec: { command: AGENT_LIVENESS_COMMAND },
+      initialDelaySeconds: 10,
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+      successThreshold: 1,
+    });
+    // Readiness is unchanged: fast, and separate from liveness.
+    expect(c.readinessProbe).toMatchObject({ periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 });
+  });
+
+  it('KubernetesExec transport: a keep-alive shell, no port, no agent probes', () => {
     const c = container(build(withSpec({ execTransport: 'KubernetesExec' })));
     expect(c.command).toEqual(KEEPALIVE_COMMAND);
     expect(c.ports).toBeUndefined();
     expect(c.readinessProbe).toBeUndefined();
+    expect(c.livenessProbe).toBeUndefined();
+  });
+
+  it('applies the default runtime class when the spec names none; the spec wins; none when neither', () => {
+    const gvisor: PodBuildOptions = { ...opts, defaultRuntimeClassName: 'gvisor' };
+    expect(buildWith(gvisor).spec?.runtimeClassName).toBe('gvisor');
+    expect(buildWith(gvisor, withSpec({ runtimeClassName: 'kata' })).spec?.runtimeClassName).toBe('kata');
+    expect(build().spec?.runtimeClassName).toBeUndefined();
   });
 
   it('takes image, pull policy, runtime class, node selector and tolerations from the spec', () => {
