@@ -1,0 +1,267 @@
+// Checks of the rendered chart that kubeconform cannot make (it validates shapes, not intent):
+// the master key with and without masterKey.existingSecret, the admission policy, the sandbox
+// ResourceQuota, the operator's metrics port and tracing settings, and the monitoring objects.
+// Run by `make chart-lint` (node --test, HELM=<pinned helm>); each case renders with `helm template`.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { parseAllDocuments } from 'yaml';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const chart = join(repo, 'charts/sandbox-platform');
+const helm = process.env.HELM ?? join(process.env.LOCALKUBE_DIR ?? join(repo, '.localkube'), 'bin/helm');
+const KEY = [
+  'apiKeys.keys[0].id=check',
+  `apiKeys.keys[0].sha256=${'0'.repeat(64)}`,
+  'apiKeys.keys[0].namespaces[0]=sandboxes',
+];
+
+/** `helm template` with these --set values; the process result (status, stdout, stderr). */
+function template(sets = []) {
+  const args = ['template', 'rel', chart, '-n', 'sandbox-system', '--kube-version', '1.35.8'];
+  for (const s of [...KEY, ...sets]) args.push('--set', s);
+  return spawnSync(helm, args, { encoding: 'utf8' });
+}
+
+/** The rendered objects (and the raw text), failing the test when helm fails. */
+function render(sets = []) {
+  const res = template(sets);
+  assert.equal(res.status, 0, `helm template failed:\n${res.stderr}`);
+  const objects = parseAllDocuments(res.stdout)
+    .map((d) => d.toJS())
+    .filter((o) => o && o.kind);
+  return {
+    text: res.stdout,
+    objects,
+    find: (kind, name) => objects.find((o) => o.kind === kind && (!name || o.metadata.name === name)),
+  };
+}
+
+const container = (deployment) => deployment.spec.template.spec.containers[0];
+const env = (deployment) =>
+  Object.fromEntries((container(deployment).env ?? []).map((e) => [e.name, e.value]));
+const masterKeyVolume = (deployment) =>
+  deployment.spec.template.spec.volumes.find((v) => v.name === 'master-key');
+
+describe('master key', () => {
+  it('without existingSecret: a generated Secret, with a loud warning when rendered without a cluster', () => {
+    const r = render();
+    const secret = r.find('Secret', 'rel-sandbox-platform-master-key');
+    assert.ok(secret, 'the generated master key Secret');
+    assert.equal(Buffer.from(secret.data['master-key'], 'base64').length, 64);
+    assert.equal(secret.metadata.annotations['sandbox.dev/master-key-source'], 'generated-at-render-time');
+    assert.match(
+      r.text,
+      /# WARNING: rendered without a cluster .* NEW random key, different on every render/s,
+    );
+    for (const name of ['rel-sandbox-platform-operator', 'rel-sandbox-platform-gateway']) {
+      assert.equal(
+        masterKeyVolume(r.find('Deployment', name)).secret.secretName,
+        'rel-sandbox-platform-master-key',
+      );
+    }
+  });
+
+  it('two renders without a cluster make two different keys (what the warning is about)', () => {
+    const key = () => render().find('Secret', 'rel-sandbox-platform-master-key').data['master-key'];
+    assert.notEqual(key(), key());
+  });
+
+  it('with existingSecret: no Secret rendered, no warning, the operator and the gateway mount that Secret', () => {
+    const r = render(['masterKey.existingSecret=platform-master-key']);
+    assert.equal(
+      r.objects.filter((o) => o.kind === 'Secret' && /master-key/.test(o.metadata.name)).length,
+      0,
+    );
+    assert.doesNotMatch(r.text, /WARNING/);
+    for (const name of ['rel-sandbox-platform-operator', 'rel-sandbox-platform-gateway']) {
+      const d = r.find('Deployment', name);
+      assert.equal(masterKeyVolume(d).secret.secretName, 'platform-master-key');
+      assert.equal(env(d).SANDBOX_MASTER_KEY_FILE, '/etc/sandbox/master-key/master-key');
+      const mount = container(d).volumeMounts.find((m) => m.name === 'master-key');
+      assert.equal(mount.mountPath, '/etc/sandbox/master-key');
+    }
+  });
+
+  it('generate=false refuses a render without existingSecret, naming the fix', () => {
+    const res = template(['masterKey.generate=false']);
+    assert.notEqual(res.status, 0);
+    assert.match(res.stderr, /masterKey.generate is false and masterKey.existingSecret is empty/);
+    assert.equal(template(['masterKey.generate=false', 'masterKey.existingSecret=k']).status, 0);
+  });
+});
+
+describe('admission of SandboxSessions in unserved namespaces', () => {
+  it('a ValidatingAdmissionPolicy on creates, bound to every namespace but the sandbox namespaces', () => {
+    const r = render(['sandboxNamespaces={sandboxes,team-b}', 'apiKeys.keys[0].namespaces[0]=sandboxes']);
+    const policy = r.find('ValidatingAdmissionPolicy');
+    assert.equal(policy.spec.failurePolicy, 'Fail');
+    assert.deepEqual(policy.spec.matchConstraints.resourceRules, [
+      {
+        apiGroups: ['sandbox.dev'],
+        apiVersions: ['*'],
+        operations: ['CREATE'],
+        resources: ['sandboxsessions'],
+      },
+    ]);
+    assert.match(policy.spec.validations[0].messageExpression, /sandboxNamespaces/);
+    const binding = r.find('ValidatingAdmissionPolicyBinding');
+    assert.equal(binding.spec.policyName, policy.metadata.name);
+    assert.deepEqual(binding.spec.validationActions, ['Deny']);
+    assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchExpressions, [
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sandboxes', 'team-b'] },
+    ]);
+  });
+
+  it('off with admission.refuseUnservedNamespaces=false', () => {
+    const r = render(['admission.refuseUnservedNamespaces=false']);
+    assert.equal(r.find('ValidatingAdmissionPolicy'), undefined);
+    assert.equal(r.find('ValidatingAdmissionPolicyBinding'), undefined);
+  });
+});
+
+describe('sandbox ResourceQuota', () => {
+  it('one per sandbox namespace, with the values', () => {
+    const r = render([
+      'sandboxNamespaces={sandboxes,team-b}',
+      'sandboxQuota.sessions=7',
+      'sandboxQuota.limitsMemory=8Gi',
+    ]);
+    const quotas = r.objects.filter((o) => o.kind === 'ResourceQuota');
+    assert.deepEqual(
+      quotas.map((q) => q.metadata.namespace),
+      ['sandboxes', 'team-b'],
+    );
+    assert.deepEqual(quotas[0].spec.hard, {
+      'count/sandboxsessions.sandbox.dev': '7',
+      pods: '100',
+      'requests.cpu': '10',
+      'requests.memory': '25Gi',
+      'limits.cpu': '100',
+      'limits.memory': '8Gi',
+    });
+  });
+
+  it('off with sandboxQuota.enabled=false', () => {
+    assert.equal(render(['sandboxQuota.enabled=false']).find('ResourceQuota'), undefined);
+  });
+});
+
+describe('operator telemetry settings', () => {
+  it('metrics on their own port (9090, named metrics), probes on 8080; tracing off by default', () => {
+    const d = render().find('Deployment', 'rel-sandbox-platform-operator');
+    assert.equal(env(d).METRICS_PORT, '9090');
+    assert.equal(env(d).HTTP_PORT, '8080');
+    assert.deepEqual(
+      container(d).ports.map((p) => [p.name, p.containerPort]),
+      [
+        ['http', 8080],
+        ['metrics', 9090],
+      ],
+    );
+    assert.equal(container(d).livenessProbe.httpGet.port, 'http');
+    assert.equal(Object.keys(env(d)).filter((k) => k.startsWith('OTEL_')).length, 0);
+  });
+
+  it('tracing values map 1:1 to the OTEL_* variables', () => {
+    const d = render([
+      'operator.tracing.otlpEndpoint=http://otel-collector.observability:4318',
+      'operator.tracing.protocol=http/json',
+      'operator.tracing.samplerArg=0.1',
+    ]).find('Deployment', 'rel-sandbox-platform-operator');
+    assert.deepEqual(Object.fromEntries(Object.entries(env(d)).filter(([k]) => k.startsWith('OTEL_'))), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_SERVICE_NAME: 'sandbox-operator',
+    });
+  });
+
+  it('the schema refuses the metrics port on the probe port', () => {
+    const res = template(['operator.metricsPort=8080']);
+    assert.notEqual(res.status, 0);
+    assert.match(res.stderr, /metricsPort/);
+  });
+});
+
+describe('monitoring objects', () => {
+  const ALL = [
+    'monitoring.serviceMonitor.enabled=true',
+    'monitoring.podMonitor.enabled=true',
+    'monitoring.prometheusRule.enabled=true',
+    'monitoring.grafanaDashboard.enabled=true',
+  ];
+
+  it('none by default', () => {
+    const kinds = render().objects.map((o) => o.kind);
+    for (const kind of ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'])
+      assert.ok(!kinds.includes(kind), kind);
+    assert.equal(render().find('ConfigMap'), undefined);
+  });
+
+  it('a ServiceMonitor of the gateway Service and a PodMonitor of the operator metrics port', () => {
+    const r = render([...ALL, 'monitoring.serviceMonitor.labels.release=kps']);
+    const sm = r.find('ServiceMonitor');
+    assert.equal(sm.metadata.labels.release, 'kps');
+    const service = r.find('Service', 'rel-sandbox-platform-gateway');
+    for (const [k, v] of Object.entries(sm.spec.selector.matchLabels))
+      assert.equal(service.metadata.labels[k], v, k);
+    assert.equal(
+      r.objects.filter((o) => o.kind === 'Service').length,
+      1,
+      'the selector picks the only Service',
+    );
+    assert.deepEqual(sm.spec.endpoints[0], {
+      port: 'http',
+      path: '/metrics',
+      interval: '30s',
+      scheme: 'http',
+    });
+    const pm = r.find('PodMonitor');
+    const operatorPods = r.find('Deployment', 'rel-sandbox-platform-operator').spec.template.metadata.labels;
+    for (const [k, v] of Object.entries(pm.spec.selector.matchLabels)) assert.equal(operatorPods[k], v, k);
+    assert.equal(pm.spec.podMetricsEndpoints[0].port, 'metrics');
+  });
+
+  it('a PrometheusRule with the six alerts, the thresholds from values and alertLabels on each', () => {
+    const r = render([
+      ...ALL,
+      'monitoring.prometheusRule.timeToReadyP95Seconds=42',
+      'monitoring.prometheusRule.alertLabels.team=platform',
+    ]);
+    const rules = r.find('PrometheusRule').spec.groups.flatMap((g) => g.rules);
+    assert.deepEqual(
+      rules.map((x) => x.alert),
+      [
+        'SandboxOperatorNoLeader',
+        'SandboxOperatorReconcileErrors',
+        'SandboxSessionTimeToReadySlow',
+        'SandboxGatewayHighErrorRate',
+        'SandboxAgentErrors',
+        'SandboxSessionsStuckNotReady',
+      ],
+    );
+    for (const rule of rules) {
+      assert.equal(rule.labels.team, 'platform');
+      assert.ok(rule.labels.severity);
+      assert.match(rule.expr, /namespace="sandbox-system"/);
+      assert.doesNotMatch(JSON.stringify(rule), /\.Values|\.Release/);
+    }
+    assert.match(rules[2].expr, /> 42\s*$/);
+  });
+
+  it('the dashboard in a ConfigMap with the sidecar label, byte for byte the JSON file', () => {
+    const r = render([...ALL, 'monitoring.grafanaDashboard.namespace=grafana']);
+    const cm = r.find('ConfigMap', 'rel-sandbox-platform-dashboard');
+    assert.equal(cm.metadata.namespace, 'grafana');
+    assert.equal(cm.metadata.labels.grafana_dashboard, '1');
+    const file = readFileSync(join(chart, 'dashboards/sandbox-platform.json'), 'utf8');
+    assert.equal(cm.data['sandbox-platform.json'], file.trimEnd());
+    assert.equal(JSON.parse(cm.data['sandbox-platform.json']).uid, 'sandbox-platform');
+  });
+});
