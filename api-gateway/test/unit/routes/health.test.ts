@@ -53,9 +53,9 @@ describe('operational routes', () => {
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain(
-      'gateway_http_request_duration_seconds_count{method="POST",route="/v1/sessions/:name/exec",status="200"} 1',
+      'sandbox_gateway_http_request_duration_seconds_count{method="POST",route="/v1/sessions/:name/exec",status="200"} 1',
     );
-    expect(res.body).toContain('gateway_exec_exit_total{transport="Agent",exit="zero"} 1');
+    expect(res.body).toContain('sandbox_gateway_exec_exit_total{transport="Agent",exit="zero"} 1');
     expect(res.body).not.toContain('secret-name');
   });
 
