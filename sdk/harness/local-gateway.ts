@@ -7,7 +7,7 @@
  * status pointing at it, as the operator would write.
  *
  * Writes the same variables as `make platform-env` (E2E_GATEWAY_URL, E2E_GATEWAY_API_KEY,
- * E2E_OTHER_API_KEY, E2E_NAMESPACE, E2E_OTHER_NAMESPACE) to --env-file, prints `READY <file>`,
+ * E2E_OTHER_API_KEY, E2E_NAMESPACE, E2E_OTHER_NAMESPACE) to --write-env, prints `READY <file>`,
  * and runs until SIGTERM or SIGINT, then stops everything. Started by sdk/scripts/with-local-gateway.sh.
  */
 import { writeFileSync } from 'node:fs';
@@ -25,10 +25,10 @@ const POLL_MS = 200;
 
 // The bundle runs from api-gateway/node_modules/.cache, so the framework's REPO_ROOT (derived from
 // its own file's place) is wrong there: the repository root and the localkube binary are passed in.
-const { values } = parseArgs({ options: { 'env-file': { type: 'string' }, root: { type: 'string' } } });
-const envFile = values['env-file'];
+const { values } = parseArgs({ options: { 'write-env': { type: 'string' }, root: { type: 'string' } } });
+const envFile = values['write-env'];
 const root = values.root;
-if (!envFile || !root) throw new Error('local-gateway: --env-file and --root are required');
+if (!envFile || !root) throw new Error('local-gateway: --write-env and --root are required');
 if (!process.env.LOCALKUBE_BIN) throw new Error('local-gateway: LOCALKUBE_BIN is required');
 const crdDir = join(root, 'crds');
 

@@ -16,7 +16,7 @@ env_file="$work/gateway.env"
 log="$work/local-gateway.log"
 
 say "starting a control plane, the gateway and the stand-in operator (log: $log)"
-node "$bundle" --env-file "$env_file" --root "$root" >"$work/stdout" 2>"$log" &
+node "$bundle" --write-env "$env_file" --root "$root" >"$work/stdout" 2>"$log" &
 pid=$!
 cleanup() {
   if kill -0 "$pid" 2>/dev/null; then

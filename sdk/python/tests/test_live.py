@@ -67,8 +67,10 @@ def test_errors_are_typed(session: tuple[sp.Client, str], live: Live) -> None:
     assert (nf.value.code, nf.value.status) == ("session-not-found", 404)
     with pytest.raises(sp.NotFoundError):
         client.exec("no-such-session-sdk", "true")
-    with pytest.raises(sp.PermissionDeniedError):
-        client.read_file(name, "../etc/passwd")
+    for path in ("/etc/passwd", "../etc/passwd"):  # refused by the gateway, and before sending
+        with pytest.raises(sp.PermissionDeniedError) as pf:
+            client.read_file(name, path)
+        assert pf.value.code == "path-forbidden"
     if live.other_namespace:
         with pytest.raises(sp.PermissionDeniedError) as fb:
             client.list_sessions(namespace=live.other_namespace)

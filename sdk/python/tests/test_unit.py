@@ -91,6 +91,14 @@ class TestRequests:
         with pytest.raises(ValueError, match="http\\(s\\) URL"):
             sp.Client("gw:8080", "k")
 
+    @pytest.mark.parametrize("path", ["../etc/passwd", "a/./b", "a/.."])
+    def test_refuses_dot_segments_before_sending(self, path: str) -> None:
+        c, script = client([])
+        with pytest.raises(sp.PermissionDeniedError) as info:
+            c.read_file("s1", path)
+        assert (info.value.code, info.value.status) == ("path-forbidden", 403)
+        assert script.requests == []
+
     def test_refuses_an_invalid_session_name_before_any_call(self) -> None:
         c, script = client([])
         with pytest.raises(ValueError, match="invalid session name"):

@@ -3,7 +3,7 @@
  * the platform's fetch, so it runs in Node 20+, Deno, Bun and browsers. Errors are SandboxErrors
  * (errors.ts); only idempotent calls are retried (http.ts), never an exec.
  */
-import { NotFoundError, ProtocolError, TimeoutError } from './errors.js';
+import { NotFoundError, PROBLEM_TYPE_BASE, ProtocolError, TimeoutError, errorFromProblem } from './errors.js';
 import {
   readBounded,
   readJson,
@@ -331,7 +331,21 @@ function seg(segment: string): string {
   return encodeURIComponent(segment);
 }
 
-/** A workspace path: each segment encoded, the slashes kept. */
+/**
+ * A workspace path: each segment encoded, the slashes kept. `.` and `..` segments are refused here
+ * with the gateway's own answer (403 path-forbidden): URL parsing would otherwise resolve them
+ * before sending (even as %2E), turning `../x` into a call of another route.
+ */
 function filePath(path: string): string {
-  return path.split('/').map(encodeURIComponent).join('/');
+  const segments = path.split('/');
+  if (segments.some((s) => s === '.' || s === '..')) {
+    const problem = {
+      type: `${PROBLEM_TYPE_BASE}path-forbidden`,
+      title: 'The path leaves the sandbox workspace',
+      status: 403,
+      detail: `path ${path} has a "." or ".." segment`,
+    };
+    throw errorFromProblem(403, problem, null);
+  }
+  return segments.map(encodeURIComponent).join('/');
 }

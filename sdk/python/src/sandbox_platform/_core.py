@@ -85,8 +85,21 @@ def session_path(name: str) -> str:
 
 
 def file_path(name: str, path: str) -> str:
-    """``/v1/sessions/NAME/files/PATH`` with each path segment encoded."""
-    return f"{session_path(name)}/files/{'/'.join(quote(p, safe='') for p in path.split('/'))}"
+    """``/v1/sessions/NAME/files/PATH`` with each path segment encoded.
+
+    ``.`` and ``..`` segments are refused here with the gateway's own answer (403 path-forbidden):
+    URL normalization would otherwise resolve them before sending, calling another route.
+    """
+    segments = path.split("/")
+    if any(s in (".", "..") for s in segments):
+        problem = {
+            "type": "https://sandbox.dev/problems/path-forbidden",
+            "title": "The path leaves the sandbox workspace",
+            "status": 403,
+            "detail": f'path {path} has a "." or ".." segment',
+        }
+        raise error_from_problem(403, problem, None)
+    return f"{session_path(name)}/files/{'/'.join(quote(s, safe='') for s in segments)}"
 
 
 def params(settings: Settings, namespace: Optional[str]) -> dict[str, str]:

@@ -78,6 +78,16 @@ describe('requests', () => {
     expect(fake.calls[0]?.headers['content-type']).toBe('application/octet-stream');
   });
 
+  it('refuses . and .. path segments before sending (URL parsing would resolve them to another route)', async () => {
+    const { fake, c } = client([]);
+    for (const p of ['../etc/passwd', 'a/./b', 'a/..']) {
+      const err = await c.readFile('s1', p).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PermissionDeniedError);
+      expect(err).toMatchObject({ code: 'path-forbidden', status: 403 });
+    }
+    expect(fake.calls).toHaveLength(0);
+  });
+
   it('keeps the first client name as an alias of the same class', () => {
     expect(GatewayClient).toBe(SandboxClient);
   });
