@@ -8,17 +8,27 @@ LOCALKUBE_PROFILE ?= cluster
 LOCALKUBE_PORT ?= 6443
 LOCALKUBE_ETCD_PORT ?= 2379
 LOCALKUBE_TIMEOUT ?= 5m
-# Debian packages the node needs (containerd, runc, CNI plugins, iptables).
-LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables
+# Debian packages the node needs (containerd, runc, CNI plugins, iptables, ipset for kube-router).
+LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables ipset
+# NetworkPolicy enforcement (kube-router's policy controller) and gVisor (RuntimeClass gvisor):
+# both on by default; `make cluster-up LOCALKUBE_NETWORK_POLICY=false` starts a node that stores
+# NetworkPolicies but enforces none (the isolation e2e must then fail: make test-isolation-unenforced).
+LOCALKUBE_NETWORK_POLICY ?= true
+LOCALKUBE_GVISOR ?= true
+LOCALKUBE_ADDONS := test-e2e/localkube/addons/build.sh
 
 .PHONY: localkube
 localkube: ## Build the localkube binary (cached: unchanged sources cost no compile)
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
 
+.PHONY: localkube-addons
+localkube-addons: ## Build kube-router, CoreDNS and gVisor's runsc from their Go modules (cached by a hash of their inputs)
+	@$(LOCALKUBE_ADDONS) kube-router coredns gvisor
+
 .PHONY: localkube-node-deps
-localkube-node-deps: ## Install containerd, runc, CNI plugins and iptables with apt-get when missing
+localkube-node-deps: ## Install containerd, runc, CNI plugins, iptables and ipset with apt-get when missing
 	@missing=""; \
-	for b in containerd containerd-shim-runc-v2 runc iptables; do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	for b in containerd containerd-shim-runc-v2 runc iptables ipset; do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
 	for p in bridge host-local loopback portmap; do [ -x /usr/lib/cni/$$p ] || [ -x /opt/cni/bin/$$p ] || missing="$$missing cni-$$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -35,16 +45,20 @@ localkube-node-deps: ## Install containerd, runc, CNI plugins and iptables with 
 cluster-up: ## Start the local cluster in the background (reuses a running one); writes .localkube/kubeconfig
 	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then $(MAKE) localkube-node-deps; fi
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
-	@$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
-	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT)
+	@node_flags=""; \
+	if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
+	  node_flags="--network-policy=$(LOCALKUBE_NETWORK_POLICY)"; \
+	  if [ "$(LOCALKUBE_NETWORK_POLICY)" = true ]; then \
+	    node_flags="$$node_flags --kube-router=$$($(LOCALKUBE_ADDONS) kube-router)/kube-router"; fi; \
+	  if [ "$(LOCALKUBE_GVISOR)" = true ]; then node_flags="$$node_flags --runsc=$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi; \
+	fi; \
+	$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
+	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT) $$node_flags
 	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
-	  rc=0; $(MAKE) -q images-import >/dev/null 2>&1 || rc=$$?; \
-	  if [ $$rc -eq 2 ]; then \
-	    echo "[cluster-up] warning: no images-import target yet (test-e2e/images); pods start only once the pause image $(LOCALKUBE_PAUSE_IMAGE) is imported"; \
-	  else \
-	    echo "[cluster-up] building and importing the base images (pause, testbox)"; \
-	    $(MAKE) images-base images-import; \
-	  fi; \
+	  echo "[cluster-up] building and importing the base images (pause, testbox, coredns)"; \
+	  $(MAKE) images-base images-import; \
+	  echo "[cluster-up] cluster DNS (CoreDNS, Service kube-system/kube-dns $(LOCALKUBE_DNS_IP))"; \
+	  $(LOCALKUBE_BIN) addons --dir=$(LOCALKUBE_DIR); \
 	fi
 	@echo ""
 	@echo "Cluster is up. Use it with:"
@@ -53,6 +67,7 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	@echo "Status: make cluster-status   Stop: make cluster-down   Wipe: make cluster-reset   Logs: $(LOCALKUBE_DIR)/logs/"
 
 LOCALKUBE_PAUSE_IMAGE := localhost/sandbox-platform/pause:3.10
+LOCALKUBE_DNS_IP := 198.19.0.10
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster; verify no process, mount, netns, veth, bridge, iptables rule or port is left
@@ -71,6 +86,10 @@ cluster-reset: ## Stop the local cluster and delete its state (etcd data, certif
 	@$(LOCALKUBE_BIN) reset --dir=$(LOCALKUBE_DIR)
 
 .PHONY: test-localkube
-test-localkube: ## gofmt, go vet and the Go unit tests of localkube (host cleanup parsing, process matching)
+test-localkube: ## gofmt, go vet and the Go unit tests of localkube (host cleanup parsing, process matching, kube-router readiness)
 	@cd $(LOCALKUBE_SRC) && test -z "$$(gofmt -l .)" || { echo "gofmt: files need formatting:"; gofmt -l .; exit 1; }
 	cd $(LOCALKUBE_SRC) && nice go vet . && nice go test -count=1 .
+
+.PHONY: test-isolation-unenforced
+test-isolation-unenforced: node-deps ## Prove the isolation e2e can fail: rerun its matrix on a cluster started without the enforcer (restarts the cluster twice)
+	test-e2e/specs/isolation/unenforced.sh

@@ -10,7 +10,8 @@ IMGBUILD := $(IMAGES_BUILD)/bin/imgbuild
 # The cluster's containerd; images-import takes CONTAINERD_SOCK=... to import anywhere else.
 CONTAINERD_SOCK ?= $(LOCALKUBE_DIR)/containerd/containerd.sock
 
-IMAGES_BASE := pause testbox
+# The base images the local cluster itself needs: pod sandboxes, node tests, cluster DNS.
+IMAGES_BASE := pause testbox coredns
 IMAGES_APPS := sandbox-agent operator api-gateway
 IMAGES_GO_SRCS := $(shell find $(IMAGES_SRC)/cmd $(IMAGES_SRC)/internal -name '*.go' ! -name '*_test.go') $(IMAGES_SRC)/go.mod
 # A bundle depends on every TypeScript source it may import, and on the lockfile (dependencies).
@@ -18,9 +19,9 @@ BUNDLE_DEPS = $(shell find $(1)/src crds/src -name '*.ts' 2>/dev/null) package-l
 
 .PHONY: images-base images images-import images-host-deps images-clean test-images images-FORCE
 
-images-base: $(IMAGES_BASE:%=$(IMAGES_DIR)/%.tar) ## Build the pause and testbox images (tarballs in $LOCALKUBE_DIR/images)
+images-base: $(IMAGES_BASE:%=$(IMAGES_DIR)/%.tar) ## Build the pause, testbox and coredns images (tarballs in $LOCALKUBE_DIR/images)
 
-images: images-base $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Build all five local images (needs the agent, operator and gateway sources)
+images: images-base $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Build all six local images (needs the agent, operator and gateway sources)
 
 images-import: $(IMGBUILD) ## Import every tarball in $LOCALKUBE_DIR/images into the cluster's containerd (CONTAINERD_SOCK=...)
 	@shopt -s nullglob; tars=($(IMAGES_DIR)/*.tar); \
@@ -47,6 +48,7 @@ $(IMAGES_DIR)/%.tar: $(IMAGES_SRC)/recipes/%.json $(IMGBUILD) images-host-deps i
 
 $(IMAGES_DIR)/pause.tar: $(IMAGES_BUILD)/pause
 $(IMAGES_DIR)/testbox.tar: $(IMAGES_BUILD)/netecho
+$(IMAGES_DIR)/coredns.tar: $(IMAGES_BUILD)/coredns
 $(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
 $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
@@ -54,6 +56,12 @@ $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
 $(IMGBUILD): $(IMAGES_GO_SRCS)
 	@mkdir -p $(@D)
 	cd $(IMAGES_SRC) && nice go build -trimpath -o $(abspath $@) ./cmd/imgbuild
+
+# CoreDNS, built from its Go module by localkube's add-on builder (cached by a hash of its inputs);
+# copied only when it changed, so an unchanged binary keeps the image's layer cache hit.
+$(IMAGES_BUILD)/coredns: images-FORCE
+	@mkdir -p $(@D)
+	@src="$$(test-e2e/localkube/addons/build.sh coredns)/coredns"; cmp -s "$$src" $@ || cp "$$src" $@
 
 # Static helpers: they run in any image, with no libc in it.
 $(IMAGES_BUILD)/%: $(IMAGES_SRC)/src/%.c | images-host-deps

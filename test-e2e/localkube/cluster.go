@@ -26,6 +26,7 @@ func resolveSettings(f upFlags) (settings, error) {
 	s := settings{
 		l: layout{dir: f.dir}, profile: f.profile, kubeconfig: f.kubeconfig,
 		crdDir: f.crdDir, bindAddress: "127.0.0.1", apiPort: f.port, etcdClientPort: f.etcdPort, verbosity: f.verbosity,
+		node: f.node,
 	}
 	if f.profile == profileCluster {
 		s.bindAddress = nodeIP
@@ -68,6 +69,9 @@ func (c *cluster) bringUp(ctx context.Context, f upFlags) (settings, error) {
 		if _, err := checkNodePrerequisites(); err != nil {
 			return settings{}, err
 		}
+		if err := f.node.validate(); err != nil {
+			return settings{}, err
+		}
 	}
 	s, err := resolveSettings(f)
 	if err != nil {
@@ -79,7 +83,7 @@ func (c *cluster) bringUp(ctx context.Context, f upFlags) (settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("certificates: %w", err)
 	}
-	for _, name := range []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
+	for _, name := range []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kube-router"} {
 		if err := writeKubeconfig(p, name, s.server(), s.l.componentKubeconfig(name)); err != nil {
 			return s, err
 		}
@@ -175,7 +179,20 @@ func (c *cluster) waitUsable(ctx context.Context, s settings) error {
 	if c.node == nil {
 		return nil
 	}
-	return waitUntil(ctx, "Node "+nodeName+" Ready (kubelet + containerd + CNI)", c.children, nodeReady(cs))
+	if err := waitUntil(ctx, "Node "+nodeName+" Ready (kubelet + containerd + CNI)", c.children, nodeReady(cs)); err != nil {
+		return err
+	}
+	if err := ensureRuntimeClass(ctx, cs, s.node.runsc != ""); err != nil {
+		return err
+	}
+	if !s.node.networkPolicy {
+		logf("NetworkPolicy enforcement is OFF (--network-policy=false): policies are stored but nothing enforces them")
+		return nil
+	}
+	if err := c.node.startPolicyController(ctx, c, cs); err != nil {
+		return err
+	}
+	return waitUntil(ctx, "kube-router policy controller (first sync: KUBE-ROUTER-* chains hooked)", c.children, netpolReady)
 }
 
 // runUntilStopped blocks until a signal arrives (clean stop) or a component exits (an error:

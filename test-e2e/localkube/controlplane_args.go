@@ -16,6 +16,7 @@ type settings struct {
 	etcdClientPort int
 	etcdPeerPort   int
 	verbosity      int
+	node           nodeOptions // cluster profile only
 }
 
 func (s settings) server() string { return fmt.Sprintf("https://%s:%d", s.bindAddress, s.apiPort) }

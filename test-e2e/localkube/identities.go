@@ -17,6 +17,8 @@ var componentCerts = []certSpec{
 	{name: "kube-scheduler", cn: "system:kube-scheduler"},
 	{name: "kubelet", cn: "system:node:" + nodeName, orgs: []string{"system:nodes"}},
 	{name: "kube-proxy", cn: "system:kube-proxy"},
+	// The NetworkPolicy enforcer: read-only rights from a ClusterRole localkube creates (netpol.go).
+	{name: "kube-router", cn: kubeRouterUser},
 	// The API server's identity towards kubelets (logs, exec, port-forward).
 	{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }

@@ -25,6 +25,10 @@ const (
 	nodeName = "localkube"
 	// clusterDomain is used for the serving certificate's SANs and the kubelet's search path.
 	clusterDomain = "cluster.local"
+	// clusterDNSIP is the fixed ClusterIP of the kube-dns Service (CoreDNS) the kubelet hands pods.
+	clusterDNSIP = "198.19.0.10"
+	// podPidsLimit bounds the processes and threads of each pod (kubelet podPidsLimit).
+	podPidsLimit = 1024
 	// containerdNamespace is the namespace the CRI plugin and the image importer share.
 	containerdNamespace = "k8s.io"
 )

@@ -29,6 +29,7 @@ var subcommands = map[string]func(args []string) int{
 	"kubelet":                 runKubelet,
 	"kube-proxy":              runKubeProxy,
 	"kubectl":                 runKubectl,
+	"addons":                  runAddons,
 	"version":                 runVersion,
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // node is the cluster profile's worker: a private containerd, the kubelet and kube-proxy, on a
@@ -18,10 +20,11 @@ type node struct {
 	p          *pki
 	containerd string // path of the containerd binary
 	runtime    *child
+	opts       nodeOptions
 }
 
 // debianPackages is what to install when a node prerequisite is missing.
-const debianPackages = "containerd runc containernetworking-plugins iptables"
+const debianPackages = "containerd runc containernetworking-plugins iptables ipset"
 
 // cniBinDirs are where distributions put the CNI plugins (Debian: /usr/lib/cni).
 var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
@@ -33,7 +36,7 @@ func prepareNode(s settings, p *pki) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &node{l: s.l, p: p, containerd: tools["containerd"]}
+	n := &node{l: s.l, p: p, containerd: tools["containerd"], opts: s.node}
 	if err := ensureBridge(); err != nil {
 		return nil, err
 	}
@@ -112,7 +115,7 @@ func ensureBridge() error {
 }
 
 func (n *node) writeConfigs(cniBinDir, runcPath string) error {
-	if err := writeFileAtomic(n.l.containerdConfig(), []byte(containerdConfig(n.l, cniBinDir, runcPath)), 0o644); err != nil {
+	if err := writeFileAtomic(n.l.containerdConfig(), []byte(containerdConfig(n.l, cniBinDir, runcPath, n.opts.runsc)), 0o644); err != nil {
 		return err
 	}
 	cni, err := cniConfig(n.l)
@@ -193,6 +196,16 @@ func (n *node) startAgents(c *cluster) error {
 		return err
 	}
 	_, err := c.start("kube-proxy", c.self, "kube-proxy", "--config="+n.l.kubeProxyConfig(), "--v=1")
+	return err
+}
+
+// startPolicyController grants kube-router its read-only RBAC and starts its policy controller.
+// It runs once the Node is registered and Ready: kube-router reads its own Node object at start.
+func (n *node) startPolicyController(ctx context.Context, c *cluster, cs *kubernetes.Clientset) error {
+	if err := ensureKubeRouterRBAC(ctx, cs); err != nil {
+		return err
+	}
+	_, err := c.start("kube-router", n.opts.kubeRouter, kubeRouterArgs(n.l)...)
 	return err
 }
 

@@ -28,8 +28,9 @@ func (n *node) removePods() {
 // cleanupHost removes what the node created outside its processes.
 func (n *node) cleanupHost() { cleanupHost(n.l) }
 
-// cleanupHost removes the node's host state: kube-proxy's and the kubelet's iptables chains, any
-// CNI rules of this network, mounts under the state dir, the bridge, kubelet cgroups, and the
+// cleanupHost removes the node's host state: kube-proxy's, kube-router's and the kubelet's
+// iptables chains (all KUBE-*), kube-router's ipsets, any CNI rules of this network, the isolation
+// e2e's stand-in network namespaces, mounts under the state dir, the bridge, kubelet cgroups, and the
 // sysctls. Every step is idempotent; failures are reported and the remaining steps still run.
 func cleanupHost(l layout) {
 	var errs []error
@@ -44,6 +45,8 @@ func cleanupHost(l layout) {
 			errs = append(errs, err)
 		}
 	}
+	// kube-router's ipsets, once no rule references them; then netns a killed e2e run left.
+	errs = append(errs, removeKubeRouterIPSets(), removeE2ENetns())
 	errs = append(errs, unmountUnder(l.dir))
 	if _, err := net.InterfaceByName(bridgeName); err == nil {
 		errs = append(errs, run("ip", "link", "del", bridgeName))

@@ -38,7 +38,10 @@ func leftoverPids(l layout, shims bool) []int {
 
 func belongsTo(l layout, argv []string) bool {
 	base := filepath.Base(argv[0])
-	isComponent := base == "localkube" || strings.HasPrefix(base, "localkube-")
+	// kube-router runs from the add-on cache with its kubeconfig under the dir; gVisor's runsc
+	// (runsc, runsc-sandbox, runsc-gofer) has --root under the dir.
+	isComponent := base == "localkube" || strings.HasPrefix(base, "localkube-") || base == "kube-router" ||
+		strings.HasPrefix(base, "runsc")
 	isRuntime := base == "containerd" || strings.HasPrefix(base, "containerd-shim")
 	if !isComponent && !isRuntime {
 		return false

@@ -11,6 +11,10 @@ func TestBelongsToMatchesOnlyThisStateDir(t *testing.T) {
 		{[]string{"/cache/localkube-abc", "etcd", "--data-dir=/work/main/.localkube/etcd"}, true},
 		{[]string{"/usr/bin/containerd", "--config", "/work/main/.localkube/containerd/config.toml"}, true},
 		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-address", "/work/main/.localkube/containerd/containerd.sock"}, true},
+		{[]string{"/repo/.cache/localkube/addons/kube-router-abc/kube-router", "--run-firewall=true", "--kubeconfig=/work/main/.localkube/kubeconfigs/kube-router.kubeconfig"}, true},
+		{[]string{"runsc-sandbox", "--root=/work/main/.localkube/containerd/runsc/k8s.io", "boot"}, true},
+		// A kube-router of another cluster.
+		{[]string{"/usr/local/bin/kube-router", "--kubeconfig=/var/lib/kube-router/kubeconfig"}, false},
 		// Another state dir whose name merely starts with ours.
 		{[]string{"/cache/localkube-abc", "etcd", "--data-dir=/work/main/.localkube-2/etcd"}, false},
 		// A system containerd, and a shell that mentions the dir.

@@ -24,6 +24,7 @@ type upFlags struct {
 	verbosity                int
 	exitWithParent           bool
 	timeout                  time.Duration
+	node                     nodeOptions
 }
 
 func parseUpFlags(name string, args []string) (upFlags, error) {
@@ -38,6 +39,9 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.IntVar(&f.verbosity, "v", 1, "log verbosity of the components")
 	fs.BoolVar(&f.exitWithParent, "exit-with-parent", false, "stop the cluster when the parent process dies (test harnesses)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to become ready")
+	fs.BoolVar(&f.node.networkPolicy, "network-policy", true, "enforce NetworkPolicies with kube-router's policy controller (cluster profile; needs --kube-router)")
+	fs.StringVar(&f.node.kubeRouter, "kube-router", "", "path of the kube-router binary (test-e2e/localkube/addons/build.sh kube-router)")
+	fs.StringVar(&f.node.runsc, "runsc", "", "path of gVisor's runsc: registers the runtime and RuntimeClass "+gvisorRuntimeClass+" (empty: no gVisor)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

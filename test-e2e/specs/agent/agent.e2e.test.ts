@@ -1,7 +1,8 @@
 /**
  * e2e: the sandbox agent image on a real node. A SandboxSession with the agent image becomes
  * Ready through the pod's exec readiness probe (`sandbox-agent probe`), and a command sent to
- * <podIP>:8090 with the token from the session's Secret runs.
+ * <podIP>:8090 with the token from the session's Secret runs. Runs once per container runtime:
+ * runc, and gVisor (spec.runtimeClassName: gvisor) where the cluster has that RuntimeClass.
  *
  * Needs KUBECONFIG (exported by the e2e globalSetup) pointing at a cluster where the CRD is
  * installed and the operator runs, the image localhost/sandbox-platform/sandbox-agent:dev present
@@ -34,6 +35,7 @@ import {
   predicate,
   waitFor,
 } from '../../src/framework/index.js';
+import { runtimesUnderTest } from '../isolation/support.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
@@ -75,7 +77,9 @@ async function callAgent(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-describe('sandbox agent on the node', () => {
+const RUNTIMES = await runtimesUnderTest(kubeClients().kc);
+
+describe.each(RUNTIMES)('sandbox agent on the node ($label)', ({ runtimeClassName }) => {
   const kube = kubeClients();
   const name = `agent-e2e-${randomBytes(3).toString('hex')}`;
   let session: SandboxSession;
@@ -87,7 +91,7 @@ describe('sandbox agent on the node', () => {
       apiVersion: API_VERSION,
       kind: KIND,
       metadata: { name, namespace: NAMESPACE },
-      spec: { image: IMAGE, idleTimeoutSeconds: 600 },
+      spec: { image: IMAGE, idleTimeoutSeconds: 600, ...(runtimeClassName ? { runtimeClassName } : {}) },
     };
     await kube.custom.createNamespacedCustomObject({
       group: GROUP,
@@ -134,6 +138,7 @@ describe('sandbox agent on the node', () => {
     expect(container?.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
     expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     expect(pod.status?.podIP).toBe(session.status?.podIP);
+    expect(pod.spec?.runtimeClassName).toBe(runtimeClassName);
   });
 
   it('runs `echo hello` through the pod IP with the session token', async () => {

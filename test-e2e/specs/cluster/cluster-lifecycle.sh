@@ -5,7 +5,9 @@
 #   - a missing prerequisite (Go, disk space, node packages) says what to install;
 #   - `make cluster-down` leaves nothing behind, and `make cluster-up` afterwards keeps objects (and
 #     its daemons hold none of the caller's file descriptors);
-#   - `make cluster-reset` wipes them.
+#   - `make cluster-reset` wipes them;
+#   - the node add-ons: kube-router's chains and ipsets, CoreDNS, RuntimeClass gvisor are there
+#     while up, and cluster-down removes every chain, ipset and a leftover e2e network namespace.
 # Run from the repository root (make test-e2e / make test-cluster-lifecycle). Leaves the cluster up.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -67,9 +69,37 @@ expect "too little disk space says how much is needed" fail "GB free .*needs abo
 expect "missing node packages say what to install" fail "missing node prerequisites: containerd.*apt-get install containerd runc containernetworking-plugins iptables" -- \
   env PATH=/nonexistent "$PWD/test-e2e/localkube/bin/localkube" up --profile=cluster --dir="$tmp/third"
 
+expect "kube-router's policy controller hooked its chains (iptables FORWARD -> KUBE-ROUTER-FORWARD)" 0 "KUBE-ROUTER-FORWARD" -- \
+  iptables -S FORWARD
+# A NetworkPolicy with a pod peer makes kube-router create ipsets (the chart may be uninstalled here).
+"$kubectl" -n lifecycle-check apply -f - >/dev/null 2>&1 <<'YAML'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: { name: lifecycle-peers }
+spec:
+  podSelector: { matchLabels: { run: sleeper } }
+  ingress: [{ from: [{ podSelector: { matchLabels: { run: client } } }] }]
+YAML
+expect "kube-router keeps NetworkPolicy peers in ipsets (KUBE-SRC-/KUBE-DST-)" 0 "KUBE-(SRC|DST)-" -- sh -c \
+  'for i in $(seq 50); do ipset list -n | grep -qE "^KUBE-(SRC|DST)-" && break; sleep 0.2; done; ipset list -n'
+expect "cluster DNS runs (Deployment kube-system/coredns available, Service kube-dns 198.19.0.10)" 0 "^1 198.19.0.10$" -- sh -c "
+  '$kubectl' -n kube-system get deploy coredns -o jsonpath='{.status.availableReplicas}' && printf ' ' &&
+  '$kubectl' -n kube-system get svc kube-dns -o jsonpath='{.spec.clusterIP}' && echo"
+expect "RuntimeClass gvisor is registered (handler runsc)" 0 "^runsc$" -- "$kubectl" get runtimeclass gvisor -o jsonpath='{.handler}{"\n"}'
+
+# A network namespace and veth a killed isolation e2e would leave: cluster-down removes them too.
+ip netns add lk-e2e-lifecycle 2>/dev/null
+ip link add lkst-lc type veth peer name eth0 netns lk-e2e-lifecycle 2>/dev/null
+
 expect "make cluster-down stops everything and leaves nothing behind" 0 "\[cluster-down\] clean: no process, mount, netns, veth, bridge, iptables rule, kubepods cgroup or listening port left" -- make cluster-down
 expect "after cluster-down no bridge is left (ip link)" 1 "" -- ip link show lkbr0
 expect_empty "after cluster-down nothing listens on 6443 (ss)" -- ss -Hltn "sport = :6443"
+expect_empty "after cluster-down no kube-router chain is left (iptables-save)" -- sh -c \
+  "iptables-save | grep -E 'KUBE-(ROUTER|NWPLCY|POD-FW)' || true"
+expect_empty "after cluster-down no kube-router ipset is left (ipset list -n)" -- sh -c \
+  "ipset list -n | grep -E '^(inet6:)?(KUBE-SRC-|KUBE-DST-|kube-router-)' || true"
+expect_empty "after cluster-down the leftover e2e netns and veth are gone" -- sh -c \
+  "ip netns list | grep lk-e2e- ; ip -br link | grep lkst || true"
 
 # Started while holding a lock: the daemons must not inherit its descriptor (nor a caller's pipe).
 expect "make cluster-up after cluster-down" 0 "Cluster is up" -- flock "$tmp/held.lock" make cluster-up

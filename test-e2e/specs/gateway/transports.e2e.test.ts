@@ -19,7 +19,9 @@ import {
   type ExecStreamEvent,
   type Session,
 } from '../../../api-gateway/src/client/index.js';
+import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { createSession, runtimesUnderTest } from '../isolation/support.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
@@ -60,7 +62,9 @@ async function collect(
   return out;
 }
 
-describe('api-gateway transports on a real node', () => {
+const RUNTIMES = await runtimesUnderTest(kubeClients().kc);
+
+describe.each(RUNTIMES)('api-gateway transports on a real node ($label)', ({ runtimeClassName }) => {
   const client = gatewayClient();
   const suffix = randomBytes(3).toString('hex');
   const names = { Agent: `gw-agent-${suffix}`, KubernetesExec: `gw-kexec-${suffix}` } as const;
@@ -69,6 +73,13 @@ describe('api-gateway transports on a real node', () => {
   beforeAll(
     async () => {
       for (const execTransport of transports) {
+        if (runtimeClassName) {
+          await createSession(kubeClients(), NAMESPACE, names[execTransport], {
+            execTransport,
+            runtimeClassName,
+          });
+          continue;
+        }
         await client.createSession({
           name: names[execTransport],
           image: IMAGE,

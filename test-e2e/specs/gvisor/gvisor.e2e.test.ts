@@ -1,0 +1,61 @@
+/**
+ * e2e: a session under gVisor (spec.runtimeClassName: gvisor). It becomes Ready, runs commands
+ * through the gateway, and what it sees of the kernel is gVisor's (its `dmesg` is the Sentry's
+ * boot log, `uname -r` a version the Sentry reports), not the host's. The whole agent and gateway
+ * transport specs also run under gVisor (test-e2e/specs/agent, test-e2e/specs/gateway).
+ *
+ * Skipped where the cluster has no RuntimeClass gvisor (localkube registers it with
+ * LOCALKUBE_GVISOR=true, the default).
+ */
+import { readFileSync } from 'node:fs';
+
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { podName } from '@sandbox-platform/api';
+
+import { kubeClients } from '../../src/framework/index.js';
+import {
+  createSession,
+  deleteSession,
+  gatewayClient,
+  GVISOR,
+  hasRuntimeClass,
+  namespaceOf,
+  uniqueName,
+} from '../isolation/support.js';
+
+const kube = kubeClients();
+const HAS_GVISOR = await hasRuntimeClass(kube.kc, GVISOR);
+const LOCAL = !process.env.E2E_KUBECONFIG;
+
+(HAS_GVISOR ? describe : describe.skip)('a session under gVisor', () => {
+  const gw = gatewayClient('e2e');
+  const ns = namespaceOf('e2e');
+  const name = uniqueName('gvisor');
+
+  beforeAll(async () => {
+    await createSession(kube, ns, name, { runtimeClassName: GVISOR });
+  }, 240_000);
+
+  afterAll(async () => {
+    await deleteSession(kube, ns, name);
+  }, 60_000);
+
+  it('runs in a pod with runtimeClassName gvisor', async () => {
+    const pod = await kube.core.readNamespacedPod({ name: podName(name), namespace: ns });
+    expect(pod.spec?.runtimeClassName).toBe(GVISOR);
+  });
+
+  it("sees gVisor's kernel: dmesg is the Sentry's log, uname differs from the host's", async () => {
+    const r = await gw.exec(name, { command: 'uname -r; dmesg | head -3' });
+    console.log(`under gVisor: ${r.stdout}`);
+    expect(r.exitCode).toBe(0);
+    const [release, ...dmesg] = r.stdout.trim().split('\n');
+    expect(dmesg.join('\n')).toMatch(/gVisor/);
+    if (LOCAL) expect(release).not.toBe(readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim());
+  });
+
+  it('runs commands through the gateway (exec, env, exit codes)', async () => {
+    const r = await gw.exec(name, { command: 'echo "$GREETING"; id -u; (exit 3)', env: { GREETING: 'hi' } });
+    expect(r).toMatchObject({ stdout: 'hi\n1000\n', exitCode: 3 });
+  });
+});
