@@ -132,7 +132,7 @@ export async function startLocalGateway(agentPort: number): Promise<Running & { 
     connectTimeoutMs: config.exec.connectTimeoutMs,
     connectRetries: config.exec.connectRetries,
     deadlineMarginMs: config.exec.deadlineMarginMs,
-    maxResponseBytes: 16 << 20,
+    maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: 60_000,
   });
   const activity = new ThrottledActivityReporter({

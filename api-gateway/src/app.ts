@@ -9,10 +9,13 @@ import type { ActivityReporter } from './activity/reporter.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
 import type { ExecTransport } from './exec/types.js';
+import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import authPlugin from './plugins/auth.js';
 import configPlugin from './plugins/config.js';
 import errorsPlugin from './plugins/errors.js';
+import jsonBodyPlugin from './plugins/json-body.js';
+import limitsPlugin, { sheddingPlugin } from './plugins/limits.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
 import activityPlugin from './plugins/activity.js';
@@ -40,28 +43,44 @@ export interface AppDeps {
   activity: ActivityReporter & { flush?: () => Promise<void> };
   /** Defaults to a fresh registry without process metrics. */
   metrics?: GatewayMetrics;
+  /** Budget of large answers held at once, shared with the Agent transport (default: from config). */
+  budget?: ByteBudget;
 }
+
+/** How often node:http checks the header and request timeouts (their granularity). */
+const CONNECTIONS_CHECK_MS = 1000;
 
 /** Builds the app (ready to inject() or listen()). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const limits = deps.config.server;
   const app = Fastify({
     loggerInstance: deps.logger,
     // Per-request lines come from the metrics plugin (debug) and the routes (info, with session keys).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.config.maxBodyBytes,
-    // Execs may run for minutes: no request timeout; the exec deadline bounds them instead.
-    requestTimeout: 0,
+    // The time to *receive* a request (headers and body), not to answer it: an exec may run for
+    // minutes after its body arrived (its own deadline bounds it). Slow or stalled senders get 408.
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // No socket inactivity timeout while a request runs (a quiet exec is not idle); unread
+    // answers are handled by the write timeout (plugins/limits.ts).
+    connectionTimeout: 0,
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECK_MS },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
+  const budget = deps.budget ?? new ByteBudget(limits.maxBufferedAnswerBytes);
   await app.register(errorsPlugin);
   await app.register(shutdownPlugin);
   await app.register(validationPlugin);
   await app.register(openapiPlugin);
   await app.register(configPlugin, { config: deps.config });
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics() });
+  await app.register(jsonBodyPlugin);
+  await app.register(sheddingPlugin);
   await app.register(storePlugin, { store: deps.store });
   await app.register(authPlugin, { keys: deps.keys });
+  await app.register(limitsPlugin, { budget });
   await app.register(transportsPlugin, { transports: deps.transports });
   await app.register(activityPlugin, { activity: deps.activity });
   await app.register(servicesPlugin);

@@ -13,6 +13,7 @@ import type { GatewayConfig } from './config.js';
 import { AgentTransport } from './exec/agent-transport.js';
 import { KubernetesExecTransport } from './exec/kube-exec-transport.js';
 import { createPodExecutor } from './exec/pod-executor.js';
+import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { KubeSessionStore } from './sessions/kube-store.js';
 import { sessionState } from './sessions/model.js';
@@ -46,6 +47,8 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     throw new Error('composeDeps: pods/exec needs its own KubeConfig object, not the REST one');
   }
   const metrics = inputs.metrics ?? createMetrics();
+  // One budget for the agent answers being read and the responses waiting for their clients.
+  const budget = new ByteBudget(config.server.maxBufferedAnswerBytes);
   const store = new KubeSessionStore({
     kubeConfig: inputs.kubeConfig,
     namespaces: config.namespaces,
@@ -57,9 +60,10 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     connectTimeoutMs: config.exec.connectTimeoutMs,
     connectRetries: config.exec.connectRetries,
     deadlineMarginMs: config.exec.deadlineMarginMs,
-    // The agent caps each stream; JSON escaping can grow text up to 6x in the worst case.
-    maxResponseBytes: config.exec.maxOutputBytes * 12 + 64 * 1024,
+    // The agent caps each stream; answers are bounded by that cap (answerLimit).
+    maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: FILE_TIMEOUT_MS,
+    budget,
     lookup: (t) => {
       const s = store.get(t.namespace, t.name);
       const state = s && sessionState(s, config.addressPolicy);
@@ -86,5 +90,6 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     transports: { Agent: agent, KubernetesExec: kubeExec },
     activity,
     metrics,
+    budget,
   };
 }

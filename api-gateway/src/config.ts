@@ -3,9 +3,11 @@
  * Only server.ts reads process.env; everything else receives a GatewayConfig. Every key below is
  * documented with its meaning, default and why; the Helm chart maps its values 1:1 to these names.
  */
+import { ENV_MAX_TOTAL_BYTES } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
 import type { AddressPolicy } from './sessions/address.js';
+import { parseImageAllowlist, type ImageAllowlist } from './sessions/image-allowlist.js';
 
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
 const envSchema = {
@@ -32,7 +34,11 @@ const envSchema = {
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: { type: 'boolean', default: false },
     /** Port of the in-pod agent. Only tests change it (a local agent); clients can never choose it. */
     GATEWAY_AGENT_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 8090 },
-    /** Comma-separated image allowlist; an entry ending in `*` is a prefix. Empty: only the operator default image. */
+    /**
+     * Comma-separated image allowlist (syntax in sessions/image-allowlist.ts and docs/gateway.md):
+     * `repo` (any tag or digest of exactly that repository), `repo:tag` or `repo@digest` (exactly
+     * that image), `path/*` (any repository below that path). Empty: only the operator default image.
+     */
     GATEWAY_IMAGE_ALLOWLIST: { type: 'string', default: '' },
     /** Idle timeout set on sessions whose request names none (the CRD default is 1800). */
     GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, default: 1800 },
@@ -56,8 +62,65 @@ const envSchema = {
     GATEWAY_MAX_BODY_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
     /** Largest file upload or download in bytes. */
     GATEWAY_MAX_FILE_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
-    /** Output cap per stream of a KubernetesExec command (the agent applies its own, same default). */
-    GATEWAY_MAX_OUTPUT_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
+    /**
+     * Output cap per stream (stdout, stderr) of a command. KubernetesExec applies it; the agent
+     * applies its own (SANDBOX_AGENT_OUTPUT_CAP_BYTES, same default), and an agent answer claiming
+     * more is refused (502 agent-protocol-error). It also bounds what the gateway reads of an
+     * agent's answer, buffered or streamed: 12x the cap (JSON escaping) + 64 KiB.
+     */
+    GATEWAY_MAX_OUTPUT_BYTES: { type: 'integer', minimum: 1024, maximum: 16777216, default: 1048576 },
+    /**
+     * Largest /mcp body. MCP write_file carries the file inside JSON-RPC, so this bounds it too
+     * (about 3/4 of it as base64); larger files go through the REST upload, which streams.
+     */
+    GATEWAY_MCP_MAX_BODY_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
+    /** Seconds a client may take to send its request headers (slow headers are cut: 408). */
+    GATEWAY_HEADERS_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 300, default: 10 },
+    /**
+     * Seconds a client may take to send its whole request, headers and body (an upload included),
+     * counted from its first byte; then 408 and the connection is closed. Not the time to answer:
+     * an exec may run for minutes after its request arrived.
+     */
+    GATEWAY_REQUEST_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
+    /** Seconds an idle keep-alive connection stays open (above the usual 60 s of load balancers). */
+    GATEWAY_KEEP_ALIVE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 600, default: 72 },
+    /**
+     * Seconds a large buffered answer (64 KiB or more) may wait for a client that does not read
+     * it; then the connection is closed and the memory freed. Streamed answers need no such limit:
+     * they wait with backpressure.
+     */
+    GATEWAY_WRITE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 600, default: 30 },
+    /**
+     * Bytes of large agent answers and large buffered responses held at once, over all callers
+     * (each counted from 64 KiB up). A call that would exceed it is answered 503 overloaded, so
+     * unread or slow answers cannot pile up past it. 0: no limit.
+     */
+    GATEWAY_MAX_BUFFERED_ANSWER_BYTES: { type: 'integer', minimum: 0, default: 100663296 },
+    /** Requests of one API key in flight at once (until their response is done); beyond: 429. 0: no limit. */
+    GATEWAY_KEY_MAX_CONCURRENT_REQUESTS: { type: 'integer', minimum: 0, default: 32 },
+    /** Requests per second of one API key (fixed one-second window); beyond: 429 with Retry-After. 0: no limit. */
+    GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: { type: 'integer', minimum: 0, default: 100 },
+    /** Load shedding: answer 503 (Retry-After) while the event loop lags more than this. 0: off. */
+    GATEWAY_SHED_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, default: 1000 },
+    /** Load shedding: answer 503 while the V8 heap in use exceeds this many bytes. 0: off. */
+    GATEWAY_SHED_HEAP_USED_BYTES: { type: 'integer', minimum: 0, default: 0 },
+    /** Load shedding: answer 503 while the resident set exceeds this many bytes (below the memory limit). 0: off. */
+    GATEWAY_SHED_RSS_BYTES: { type: 'integer', minimum: 0, default: 0 },
+    /** Sessions one API key may have (created through this gateway, counted over its namespaces); beyond: 403 quota-exceeded. 0: no limit. */
+    GATEWAY_MAX_SESSIONS_PER_KEY: { type: 'integer', minimum: 0, default: 50 },
+    /** Sessions one namespace may have (whoever created them); beyond: 403 quota-exceeded. 0: no limit. */
+    GATEWAY_MAX_SESSIONS_PER_NAMESPACE: { type: 'integer', minimum: 0, default: 200 },
+    /**
+     * Total bytes of the env names and values of a created session (UTF-8). The CRD caps each value
+     * at 32 KiB and, by CEL, the total; this keeps the gateway at or below the CRD's total, so a
+     * request is refused with a clear 422 before it reaches the API server.
+     */
+    GATEWAY_MAX_SESSION_ENV_BYTES: {
+      type: 'integer',
+      minimum: 0,
+      maximum: ENV_MAX_TOTAL_BYTES,
+      default: ENV_MAX_TOTAL_BYTES,
+    },
     /** TCP connect timeout to an agent; a connect failure is the only error retried. */
     GATEWAY_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 50, default: 2000 },
     /** Retries after a connect failure (never after the request was sent). */
@@ -86,14 +149,45 @@ export interface GatewayConfig {
   exec: ExecLimits;
   maxBodyBytes: number;
   maxFileBytes: number;
+  mcpMaxBodyBytes: number;
+  server: ServerLimits;
+  tenants: TenantLimits;
+  shedding: SheddingLimits;
   activityThrottleMs: number;
   shutdownDelayMs: number;
   shutdownGraceMs: number;
 }
 
+/** Timeouts of the HTTP server (node:http), in milliseconds. */
+export interface ServerLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  writeTimeoutMs: number;
+  /** 0: no limit. */
+  maxBufferedAnswerBytes: number;
+}
+
+/** Per-API-key limits (0: no limit). */
+export interface TenantLimits {
+  maxConcurrentRequests: number;
+  maxRequestsPerSecond: number;
+  maxSessionsPerKey: number;
+  maxSessionsPerNamespace: number;
+}
+
+/** Load shedding thresholds (0: that check is off). */
+export interface SheddingLimits {
+  maxEventLoopDelayMs: number;
+  maxHeapUsedBytes: number;
+  maxRssBytes: number;
+}
+
 /** Limits on the spec a caller may ask for. */
 export interface SessionPolicy {
-  imageAllowlist: string[];
+  imageAllowlist: ImageAllowlist;
+  /** Total bytes of env names and values of a session. */
+  maxEnvBytes: number;
   defaultIdleTimeoutSeconds: number;
   maxIdleTimeoutSeconds: number;
   maxLifetimeSeconds: number;
@@ -164,6 +258,17 @@ function toConfig(e: RawEnv): GatewayConfig {
     'GATEWAY_DEFAULT_EXEC_TIMEOUT_SECONDS',
   );
   checkOrder(e.GATEWAY_DEFAULT_WAIT_SECONDS, e.GATEWAY_MAX_WAIT_SECONDS, 'GATEWAY_DEFAULT_WAIT_SECONDS');
+  checkOrder(
+    e.GATEWAY_HEADERS_TIMEOUT_SECONDS,
+    e.GATEWAY_REQUEST_TIMEOUT_SECONDS,
+    'GATEWAY_HEADERS_TIMEOUT_SECONDS',
+  );
+  let imageAllowlist: ImageAllowlist;
+  try {
+    imageAllowlist = parseImageAllowlist(list(e.GATEWAY_IMAGE_ALLOWLIST));
+  } catch (err) {
+    throw new Error(`invalid gateway configuration: GATEWAY_IMAGE_ALLOWLIST: ${(err as Error).message}`);
+  }
   return {
     port: e.GATEWAY_PORT,
     host: e.GATEWAY_HOST,
@@ -174,7 +279,8 @@ function toConfig(e: RawEnv): GatewayConfig {
     agentPort: e.GATEWAY_AGENT_PORT,
     addressPolicy: { allowLoopback: e.GATEWAY_ALLOW_LOOPBACK_POD_IPS },
     policy: {
-      imageAllowlist: list(e.GATEWAY_IMAGE_ALLOWLIST),
+      imageAllowlist,
+      maxEnvBytes: e.GATEWAY_MAX_SESSION_ENV_BYTES,
       defaultIdleTimeoutSeconds: e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,
       maxIdleTimeoutSeconds: e.GATEWAY_MAX_IDLE_TIMEOUT_SECONDS,
       maxLifetimeSeconds: e.GATEWAY_MAX_LIFETIME_SECONDS,
@@ -192,6 +298,25 @@ function toConfig(e: RawEnv): GatewayConfig {
     },
     maxBodyBytes: e.GATEWAY_MAX_BODY_BYTES,
     maxFileBytes: e.GATEWAY_MAX_FILE_BYTES,
+    mcpMaxBodyBytes: e.GATEWAY_MCP_MAX_BODY_BYTES,
+    server: {
+      headersTimeoutMs: e.GATEWAY_HEADERS_TIMEOUT_SECONDS * 1000,
+      requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_SECONDS * 1000,
+      keepAliveTimeoutMs: e.GATEWAY_KEEP_ALIVE_TIMEOUT_SECONDS * 1000,
+      writeTimeoutMs: e.GATEWAY_WRITE_TIMEOUT_SECONDS * 1000,
+      maxBufferedAnswerBytes: e.GATEWAY_MAX_BUFFERED_ANSWER_BYTES,
+    },
+    tenants: {
+      maxConcurrentRequests: e.GATEWAY_KEY_MAX_CONCURRENT_REQUESTS,
+      maxRequestsPerSecond: e.GATEWAY_KEY_MAX_REQUESTS_PER_SECOND,
+      maxSessionsPerKey: e.GATEWAY_MAX_SESSIONS_PER_KEY,
+      maxSessionsPerNamespace: e.GATEWAY_MAX_SESSIONS_PER_NAMESPACE,
+    },
+    shedding: {
+      maxEventLoopDelayMs: e.GATEWAY_SHED_EVENT_LOOP_DELAY_MS,
+      maxHeapUsedBytes: e.GATEWAY_SHED_HEAP_USED_BYTES,
+      maxRssBytes: e.GATEWAY_SHED_RSS_BYTES,
+    },
     activityThrottleMs: e.GATEWAY_ACTIVITY_THROTTLE_SECONDS * 1000,
     shutdownDelayMs: e.GATEWAY_SHUTDOWN_DELAY_SECONDS * 1000,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,

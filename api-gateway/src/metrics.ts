@@ -14,6 +14,10 @@ export interface GatewayMetrics {
   execDuration: Histogram<'transport' | 'outcome'>;
   execExitCodes: Counter<'transport' | 'exit'>;
   activityPatches: Counter<'outcome'>;
+  /** Requests refused by a per-key limit (rate, concurrency). */
+  limited: Counter<'limit'>;
+  /** Requests shed while the process was saturated, by what was over its threshold. */
+  shed: Counter<'reason'>;
 }
 
 /** Creates the instruments; `processMetrics` adds Node's default process metrics (server only). */
@@ -46,6 +50,18 @@ export function createMetrics(processMetrics = false): GatewayMetrics {
       name: 'sandbox_gateway_activity_patches_total',
       help: 'last-activity annotation patches by outcome (ok, error, gone)',
       labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    limited: new Counter({
+      name: 'gateway_requests_limited_total',
+      help: 'Requests refused with 429 by a per-API-key limit (rate, concurrency)',
+      labelNames: ['limit'],
+      registers: [registry],
+    }),
+    shed: new Counter({
+      name: 'gateway_requests_shed_total',
+      help: 'Requests answered 503 overloaded (eventLoopDelay, heapUsedBytes, rssBytes, answerBudget)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

@@ -7,9 +7,10 @@
  * - any transport error (including the deadline) drops the address's connection pool.
  * The HTTP/1.1 framing is agent-wire.ts (a strict parser: the agent's answers are untrusted).
  */
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
-import { ProblemError } from '../errors.js';
+import { UNCOUNTED_BYTES, type ByteBudget } from '../limits/byte-budget.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import { ResponseParser, requestHead, type ResponseSink, type WireRequest } from './agent-wire.js';
 import type { CancelSignal } from './types.js';
@@ -85,17 +86,48 @@ function attemptOnce(
   return new Promise((resolve, reject) => new Call(host, address, req, opts).start(resolve, reject));
 }
 
+/** The answer's body is larger than the call accepts (declared, or as it arrived). */
+export class AgentAnswerTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the agent's answer exceeds ${limit} bytes`);
+    this.name = 'AgentAnswerTooLargeError';
+  }
+}
+
+/** The shared budget of buffered answer bytes is used up: the answer was not kept. */
+export class AgentBudgetError extends Error {
+  constructor() {
+    super('the gateway holds too many large answers right now');
+    this.name = 'AgentBudgetError';
+  }
+}
+
+/** First allocation of a body whose length is not declared. */
+const INITIAL_BODY_BYTES = 16 * 1024;
+/** Body bytes kept before anyone asked for them; past this the connection is paused until they do. */
+const UNCLAIMED_BYTES = 256 * 1024;
+
 /**
  * An agent's answer. Its body is either read whole (`read`, no stream: the exec hot path) or
  * streamed (`body`, with backpressure on the connection); the first use decides.
+ *
+ * Read whole, the body is kept as at most one view of a socket read (the usual single-read
+ * answer: no copy) or one contiguous buffer it is copied into, growing by doubling and never past
+ * the limit: memory per call is bounded by the limit whatever the chunking (keeping every piece
+ * as its own Buffer cost 1.58 GB for 12 MB of 1-byte chunks).
  */
 export class AgentResponse {
-  private chunks: Buffer[] = [];
+  /** The body so far: one view of a socket read, or `store` (a copy) once a second piece came. */
+  private first: Buffer | undefined;
+  private store: Buffer | undefined;
   private size = 0;
   private ended = false;
   private error: Error | undefined;
   private reader: { limit: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
   private stream: Readable | undefined;
+  /** Bytes taken from the shared budget for this body (given back by release()). */
+  private budget: ByteBudget | undefined;
+  private reserved = 0;
 
   constructor(
     readonly status: number,
@@ -103,13 +135,28 @@ export class AgentResponse {
     private readonly call: Call,
   ) {}
 
-  /** The whole body; payload-too-large past `limit` bytes (the connection is then closed). */
-  read(limit: number): Promise<Buffer> {
+  /** The Content-Length the agent declared, if any. */
+  get declaredLength(): number | undefined {
+    const cl = this.headers['content-length'];
+    return cl === undefined ? undefined : Number(cl);
+  }
+
+  /**
+   * The whole body; AgentAnswerTooLargeError past `limit` bytes, AgentBudgetError when the shared
+   * `budget` cannot hold it (the connection is then closed). Bytes taken from the budget stay
+   * taken until release().
+   */
+  read(limit: number, budget?: ByteBudget): Promise<Buffer> {
     if (this.stream || this.reader) return Promise.reject(new Error('the body is already being read'));
-    if (this.size > limit) return Promise.reject(this.tooLarge(limit));
+    if (this.size > limit || (this.declaredLength ?? 0) > limit) return Promise.reject(this.tooLarge(limit));
+    this.budget = budget;
+    if (!this.reserve()) return Promise.reject(this.overBudget());
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve(this.whole());
-    return new Promise((resolve, reject) => (this.reader = { limit, resolve, reject }));
+    return new Promise((resolve, reject) => {
+      this.reader = { limit, resolve, reject };
+      this.call.resume();
+    });
   }
 
   /** The body as a stream; destroying it before its end closes the connection. */
@@ -123,9 +170,8 @@ export class AgentResponse {
       },
     });
     this.stream = stream;
-    const buffered = this.chunks;
-    this.chunks = [];
-    for (const c of buffered) if (!stream.push(c)) this.call.pause();
+    const buffered = this.size > 0 ? this.whole() : undefined;
+    if (buffered && !stream.push(buffered)) this.call.pause();
     if (this.error) stream.destroy(this.error);
     else if (this.ended) stream.push(null);
     return stream;
@@ -143,7 +189,13 @@ export class AgentResponse {
       this.reader = undefined;
       return;
     }
-    this.chunks.push(chunk);
+    if (this.reader && !this.reserve()) {
+      this.reader.reject(this.overBudget());
+      this.reader = undefined;
+      return;
+    }
+    this.append(chunk);
+    if (!this.reader && this.size > UNCLAIMED_BYTES) this.call.pause();
   }
 
   /** The body is complete (from the call). */
@@ -160,16 +212,60 @@ export class AgentResponse {
     else if (this.reader) this.reader.reject(err);
   }
 
-  private whole(): Buffer {
-    const chunks = this.chunks;
-    this.chunks = [];
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size);
+  /** Gives back what this body took from the shared budget. */
+  release(): void {
+    this.budget?.give(this.reserved);
+    this.reserved = 0;
   }
 
-  private tooLarge(limit: number): ProblemError {
+  /** Takes budget for the body beyond the uncounted size; false when the budget is used up. */
+  private reserve(): boolean {
+    if (!this.budget || this.size <= UNCOUNTED_BYTES || this.size <= this.reserved) return true;
+    if (!this.budget.tryTake(this.size - this.reserved)) return false;
+    this.reserved = this.size;
+    return true;
+  }
+
+  private overBudget(): AgentBudgetError {
     this.call.abandon();
-    this.chunks = [];
-    return new ProblemError('payload-too-large', `the response exceeds ${limit} bytes`);
+    this.release();
+    this.first = undefined;
+    this.store = undefined;
+    return new AgentBudgetError();
+  }
+
+  /** Keeps a piece: the first as it is, later ones copied into one growing buffer. */
+  private append(chunk: Buffer): void {
+    if (this.size === chunk.length) {
+      this.first = chunk;
+      return;
+    }
+    const have = this.size - chunk.length;
+    if (!this.store || this.store.length < this.size) {
+      // A declared length is trusted for the allocation only once read() checked it against a limit.
+      const declared = this.reader ? (this.declaredLength ?? 0) : 0;
+      const limit = this.reader?.limit ?? Infinity;
+      const wanted = Math.max(this.size, declared, have * 2, INITIAL_BODY_BYTES);
+      const grown = Buffer.allocUnsafe(Math.min(wanted, Math.max(limit, this.size)));
+      (this.store ?? this.first!).copy(grown, 0, 0, have);
+      this.store = grown;
+      this.first = undefined;
+    }
+    chunk.copy(this.store, have);
+  }
+
+  private whole(): Buffer {
+    const body = this.store ? this.store.subarray(0, this.size) : (this.first ?? Buffer.alloc(0));
+    this.first = undefined;
+    this.store = undefined;
+    return body;
+  }
+
+  private tooLarge(limit: number): AgentAnswerTooLargeError {
+    this.call.abandon();
+    this.first = undefined;
+    this.store = undefined;
+    return new AgentAnswerTooLargeError(limit);
   }
 }
 
@@ -190,6 +286,9 @@ class Call implements ConnUser, ResponseSink {
   private connectTimer: NodeJS.Timeout | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private stopWaiting: (() => void) | undefined;
+  /** A request body stream is still being copied to the connection. */
+  private bodyPending = false;
+  private stopBody: (() => void) | undefined;
   private readonly onAbort = (): void => this.destroy('the caller went away', false);
   private resolve: (r: AgentResponse) => void = () => undefined;
   private reject: (err: Error) => void = () => undefined;
@@ -245,9 +344,19 @@ class Call implements ConnUser, ResponseSink {
         clearTimeout(this.connectTimer);
       });
     }
+    this.writeRequest(socket);
+  }
+
+  private writeRequest(socket: Socket): void {
     const r = this.req;
     const head = requestHead(this.address, r);
-    if (!r.body || r.body.length === 0) {
+    if (r.bodyStream) {
+      socket.write(head, 'latin1');
+      // Not one byte of the stream is taken before the connection is up: a failed connect is
+      // retried with the stream untouched.
+      if (socket.connecting) socket.once('connect', () => this.sendBody(socket, r.bodyStream!));
+      else this.sendBody(socket, r.bodyStream);
+    } else if (!r.body || r.body.length === 0) {
       socket.write(head, 'latin1');
     } else if (r.body.length <= COALESCE_BYTES) {
       socket.write(Buffer.concat([Buffer.from(head, 'latin1'), r.body])); // one segment
@@ -257,6 +366,56 @@ class Call implements ConnUser, ResponseSink {
       socket.write(r.body);
       socket.uncork();
     }
+  }
+
+  /**
+   * Copies a request body stream to the connection with backpressure: the stream is paused while
+   * the socket's buffer is full, so an upload is never held whole in the gateway. Without a known
+   * length the body is sent chunked.
+   */
+  private sendBody(socket: Socket, stream: Readable): void {
+    if (this.finished) return;
+    const chunked = this.req.bodyLength === undefined;
+    const resume = (): void => void stream.resume();
+    const onData = (c: Buffer): void => {
+      let ok: boolean;
+      if (chunked) {
+        socket.cork();
+        socket.write(`${c.length.toString(16)}\r\n`, 'latin1');
+        socket.write(c);
+        ok = socket.write('\r\n', 'latin1');
+        socket.uncork();
+      } else {
+        ok = socket.write(c);
+      }
+      if (!ok) {
+        stream.pause();
+        socket.once('drain', resume);
+      }
+    };
+    const onEnd = (): void => {
+      stop();
+      this.bodyPending = false;
+      if (chunked) socket.write('0\r\n\r\n', 'latin1');
+    };
+    const onError = (err: Error): void => this.fail(err);
+    // 'close' without 'end': the client's upload broke off.
+    const onClose = (): void => {
+      if (this.bodyPending) this.fail(stream.errored ?? new Error('the request body broke off'));
+    };
+    const stop = (): void => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      socket.off('drain', resume);
+    };
+    this.bodyPending = true;
+    this.stopBody = stop;
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+    stream.once('close', onClose);
   }
 
   // ConnUser: the connection's events while this call owns it.
@@ -328,7 +487,8 @@ class Call implements ConnUser, ResponseSink {
     this.cleanup();
     const conn = this.conn;
     if (conn && conn.user === this) {
-      if (this.reusable) this.host.release(conn);
+      // An answer that came before the whole request body was sent leaves the connection unusable.
+      if (this.reusable && !this.bodyPending) this.host.release(conn);
       else conn.socket.destroy();
     }
     this.response!.end();
@@ -364,6 +524,7 @@ class Call implements ConnUser, ResponseSink {
   }
 
   private cleanup(): void {
+    this.stopBody?.();
     clearTimeout(this.connectTimer);
     clearTimeout(this.deadlineTimer);
     this.stopWaiting?.();

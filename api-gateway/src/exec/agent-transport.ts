@@ -2,15 +2,35 @@
  * The Agent transport: HTTP to the in-pod agent at <status.podIP>:<agent port> with the session's
  * token, derived here from the master key (HMAC of namespace/name/uid), so no replica ever reads a
  * Secret. Agent problems are mapped to the gateway's problem types; transport failures to 502/504.
+ * Answers are untrusted: bounded in bytes (answerLimit), parsed with depth and member limits and
+ * validated against the contract (agent-json.ts), streams guarded line by line (ndjson-guard.ts);
+ * a violation is 502 `agent-answer-too-large` or `agent-protocol-error`.
  */
 import type { Readable } from 'node:stream';
 
 import { deriveToken } from '@sandbox-platform/api';
 
-import { ProblemError, slugOfType } from '../errors.js';
+import { ProblemError, isProblemError, slugOfType } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
-import { AgentTransportError, sendToAgent, type AgentRequest, type AgentResponse } from './agent-http.js';
+import type { ByteBudget } from '../limits/byte-budget.js';
+import {
+  AgentAnswerTooLargeError,
+  AgentBudgetError,
+  AgentTransportError,
+  sendToAgent,
+  type AgentRequest,
+  type AgentResponse,
+} from './agent-http.js';
+import {
+  checkOutputCap,
+  parseAgentJson,
+  validateExecResult,
+  validateProblem,
+  validateWriteResult,
+} from './agent-json.js';
 import { AgentPool } from './agent-pool.js';
+import { AgentProtocolError } from './agent-wire.js';
+import { NdjsonGuard } from './ndjson-guard.js';
 import { capStream } from './read-limited.js';
 import type {
   CallOptions,
@@ -18,6 +38,7 @@ import type {
   ExecResult,
   ExecTransport,
   FileDownload,
+  UploadBody,
   WriteFileResult,
 } from './types.js';
 
@@ -33,15 +54,30 @@ export interface AgentTransportOptions {
   connectRetries: number;
   /** Added to timeoutSeconds for the overall deadline. */
   deadlineMarginMs: number;
-  /** Largest JSON response accepted from the agent (its output cap plus encoding overhead). */
-  maxResponseBytes: number;
+  /**
+   * The output cap per stream (stdout, stderr) the agent honours: answers claiming more are
+   * refused, and the largest answer accepted follows from it (answerLimit).
+   */
+  maxOutputBytes: number;
   /** Deadline of file calls (no command timeout applies to them). */
   fileTimeoutMs: number;
   lookup?: AddressLookup;
   pool?: AgentPool;
+  /** Shared budget of large answers held at once (503 overloaded beyond). */
+  budget?: ByteBudget;
 }
 
 const PROBLEM_LIMIT = 64 * 1024;
+/** Longest agent problem detail passed on to the caller. */
+const MAX_DETAIL_CHARS = 1024;
+
+/**
+ * Largest exec answer accepted for an output cap: two streams of JSON-escaped text (a byte is at
+ * most 6 bytes escaped: \u0000) plus the other members. The same bound caps a streamed answer.
+ */
+export function answerLimit(maxOutputBytes: number): number {
+  return maxOutputBytes * 12 + 64 * 1024;
+}
 /** Derived tokens kept per session uid (an HMAC per call is cheap, but this is the hot path). */
 const TOKEN_CACHE_SIZE = 4096;
 
@@ -49,31 +85,54 @@ const TOKEN_CACHE_SIZE = 4096;
 export class AgentTransport implements ExecTransport {
   readonly pool: AgentPool;
   private readonly tokens = new Map<string, string>();
+  private readonly maxAnswerBytes: number;
 
   constructor(private readonly o: AgentTransportOptions) {
     if (o.masterKey.length === 0) throw new Error('AgentTransport: a master key is required');
     this.pool = o.pool ?? new AgentPool();
+    this.maxAnswerBytes = answerLimit(o.maxOutputBytes);
   }
 
   async exec(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
     const res = await this.send(target, jsonRequest('/v1/exec', req), deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
-    const body = await this.read(res, this.o.maxResponseBytes, target, deadlineAt);
-    return JSON.parse(body.toString('utf8')) as ExecResult;
+    try {
+      const body = await this.read(res, this.maxAnswerBytes, {
+        target,
+        deadlineAt,
+        ...(this.o.budget ? { budget: this.o.budget } : {}),
+      });
+      return this.parsed(target, () => {
+        const r = parseAgentJson(body, validateExecResult);
+        checkOutputCap(r.stdout, r.stdoutEncoding, this.o.maxOutputBytes, 'stdout');
+        checkOutputCap(r.stderr, r.stderrEncoding, this.o.maxOutputBytes, 'stderr');
+        return r;
+      });
+    } finally {
+      // The raw answer is garbage once parsed; the response to the caller takes its own share.
+      res.release();
+    }
   }
 
   async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
     const res = await this.send(target, jsonRequest('/v1/exec/stream', req), deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
-    return res.body;
+    const guard = new NdjsonGuard({ maxBytes: this.maxAnswerBytes, maxOutputBytes: this.o.maxOutputBytes });
+    const upstream = res.body;
+    upstream.on('error', (err) => guard.destroy(this.streamProblem(err, target)));
+    // The guard failing (or the caller going away) closes the agent connection: the agent then
+    // kills the command.
+    guard.on('close', () => upstream.destroy());
+    guard.on('error', () => this.pool.drop(this.address(target)));
+    return upstream.pipe(guard);
   }
 
   async writeFile(
     target: ExecTarget,
     path: string,
-    data: Buffer,
+    data: UploadBody,
     opts: CallOptions = {},
   ): Promise<WriteFileResult> {
     const deadlineAt = Date.now() + this.o.fileTimeoutMs;
@@ -81,13 +140,15 @@ export class AgentTransport implements ExecTransport {
       method: 'PUT',
       path: filePath(path),
       token: '',
-      body: data,
       contentType: 'application/octet-stream',
+      ...(Buffer.isBuffer(data)
+        ? { body: data }
+        : { bodyStream: data.stream, ...(data.size !== undefined ? { bodyLength: data.size } : {}) }),
     };
     const res = await this.send(target, req, deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
-    const body = await this.read(res, PROBLEM_LIMIT, target, deadlineAt);
-    return JSON.parse(body.toString('utf8')) as WriteFileResult;
+    const body = await this.read(res, PROBLEM_LIMIT, { target, deadlineAt });
+    return this.parsed(target, () => parseAgentJson(body, validateWriteResult));
   }
 
   async readFile(
@@ -105,7 +166,9 @@ export class AgentTransport implements ExecTransport {
       res.body.destroy();
       throw new ProblemError('payload-too-large', `the file is ${length} bytes; the limit is ${maxBytes}`);
     }
-    return { body: length === undefined ? capStream(res.body, maxBytes) : res.body, size: length };
+    // Capped even with a declared length (the parser holds the agent to it): one error mapping.
+    const body = capStream(res.body, length ?? maxBytes, (err) => this.streamProblem(err, target));
+    return { body, size: length };
   }
 
   /** Destroys every pooled connection (shutdown). */
@@ -138,8 +201,31 @@ export class AgentTransport implements ExecTransport {
         },
       );
     } catch (err) {
+      // The upload's own failure (over the size limit, the client left) is the caller's answer.
+      if (err instanceof AgentTransportError && isProblemError(err.cause)) throw err.cause;
       throw transportProblem(err);
     }
+  }
+
+  /**
+   * Runs the parse of a complete answer; a malformed one is a protocol error, and the agent's
+   * connections are dropped (its next answer is not trusted to be framed either).
+   */
+  private parsed<T>(target: ExecTarget, parse: () => T): T {
+    try {
+      return parse();
+    } catch (err) {
+      if (!(err instanceof AgentProtocolError)) throw err;
+      this.pool.drop(this.address(target));
+      throw protocolProblem(err);
+    }
+  }
+
+  /** The problem of a streamed answer that broke off. */
+  private streamProblem(err: Error, target: ExecTarget): Error {
+    if (isProblemError(err)) return err;
+    this.pool.drop(this.address(target));
+    return transportProblem(err) as Error;
   }
 
   /** The session's token: derived from namespace/name/uid, so a re-created session gets a new one. */
@@ -161,13 +247,22 @@ export class AgentTransport implements ExecTransport {
   private async read(
     res: AgentResponse,
     limit: number,
-    target: ExecTarget,
-    deadlineAt: number,
+    call: { target: ExecTarget; deadlineAt: number; budget?: ByteBudget },
   ): Promise<Buffer> {
+    const { target, deadlineAt } = call;
     try {
-      return await res.read(limit);
+      return await res.read(limit, call.budget);
     } catch (err) {
-      if (err instanceof ProblemError) throw err;
+      if (err instanceof AgentBudgetError) throw overloaded();
+      if (err instanceof AgentAnswerTooLargeError) {
+        this.pool.drop(this.address(target));
+        throw new ProblemError('agent-answer-too-large', `the sandbox agent's answer exceeds ${limit} bytes`);
+      }
+      const malformed = protocolErrorIn(err);
+      if (malformed) {
+        this.pool.drop(this.address(target));
+        throw protocolProblem(malformed);
+      }
       // The body broke off: a transport failure; drop the pool like any other.
       this.pool.drop(this.address(target));
       const deadline = Date.now() >= deadlineAt;
@@ -180,8 +275,7 @@ export class AgentTransport implements ExecTransport {
   /** Maps a non-2xx agent answer to a gateway problem (the body is consumed). */
   private async expectOk(res: AgentResponse, target: ExecTarget, deadlineAt: number): Promise<void> {
     if (res.status >= 200 && res.status < 300) return;
-    const text = (await this.read(res, PROBLEM_LIMIT, target, deadlineAt)).toString('utf8');
-    throw agentProblem(res.status, text);
+    throw agentProblem(res.status, await this.read(res, PROBLEM_LIMIT, { target, deadlineAt }));
   }
 }
 
@@ -194,8 +288,18 @@ function filePath(path: string): string {
   return '/v1/files/' + path.split('/').map(encodeURIComponent).join('/');
 }
 
+/** The AgentProtocolError an error is or was caused by, if any. */
+function protocolErrorIn(err: unknown): AgentProtocolError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if (e instanceof AgentProtocolError) return e;
+  }
+  return undefined;
+}
+
 function transportProblem(err: unknown): unknown {
   if (!(err instanceof AgentTransportError)) return err;
+  const malformed = protocolErrorIn(err);
+  if (malformed) return protocolProblem(malformed);
   if (err.deadline)
     return new ProblemError('upstream-timeout', 'the sandbox did not answer within the deadline', {
       cause: err,
@@ -203,6 +307,20 @@ function transportProblem(err: unknown): unknown {
   return new ProblemError('upstream-error', 'the sandbox agent could not be reached', {
     cause: err,
     retryAfterSeconds: 1,
+  });
+}
+
+/** 503 while the gateway holds as many large answers as its budget allows. */
+export function overloaded(): ProblemError {
+  return new ProblemError('overloaded', 'the gateway holds too many large answers right now', {
+    retryAfterSeconds: 1,
+  });
+}
+
+/** A malformed answer: 502 with what rule it broke (never the answer's content). */
+function protocolProblem(err: AgentProtocolError): ProblemError {
+  return new ProblemError('agent-protocol-error', `the sandbox agent's answer is malformed: ${err.message}`, {
+    cause: err,
   });
 }
 
@@ -216,15 +334,15 @@ const PASS_THROUGH = new Set([
 ]);
 
 /** Maps an agent error response to a gateway problem. */
-export function agentProblem(status: number, text: string): ProblemError {
+export function agentProblem(status: number, answer: Buffer): ProblemError {
   let body: { type?: unknown; detail?: unknown } = {};
   try {
-    body = JSON.parse(text) as typeof body;
+    body = parseAgentJson(answer, validateProblem);
   } catch {
     // not problem+json: handled as a generic upstream error below
   }
   const slug = slugOfType(body.type);
-  const detail = typeof body.detail === 'string' ? body.detail : undefined;
+  const detail = typeof body.detail === 'string' ? body.detail.slice(0, MAX_DETAIL_CHARS) : undefined;
   if (slug && PASS_THROUGH.has(slug)) {
     return new ProblemError(slug, detail, slug === 'shell-unavailable' ? { retryAfterSeconds: 1 } : {});
   }

@@ -9,16 +9,26 @@
  *   obsolete line folding), a head of at most MAX_HEAD_BYTES;
  * - body framing by `Transfer-Encoding: chunked` (nothing else) or one `Content-Length`, never
  *   both; without either the body runs to the end of the connection (which is then not reused);
- * - bytes after the end of an answer (nothing was asked for) make the connection unusable.
+ * - bytes after the end of an answer (nothing was asked for) make the connection unusable;
+ * - chunks must carry data: past MIN_CHUNKS_CHECKED chunks, an average below MIN_AVERAGE_CHUNK_BYTES
+ *   is refused (an agent writing one byte per chunk makes the gateway parse a framing line per
+ *   byte: 12 MB of 1-byte chunks cost seconds of CPU; node:http writes one chunk per `write`,
+ *   and the agent's smallest write, an NDJSON event, is over 40 bytes).
  * Why not node:http: its client costs about 0.1 ms of CPU per call on the deployment's cores (a
  * ClientRequest, an IncomingMessage stream, agent bookkeeping), a quarter of what the gateway
  * added to an exec; see docs/gateway.md, "Benchmark".
  */
 
+import type { Readable } from 'node:stream';
+
 /** Largest response head accepted (node:http's default limit is the same). */
 export const MAX_HEAD_BYTES = 16 * 1024;
 /** Longest chunk-size line (hex size and extensions). */
 const MAX_CHUNK_LINE_BYTES = 1024;
+/** Chunks accepted before their average size is checked. */
+export const MIN_CHUNKS_CHECKED = 1024;
+/** Smallest average data bytes per chunk, once MIN_CHUNKS_CHECKED chunks came. */
+export const MIN_AVERAGE_CHUNK_BYTES = 16;
 
 /** A malformed or unexpected answer: the connection is not reusable. */
 export class AgentProtocolError extends Error {
@@ -35,6 +45,10 @@ export interface WireRequest {
   path: string;
   token: string;
   body?: Buffer;
+  /** A body copied from a stream with backpressure (uploads), instead of `body`. */
+  bodyStream?: Readable;
+  /** Length of `bodyStream` when known (Content-Length); unknown: sent chunked. */
+  bodyLength?: number;
   contentType?: string;
 }
 
@@ -50,7 +64,11 @@ export function requestHead(host: string, r: WireRequest): string {
     throw new Error('invalid agent request header value');
   }
   let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${r.token}\r\naccept: application/json\r\n`;
-  if (r.body) {
+  if (r.bodyStream) {
+    head += `content-type: ${r.contentType ?? 'application/octet-stream'}\r\n`;
+    head +=
+      r.bodyLength === undefined ? 'transfer-encoding: chunked\r\n' : `content-length: ${r.bodyLength}\r\n`;
+  } else if (r.body) {
     head += `content-type: ${r.contentType ?? 'application/json'}\r\ncontent-length: ${r.body.length}\r\n`;
   } else if (r.method !== 'GET') {
     head += 'content-length: 0\r\n';
@@ -120,6 +138,9 @@ export class ResponseParser {
   private pending: Buffer | undefined;
   private remaining = 0;
   private keepAlive = true;
+  /** Chunks and their data bytes so far (chunked bodies). */
+  private chunks = 0;
+  private chunkBytes = 0;
 
   constructor(
     private readonly sink: ResponseSink,
@@ -214,6 +235,11 @@ export class ResponseParser {
     if (!m) throw new AgentProtocolError('invalid chunk size line');
     this.remaining = parseInt(m[1]!, 16);
     this.state = this.remaining === 0 ? State.Trailers : State.ChunkData;
+    this.chunks++;
+    this.chunkBytes += this.remaining;
+    if (this.chunks > MIN_CHUNKS_CHECKED && this.chunkBytes < this.chunks * MIN_AVERAGE_CHUNK_BYTES) {
+      throw new AgentProtocolError(`chunks too small (${this.chunks} chunks, ${this.chunkBytes} bytes)`);
+    }
   }
 
   /** The connection ended: completes a body that runs until the close; false if the answer was cut off. */

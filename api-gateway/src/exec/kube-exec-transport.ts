@@ -27,6 +27,7 @@ import type {
   ExecTransport,
   FileDownload,
   ExecStreamEvent,
+  UploadBody,
   WriteFileResult,
 } from './types.js';
 
@@ -131,7 +132,7 @@ export class KubernetesExecTransport implements ExecTransport {
   async writeFile(
     target: ExecTarget,
     path: string,
-    data: Buffer,
+    data: UploadBody,
     opts: CallOptions = {},
   ): Promise<WriteFileResult> {
     const out = new CappedBuffer(1024);
@@ -230,7 +231,14 @@ export class KubernetesExecTransport implements ExecTransport {
           'file upload over pods/exec needs an API server speaking v5.channel.k8s.io',
         );
       }
-      stdin.end(spec.stdin);
+      if (Buffer.isBuffer(spec.stdin)) {
+        stdin.end(spec.stdin);
+      } else {
+        // pipe: the upload is read as fast as the exec socket takes it (backpressure).
+        const upload = spec.stdin.stream;
+        upload.on('error', (err) => stdin.destroy(err));
+        upload.pipe(stdin);
+      }
     }
     return { done: run.done, cancel: () => run.cancel() };
   }

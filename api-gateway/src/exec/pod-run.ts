@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { ProblemError } from '../errors.js';
 import { exitCodeOf, type ExecStatus } from './exec-status.js';
 import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
-import type { CancelSignal, ExecStreamEvent } from './types.js';
+import type { CancelSignal, ExecStreamEvent, UploadBody } from './types.js';
 
 /** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
 export interface ExecSocket {
@@ -28,8 +28,8 @@ export interface RunSpec {
   argv: string[];
   stdout: (chunk: Buffer) => void;
   stderr: (chunk: Buffer) => void;
-  /** Bytes for stdin (uploads); needs the v5 protocol to half-close stdin. */
-  stdin?: Buffer;
+  /** Bytes for stdin (uploads), in memory or a stream; needs the v5 protocol to half-close stdin. */
+  stdin?: UploadBody;
   /** Command timeout in ms; the socket is closed at timeout + margin. */
   timeoutMs: number;
   signal?: CancelSignal;

@@ -50,8 +50,15 @@ function prematureClose(): Error {
   return Object.assign(new Error('premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
 }
 
-/** Passes a stream through, failing it with payload-too-large once more than `limit` bytes went by. */
-export function capStream(stream: Readable, limit: number): Readable {
+/**
+ * Passes a stream through, failing it with payload-too-large once more than `limit` bytes went by;
+ * `mapError` turns the source's errors into the caller's (e.g. a transport failure into a problem).
+ */
+export function capStream(
+  stream: Readable,
+  limit: number,
+  mapError: (err: Error) => Error = (e) => e,
+): Readable {
   let size = 0;
   const capped = new Transform({
     transform(chunk: Buffer, _enc, cb): void {
@@ -61,7 +68,7 @@ export function capStream(stream: Readable, limit: number): Readable {
       else cb(null, chunk);
     },
   });
-  stream.on('error', (err) => capped.destroy(err));
+  stream.on('error', (err) => capped.destroy(mapError(err)));
   capped.on('close', () => stream.destroy());
   return stream.pipe(capped);
 }

@@ -17,6 +17,12 @@ export type { ExecResult, ExecStreamEvent, OutputEncoding, WriteFileResult } fro
  */
 export type ExecRequest = Omit<ExecBody, 'timeoutSeconds' | 'waitSeconds'> & { timeoutSeconds: number };
 
+/**
+ * A file upload: the bytes in memory (MCP write_file, bounded by its body limit), or a stream
+ * copied to the sandbox with backpressure (REST uploads) with its size when declared up front.
+ */
+export type UploadBody = Buffer | { stream: Readable; size: number | undefined };
+
 /** A file download: a byte stream, with its size when known up front. */
 export interface FileDownload {
   body: Readable;
@@ -45,7 +51,7 @@ export interface ExecTransport {
   exec(target: ExecTarget, req: ExecRequest, opts?: CallOptions): Promise<ExecResult>;
   /** Resolves once the upstream accepted the command; the stream then yields NDJSON lines. */
   execStream(target: ExecTarget, req: ExecRequest, opts?: CallOptions): Promise<Readable>;
-  writeFile(target: ExecTarget, path: string, data: Buffer, opts?: CallOptions): Promise<WriteFileResult>;
+  writeFile(target: ExecTarget, path: string, data: UploadBody, opts?: CallOptions): Promise<WriteFileResult>;
   /** Rejects with payload-too-large when the file exceeds maxBytes. */
   readFile(target: ExecTarget, path: string, maxBytes: number, opts?: CallOptions): Promise<FileDownload>;
 }

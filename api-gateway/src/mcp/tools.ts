@@ -11,6 +11,7 @@ import type { Principal } from '../auth/keys.js';
 import type { ExecLimits } from '../config.js';
 import { ProblemError, isProblemError } from '../errors.js';
 import { encodeOutput } from '../exec/output.js';
+import type { CancelSignal } from '../exec/types.js';
 import { readLimited } from '../exec/read-limited.js';
 import { checkWorkspacePath } from '../routes/files/path.js';
 import type { ExecService } from '../service/exec-service.js';
@@ -27,6 +28,13 @@ export interface ToolContext {
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
   log: Pick<FastifyBaseLogger, 'error' | 'warn'>;
+  /** Aborted when the HTTP client goes away: the command is cancelled (the agent kills it). */
+  signal?: CancelSignal;
+  /**
+   * Called with the serialized size of a result before it is sent; false when the gateway cannot
+   * hold it now (the shared budget of large answers is used up).
+   */
+  hold?: (bytes: number) => boolean;
 }
 
 const SANDBOX =
@@ -48,16 +56,39 @@ const path = z.string().min(1).max(4096).describe('File path relative to /worksp
 
 type Guard = (fn: () => Promise<CallToolResult>) => Promise<CallToolResult>;
 
-/** Runs a tool body; failures become tool errors, unexpected ones are logged once here. */
-function guard(log: ToolContext['log']): Guard {
+/**
+ * Runs a tool body; failures become tool errors, unexpected ones are logged once here. The result
+ * is serialized once up front: one that cannot be (a value JSON cannot hold, or too large for a
+ * string) would otherwise fail inside the MCP transport and leave the HTTP request unanswered; it
+ * becomes an error result instead, with one log line.
+ */
+function guard(ctx: Pick<ToolContext, 'log' | 'hold'>): Guard {
+  const { log } = ctx;
   return async (fn) => {
+    let result: CallToolResult;
     try {
-      return await fn();
+      result = await fn();
     } catch (err) {
       if (!isProblemError(err)) log.error({ err }, 'MCP tool failed');
       else if (err.status >= 500) log.warn({ slug: err.slug, detail: err.detail }, 'MCP tool failed');
       return errorToolResult(err);
     }
+    let bytes: number;
+    try {
+      bytes = JSON.stringify(result).length;
+    } catch (err) {
+      log.error({ err }, 'MCP tool result cannot be serialized; answered with an error result');
+      return errorToolResult(new ProblemError('internal'));
+    }
+    if (ctx.hold && !ctx.hold(bytes)) {
+      log.warn({ bytes }, 'MCP tool result dropped: the buffered answer budget is used up');
+      return errorToolResult(
+        new ProblemError('overloaded', 'the gateway holds too many large answers right now', {
+          retryAfterSeconds: 1,
+        }),
+      );
+    }
+    return result;
   };
 }
 
@@ -65,7 +96,8 @@ function guard(log: ToolContext['log']): Guard {
 export function buildMcpServer(ctx: ToolContext): McpServer {
   const server = new McpServer({ name: 'sandbox-platform', version: '1.0.0' });
   const ns = (requested: string | undefined): string => resolveNamespace(ctx.principal, requested);
-  const guarded = guard(ctx.log);
+  const guarded = guard(ctx);
+  const call = ctx.signal ? { signal: ctx.signal } : {};
 
   server.registerTool(
     'create_session',
@@ -94,7 +126,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       guarded(async () => {
         const { name, namespace: requested, ...overrides } = args;
         const input = { ...overrides, ...(name !== undefined ? { name } : {}) };
-        const { session: view, created } = await ctx.sessions.create(ns(requested), input);
+        const { session: view, created } = await ctx.sessions.create(ctx.principal, ns(requested), input);
         return jsonToolResult({ ...view, created });
       }),
   );
@@ -129,7 +161,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           ...(args.timeoutSeconds !== undefined ? { timeoutSeconds: args.timeoutSeconds } : {}),
           ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
         };
-        return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input));
+        return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input, call.signal));
       }),
   );
 
@@ -148,6 +180,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           ns(args.namespace),
           args.session,
           checkWorkspacePath(args.path),
+          call.signal,
         );
         const bytes = await readLimited(file.body, ctx.maxReadBytes).catch((err: unknown) => {
           file.body.destroy();
@@ -183,10 +216,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     (args) =>
       guarded(async () => {
         const data = Buffer.from(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
-        const result = await ctx.execs.writeFile(ns(args.namespace), args.session, {
-          path: checkWorkspacePath(args.path),
-          data,
-        });
+        const result = await ctx.execs.writeFile(
+          ns(args.namespace),
+          args.session,
+          { path: checkWorkspacePath(args.path), data },
+          call.signal,
+        );
         return jsonToolResult({ ...result });
       }),
   );

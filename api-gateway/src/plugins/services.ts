@@ -8,7 +8,10 @@ import './types.js';
 
 export default fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
-    app.decorate('sessions', new SessionsService(app.store, app.config.policy, app.config.addressPolicy));
+    app.decorate(
+      'sessions',
+      new SessionsService(app.store, app.config.policy, app.config.addressPolicy, app.config.tenants),
+    );
     app.decorate(
       'execs',
       new ExecService({

@@ -18,6 +18,7 @@ import type {
   ExecResult,
   ExecTransport,
   FileDownload,
+  UploadBody,
   WriteFileResult,
 } from '../exec/types.js';
 import { assertSessionName } from './namespaces.js';
@@ -158,7 +159,7 @@ export class ExecService {
   async writeFile(
     namespace: string,
     name: string,
-    file: { path: string; data: Buffer },
+    file: { path: string; data: UploadBody },
     signal?: CancelSignal,
   ): Promise<WriteFileResult> {
     const target = await this.resolveTarget(namespace, name, undefined, signal);

@@ -4,6 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 
+import { ANNOTATIONS } from '@sandbox-platform/api';
+
+import type { Principal } from '../auth/keys.js';
 import type { SessionPolicy } from '../config.js';
 import { ProblemError } from '../errors.js';
 import { DEFAULT_ADDRESS_POLICY, type AddressPolicy } from '../sessions/address.js';
@@ -15,6 +18,7 @@ import {
   conflictingFields,
   type SessionOverrides,
 } from '../sessions/policy.js';
+import { SessionQuota, type QuotaLimits } from '../sessions/quota.js';
 import type { SessionStore } from '../sessions/store.js';
 import { assertSessionName } from './namespaces.js';
 
@@ -39,16 +43,28 @@ export function assertSynced(store: SessionStore): void {
   }
 }
 
+/** No quotas (tests and callers that do not limit sessions). */
+const NO_QUOTA: QuotaLimits = { maxSessionsPerKey: 0, maxSessionsPerNamespace: 0 };
+
 /** Create, read, list and delete sessions. */
 export class SessionsService {
+  private readonly quota: SessionQuota;
+
   constructor(
     private readonly store: SessionStore,
     private readonly policy: SessionPolicy,
     private readonly addressPolicy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
-  ) {}
+    quota: QuotaLimits = NO_QUOTA,
+  ) {
+    this.quota = new SessionQuota(store, quota);
+  }
 
-  /** Create-or-get; idempotent by name. `created` tells 201 from 200. */
+  /**
+   * Create-or-get; idempotent by name. `created` tells 201 from 200. A new session counts against
+   * the caller's and the namespace's quotas (403 quota-exceeded); an existing one is returned.
+   */
   async create(
+    principal: Principal,
     namespace: string,
     input: CreateSessionInput,
   ): Promise<{ session: SessionView; created: boolean }> {
@@ -57,7 +73,16 @@ export class SessionsService {
     assertSessionName(name);
     checkPolicy(overrides, this.policy);
     const spec = buildSpec(overrides, this.policy);
-    const { session, created } = await this.store.createOrGet(buildSession(namespace, name, spec));
+    const desired = buildSession(namespace, name, spec);
+    desired.metadata.annotations = { [ANNOTATIONS.createdByKey]: principal.keyId };
+    const settle = this.store.get(namespace, name) ? undefined : this.quota.admit(principal, namespace, name);
+    let created = false;
+    let session;
+    try {
+      ({ session, created } = await this.store.createOrGet(desired));
+    } finally {
+      settle?.(created);
+    }
     if (!created) {
       if (session.metadata.deletionTimestamp) {
         throw new ProblemError('conflict', `session ${name} is being deleted; retry once it is gone`, {

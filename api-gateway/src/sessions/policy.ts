@@ -9,7 +9,10 @@ import { API_VERSION, KIND } from '@sandbox-platform/api';
 
 import type { SessionPolicy } from '../config.js';
 import { ProblemError } from '../errors.js';
+import { imageAllowed } from './image-allowlist.js';
 import type { TransportKind } from './model.js';
+
+export { imageAllowed };
 
 /** The spec overrides a caller may send (POST /v1/sessions and the create_session tool). */
 export interface SessionOverrides {
@@ -21,17 +24,23 @@ export interface SessionOverrides {
   execTransport?: TransportKind;
 }
 
-/** True when the image is on the allowlist (exact entries, or prefixes written `prefix*`). */
-export function imageAllowed(image: string, allowlist: readonly string[]): boolean {
-  return allowlist.some((entry) =>
-    entry.endsWith('*') ? image.startsWith(entry.slice(0, -1)) : image === entry,
-  );
+/** Total bytes of env names and values, UTF-8 (what the CRD's CEL rule counts). */
+export function envBytes(env: Record<string, string>): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(env)) n += Buffer.byteLength(k) + Buffer.byteLength(v);
+  return n;
 }
 
 /** Throws policy-violation (422) naming the first override the policy refuses. */
 export function checkPolicy(o: SessionOverrides, policy: SessionPolicy): void {
   if (o.image !== undefined && !imageAllowed(o.image, policy.imageAllowlist)) {
     throw new ProblemError('policy-violation', `image ${o.image} is not on the gateway's image allowlist`);
+  }
+  if (o.env !== undefined && envBytes(o.env) > policy.maxEnvBytes) {
+    throw new ProblemError(
+      'policy-violation',
+      `env holds ${envBytes(o.env)} bytes of names and values; the limit is ${policy.maxEnvBytes} (pass larger data as a file)`,
+    );
   }
   if (o.idleTimeoutSeconds !== undefined) {
     if (o.idleTimeoutSeconds === 0) {

@@ -7,8 +7,15 @@ import type {
   ExecResult,
   ExecTransport,
   FileDownload,
+  UploadBody,
   WriteFileResult,
 } from '../../src/exec/types.js';
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
 
 /** A successful result with the given fields. */
 export function result(fields: Partial<ExecResult> = {}): ExecResult {
@@ -60,11 +67,12 @@ export class FakeTransport implements ExecTransport {
     return Promise.resolve(Readable.from(this.nextStream.map((l) => Buffer.from(l))));
   }
 
-  writeFile(target: ExecTarget, path: string, data: Buffer): Promise<WriteFileResult> {
+  async writeFile(target: ExecTarget, path: string, upload: UploadBody): Promise<WriteFileResult> {
+    const data = Buffer.isBuffer(upload) ? upload : await readAll(upload.stream);
     this.calls.push({ op: 'write', target, path, data });
-    if (this.error) return Promise.reject(this.error);
+    if (this.error) throw this.error;
     this.files.set(path, data);
-    return Promise.resolve({ path, size: data.length });
+    return { path, size: data.length };
   }
 
   readFile(target: ExecTarget, path: string): Promise<FileDownload> {

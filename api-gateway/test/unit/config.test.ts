@@ -20,8 +20,24 @@ describe('loadConfig', () => {
       activityThrottleMs: 15000,
       shutdownDelayMs: 5000,
       shutdownGraceMs: 330000,
+      mcpMaxBodyBytes: 1048576,
+      server: {
+        headersTimeoutMs: 10000,
+        requestTimeoutMs: 60000,
+        keepAliveTimeoutMs: 72000,
+        writeTimeoutMs: 30000,
+        maxBufferedAnswerBytes: 96 << 20,
+      },
+      tenants: {
+        maxConcurrentRequests: 32,
+        maxRequestsPerSecond: 100,
+        maxSessionsPerKey: 50,
+        maxSessionsPerNamespace: 200,
+      },
+      shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedBytes: 0, maxRssBytes: 0 },
       policy: {
-        imageAllowlist: [],
+        imageAllowlist: { entries: [] },
+        maxEnvBytes: 32768,
         defaultIdleTimeoutSeconds: 1800,
         allowedExecTransports: ['Agent', 'KubernetesExec'],
       },
@@ -66,6 +82,18 @@ describe('loadConfig', () => {
       /exceeds its maximum/,
     ],
     [{ ...required, GATEWAY_LOG_LEVEL: 'verbose' }, /GATEWAY_LOG_LEVEL/],
+    [
+      { ...required, GATEWAY_IMAGE_ALLOWLIST: 'registry/sandbox*' },
+      /GATEWAY_IMAGE_ALLOWLIST: "registry\/sandbox\*"/,
+    ],
+    [
+      { ...required, GATEWAY_HEADERS_TIMEOUT_SECONDS: '30', GATEWAY_REQUEST_TIMEOUT_SECONDS: '20' },
+      /GATEWAY_HEADERS_TIMEOUT_SECONDS \(30\) exceeds/,
+    ],
+    [
+      { ...required, GATEWAY_MAX_SESSION_ENV_BYTES: '40000' },
+      /GATEWAY_MAX_SESSION_ENV_BYTES must be <= 32768/,
+    ],
   ])('fails fast on %j', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });

@@ -3,6 +3,7 @@ import { hash } from 'node:crypto';
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
+import { causeMessage, toProblem } from '../../plugins/errors.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecInput } from '../../service/exec-service.js';
 import { responseSignal } from '../request-signal.js';
@@ -57,6 +58,20 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
       try {
         const stream = await app.execs.execStream(namespace, request.params.name, request.body, signal);
         stream.once('close', dispose);
+        // Headers are out by the time a stream fails: the connection is cut (the client sees a
+        // truncated stream) and this is the one line that says why.
+        stream.once('error', (err: Error) => {
+          const problem = toProblem(err);
+          request.log.warn(
+            {
+              session: request.params.name,
+              slug: problem.slug,
+              detail: problem.detail,
+              cause: causeMessage(problem.cause),
+            },
+            'exec stream broke off',
+          );
+        });
         request.log.info(
           {
             keyId: request.principal.keyId,

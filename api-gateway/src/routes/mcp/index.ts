@@ -10,15 +10,28 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
 import { buildMcpServer } from '../../mcp/tools.js';
+import { holdResponse } from '../../plugins/limits.js';
+import { responseSignal } from '../request-signal.js';
 
 /** Largest file read_file returns into a model's context. */
 const MCP_MAX_READ_BYTES = 256 * 1024;
 
+/** Answers a JSON-RPC internal error when nothing was answered yet. */
+function internalError(res: FastifyReply['raw']): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(500, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
+}
+
 export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
-  // write_file carries base64 content inside JSON-RPC: allow a file of the size limit.
-  const bodyLimit = Math.max(app.config.maxBodyBytes, Math.ceil((app.config.maxFileBytes * 4) / 3) + 65536);
+  // The body is held whole (JSON-RPC): bounded by its own limit, not the file size (write_file's
+  // content is bounded by it; larger files go through the streaming REST upload).
+  const bodyLimit = app.config.mcpMaxBodyBytes;
+  const { writeTimeoutMs } = app.config.server;
 
   app.post('/mcp', { bodyLimit }, async (request: FastifyRequest, reply: FastifyReply) => {
+    // The client going away cancels the tool's command (the agent kills it).
+    const { signal, dispose } = responseSignal(reply.raw);
     const server = buildMcpServer({
       principal: request.principal,
       sessions: app.sessions,
@@ -26,12 +39,21 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       limits: app.config.exec,
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,
+      signal,
+      hold: (bytes) => holdResponse(reply.raw, bytes, app.answerBudget, writeTimeoutMs),
     });
+    // Whatever fails inside the SDK after a tool returned (e.g. writing the response) is logged
+    // and answered, never left hanging.
+    server.server.onerror = (err: Error) => {
+      request.log.error({ err }, 'MCP request failed');
+      internalError(reply.raw);
+    };
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
     reply.raw.once('close', () => {
+      dispose();
       void transport.close();
       void server.close();
     });
@@ -41,12 +63,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       await transport.handleRequest(request.raw, reply.raw, request.body);
     } catch (err) {
       request.log.error({ err }, 'MCP request failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(
-          JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }),
-        );
-      }
+      internalError(reply.raw);
     }
   });
 

@@ -25,7 +25,7 @@ export default function sessionRoutes(
         throw new ProblemError('invalid-request', 'namespace in the body and in the query differ');
       }
       const namespace = resolveNamespace(request.principal, bodyNs ?? queryNs);
-      const { session, created } = await app.sessions.create(namespace, input);
+      const { session, created } = await app.sessions.create(request.principal, namespace, input);
       request.log.info(
         { keyId: request.principal.keyId, namespace, session: session.name, created },
         created ? 'session created' : 'session exists',

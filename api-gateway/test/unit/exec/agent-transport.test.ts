@@ -22,12 +22,15 @@ const target: ExecTarget = {
   idleTimeoutSeconds: 1800,
 };
 
+const EXIT_LINE =
+  '{"type":"exit","exitCode":0,"durationMs":1,"truncated":false,"timedOut":false,"shellReset":false}\n';
+
 /** Timeouts, retries and caps of every transport under test. */
 const LIMITS = {
   connectTimeoutMs: 500,
   connectRetries: 2,
   deadlineMarginMs: 200,
-  maxResponseBytes: 1 << 20,
+  maxOutputBytes: 64 * 1024,
   fileTimeoutMs: 2000,
 };
 
@@ -171,12 +174,12 @@ describe('AgentTransport', () => {
     agent.handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write('{"type":"stdout","data":"a","encoding":"utf-8"}\n');
-      setTimeout(() => res.end('{"type":"exit","exitCode":0}\n'), 20);
+      setTimeout(() => res.end(EXIT_LINE), 20);
     };
     const t = make();
     const stream = await t.execStream(target, { command: 'x', timeoutSeconds: 5 });
     expect((await readLimited(stream, 1000)).toString()).toBe(
-      '{"type":"stdout","data":"a","encoding":"utf-8"}\n{"type":"exit","exitCode":0}\n',
+      '{"type":"stdout","data":"a","encoding":"utf-8"}\n' + EXIT_LINE,
     );
     expect(agent.seen[0]!.url).toBe('/v1/exec/stream');
     t.close();
@@ -275,11 +278,11 @@ describe('AgentTransport against a malformed agent', () => {
     ],
     ['a bare LF in the head', `HTTP/1.1 200 OK\ncontent-length: ${body.length}\r\n\r\n${body}`],
     ['a broken chunk', `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\n${body}\r\n0\r\n\r\n`],
-  ])('fails with 502 on %s, sends once and drops the pool', async (_what, text) => {
+  ])('fails with 502 agent-protocol-error on %s, sends once and drops the pool', async (_what, text) => {
     answer = text;
     const t = make();
     const err = await t.exec(target, { command: 'true', timeoutSeconds: 5 }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ slug: 'upstream-error', status: 502 });
+    expect(err).toMatchObject({ slug: 'agent-protocol-error', status: 502 });
     expect(requests).toBe(1);
     expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
     t.close();

@@ -1,0 +1,139 @@
+/**
+ * The guard of a streamed exec answer (POST /v1/exec/stream): the agent's NDJSON passes through
+ * it line by line and comes out re-serialized, so the caller only ever receives lines of the
+ * contract. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
+ * output cap of decoded bytes per output stream, lines no longer than a full event can be, and
+ * nothing after the exit event. A violation destroys the stream with a ProblemError
+ * (`agent-answer-too-large` or `agent-protocol-error`); memory held is one partial line at most.
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+
+import { ProblemError } from '../errors.js';
+import {
+  checkOutputCap,
+  checkSchema,
+  outputBytes,
+  parseBounded,
+  validateExitEvent,
+  validateOutputEvent,
+  type ExitEvent,
+  type OutputEvent,
+} from './agent-json.js';
+import { AgentProtocolError } from './agent-wire.js';
+
+/** Limits of one stream. */
+export interface NdjsonLimits {
+  /** Bytes of NDJSON accepted in all (the buffered answer's limit). */
+  maxBytes: number;
+  /** Decoded bytes per output stream (stdout, stderr): the agent's output cap. */
+  maxOutputBytes: number;
+}
+
+const NEWLINE = 0x0a;
+/** A line's bytes beyond its data: `{"type":"stdout","data":"","encoding":"base64"}` and slack. */
+const LINE_OVERHEAD_BYTES = 1024;
+
+/** Streamed NDJSON from the agent -> validated NDJSON to the caller. */
+export class NdjsonGuard extends Transform {
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private total = 0;
+  private readonly decoded = { stdout: 0, stderr: 0 };
+  private exited = false;
+  private readonly maxLineBytes: number;
+
+  constructor(private readonly limits: NdjsonLimits) {
+    super();
+    // JSON escaping makes a character up to 6 bytes (\u0000).
+    this.maxLineBytes = limits.maxOutputBytes * 6 + LINE_OVERHEAD_BYTES;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    try {
+      this.total += chunk.length;
+      if (this.total > this.limits.maxBytes) {
+        throw new ProblemError(
+          'agent-answer-too-large',
+          `the sandbox agent's stream exceeds ${this.limits.maxBytes} bytes`,
+        );
+      }
+      this.lines(chunk);
+      cb();
+    } catch (err) {
+      cb(toProblem(err));
+    }
+  }
+
+  override _flush(cb: TransformCallback): void {
+    try {
+      if (this.pendingBytes > 0) this.line(this.takePending(Buffer.alloc(0)));
+      if (!this.exited) throw new AgentProtocolError('stream ended without an exit event');
+      cb();
+    } catch (err) {
+      cb(toProblem(err));
+    }
+  }
+
+  /** Splits a chunk into complete lines; the rest waits for the next chunk. */
+  private lines(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(NEWLINE); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
+      const piece = chunk.subarray(start, nl);
+      this.line(this.pendingBytes > 0 ? this.takePending(piece) : piece);
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      this.pendingBytes += rest.length;
+      if (this.pendingBytes > this.maxLineBytes) {
+        throw new AgentProtocolError(`stream line longer than ${this.maxLineBytes} bytes`);
+      }
+      this.pending.push(Buffer.from(rest)); // a copy: the socket's buffer is not kept alive
+    }
+  }
+
+  private takePending(tail: Buffer): Buffer {
+    const line = Buffer.concat([...this.pending, tail], this.pendingBytes + tail.length);
+    this.pending.length = 0;
+    this.pendingBytes = 0;
+    if (line.length > this.maxLineBytes) {
+      throw new AgentProtocolError(`stream line longer than ${this.maxLineBytes} bytes`);
+    }
+    return line;
+  }
+
+  /** One complete line: validated, counted, passed on re-serialized. */
+  private line(bytes: Buffer): void {
+    if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0x0d)) return;
+    if (this.exited) throw new AgentProtocolError('stream continues after the exit event');
+    const value = parseBounded(bytes);
+    const ev = isExit(value)
+      ? checkSchema<ExitEvent>(value, validateExitEvent)
+      : checkSchema<OutputEvent>(value, validateOutputEvent);
+    if (ev.type === 'exit') {
+      this.exited = true;
+    } else {
+      checkOutputCap(ev.data, ev.encoding, this.limits.maxOutputBytes, ev.type);
+      this.decoded[ev.type] += outputBytes(ev.data, ev.encoding);
+      if (this.decoded[ev.type] > this.limits.maxOutputBytes) {
+        throw new AgentProtocolError(`${ev.type} exceeds the output cap of ${this.limits.maxOutputBytes}`);
+      }
+    }
+    this.push(JSON.stringify(ev) + '\n');
+  }
+}
+
+/** True when the value claims to be the exit event (which schema to check it against). */
+function isExit(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'exit';
+}
+
+function toProblem(err: unknown): Error {
+  if (err instanceof AgentProtocolError) {
+    return new ProblemError(
+      'agent-protocol-error',
+      `the sandbox agent's stream is malformed: ${err.message}`,
+    );
+  }
+  return err as Error;
+}

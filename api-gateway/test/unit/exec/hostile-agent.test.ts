@@ -1,0 +1,144 @@
+/**
+ * The Agent transport against the hostile agent (test-e2e/hostile-agent): every misbehaviour is
+ * answered with its problem, and what the transport holds stays bounded by the answer limit
+ * (bytes buffered, not timing, is what is asserted). Memory of a whole gateway process under
+ * these attacks is measured in test/integration/hostile.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+import type { ProblemError } from '../../../src/errors.js';
+import { ByteBudget } from '../../../src/limits/byte-budget.js';
+import { AgentTransport, answerLimit } from '../../../src/exec/agent-transport.js';
+import { readLimited } from '../../../src/exec/read-limited.js';
+import type { ExecTarget } from '../../../src/sessions/model.js';
+import { startHostileAgent, type HostileAgent } from '../../helpers/hostile-agent.js';
+
+const target: ExecTarget = {
+  namespace: 'team-a',
+  name: 'evil',
+  uid: 'uid-1',
+  podName: 'sbs-evil',
+  podIP: '127.0.0.1',
+  transport: 'Agent',
+  idleTimeoutSeconds: 1800,
+};
+/** The output cap of these tests (the production default is 1 MiB; smaller keeps them quick). */
+const CAP = 64 * 1024;
+
+describe('AgentTransport against the hostile agent', () => {
+  let agent: HostileAgent;
+  let budget: ByteBudget;
+  let t: AgentTransport;
+  beforeAll(async () => {
+    agent = await startHostileAgent();
+    budget = new ByteBudget(0);
+    t = new AgentTransport({
+      masterKey: Buffer.alloc(32, 1),
+      port: agent.port,
+      connectTimeoutMs: 1000,
+      connectRetries: 0,
+      deadlineMarginMs: 500,
+      maxOutputBytes: CAP,
+      fileTimeoutMs: 3000,
+      budget,
+    });
+  });
+  afterAll(async () => {
+    t.close();
+    await agent.stop();
+  });
+
+  const exec = (command: string, timeoutSeconds = 5): Promise<unknown> =>
+    t.exec(target, { command, timeoutSeconds }).catch((e: unknown) => e);
+
+  it.each([
+    ['tiny-chunks:12000000', 'agent-protocol-error', /chunks too small/],
+    ['small-chunks:2000000', 'agent-answer-too-large', /exceeds/],
+    ['small-chunks:600000', 'agent-protocol-error', /over the output cap/],
+    ['nested:4000000', 'agent-answer-too-large', /exceeds/],
+    ['nested:400000', 'agent-protocol-error', /nests deeper/],
+    ['many-keys:400000', 'agent-protocol-error', /more than \d+ members/],
+    ['huge-output:200000', 'agent-protocol-error', /stdout is 200000 bytes, over the output cap/],
+    ['oversized', 'agent-answer-too-large', /exceeds/],
+    ['endless', 'agent-answer-too-large', /exceeds/],
+    ['bad-json', 'agent-protocol-error', /not valid JSON/],
+    ['null', 'agent-protocol-error', /must be object/],
+    ['wrong-types', 'agent-protocol-error', /must be/],
+    ['extra-fields', 'agent-protocol-error', /unknown field/],
+    ['bad-http', 'agent-protocol-error', /invalid status line/],
+    ['big-problem', 'agent-answer-too-large', /exceeds/],
+  ])('exec %s -> 502 %s', async (mode, slug, detail) => {
+    const err = (await exec(`hostile:${mode}`)) as { slug: string; status: number; detail: string };
+    expect({ slug: err.slug, status: err.status }).toEqual({ slug, status: 502 });
+    expect(err.detail).toMatch(detail);
+    // Whatever was read was given back to the shared budget.
+    expect(budget.inUse).toBe(0);
+  });
+
+  it.each(['hang', 'hang-body'])('exec %s -> 504 at the deadline', async (mode) => {
+    expect(await exec(`hostile:${mode}`, 1)).toMatchObject({ slug: 'upstream-timeout', status: 504 });
+  });
+
+  it('answers a quiet command normally (the same agent serves well-behaved calls)', async () => {
+    expect(await t.exec(target, { command: 'true', timeoutSeconds: 5 })).toMatchObject({ exitCode: 0 });
+  });
+
+  it.each([
+    ['stream-endless', /output cap/],
+    ['stream-tiny', /exceeds \d+ bytes/],
+    ['stream-garbage', /not valid JSON/],
+    ['stream-long-line', /longer than/],
+    ['stream-tiny-chunks', /chunks too small/],
+    ['stream-wrong', /must be integer/],
+  ])('exec/stream %s -> the stream fails with 502, after at most the answer limit', async (mode, detail) => {
+    const stream = await t.execStream(target, { command: `hostile:${mode}`, timeoutSeconds: 5 });
+    let passed = 0;
+    stream.on('data', (c: Buffer) => (passed += c.length));
+    const err = await new Promise<ProblemError>((resolve) =>
+      stream.once('error', (e) => resolve(e as ProblemError)),
+    );
+    expect(err.status).toBe(502);
+    expect(err.detail).toMatch(detail);
+    expect(passed).toBeLessThanOrEqual(answerLimit(CAP));
+  });
+
+  it('a download that never ends is cut at the file limit', async () => {
+    const file = await t.readFile(target, 'hostile-endless', 100_000);
+    await expect(readLimited(file.body, 1 << 20)).rejects.toMatchObject({ slug: 'payload-too-large' });
+  });
+
+  it('a download of 1-byte chunks is a protocol error', async () => {
+    const file = await t.readFile(target, 'hostile-tiny-chunks', 10 << 20);
+    await expect(readLimited(file.body, 10 << 20)).rejects.toMatchObject({ slug: 'agent-protocol-error' });
+  });
+});
+
+describe('the shared answer budget', () => {
+  let agent: HostileAgent;
+  beforeAll(async () => {
+    agent = await startHostileAgent();
+  });
+  afterAll(async () => {
+    await agent.stop();
+  });
+
+  it('answers 503 overloaded when a large answer does not fit, and gives back what it took', async () => {
+    const budget = new ByteBudget(100_000);
+    const t = new AgentTransport({
+      masterKey: Buffer.alloc(32, 1),
+      port: agent.port,
+      connectTimeoutMs: 1000,
+      connectRetries: 0,
+      deadlineMarginMs: 500,
+      maxOutputBytes: 1 << 20,
+      fileTimeoutMs: 3000,
+      budget,
+    });
+    const err = await t
+      .exec(target, { command: 'hostile:huge-output:400000', timeoutSeconds: 5 })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'overloaded', status: 503, retryAfterSeconds: 1 });
+    expect(budget.inUse).toBe(0);
+    t.close();
+  });
+});

@@ -1,0 +1,68 @@
+import { Readable } from 'node:stream';
+
+import { describe, expect, it } from '@jest/globals';
+
+import { readLimited } from '../../../src/exec/read-limited.js';
+import { NdjsonGuard, type NdjsonLimits } from '../../../src/exec/ndjson-guard.js';
+
+const EXIT = {
+  type: 'exit',
+  exitCode: 0,
+  durationMs: 1,
+  truncated: false,
+  timedOut: false,
+  shellReset: false,
+};
+const line = (v: unknown): string => JSON.stringify(v) + '\n';
+const out = (data: string, type = 'stdout'): string => line({ type, data, encoding: 'utf-8' });
+
+/** Pipes `pieces` through a guard and reads what comes out (or the error). */
+async function guard(pieces: Array<string | Buffer>, limits: Partial<NdjsonLimits> = {}): Promise<string> {
+  const g = new NdjsonGuard({ maxBytes: 1 << 20, maxOutputBytes: 1000, ...limits });
+  const src = Readable.from(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+  src.on('error', (e) => g.destroy(e));
+  return (await readLimited(src.pipe(g), 1 << 22)).toString();
+}
+
+describe('NdjsonGuard', () => {
+  it('passes valid events through, re-serialized, whatever the split', async () => {
+    const text = out('a') + out('b', 'stderr') + line(EXIT);
+    expect(await guard([text])).toBe(text);
+    const bytes = Buffer.from(text);
+    expect(await guard([...bytes].map((x) => Buffer.from([x])))).toBe(text);
+    expect(await guard([text.replace(/\n/g, '\r\n')])).toBe(text);
+  });
+
+  it.each([
+    ['garbage', ['not json\n'], /not valid JSON/],
+    ['a wrong shape', [line({ ...EXIT, exitCode: 'zero' })], /exitCode must be integer/],
+    [
+      'an unknown event',
+      [line({ type: 'podIP', data: '10.0.0.1', encoding: 'utf-8' })],
+      /type must be equal/,
+    ],
+    ['no exit event', [out('a')], /without an exit event/],
+    ['lines after the exit', [line(EXIT) + out('late')], /after the exit/],
+    ['a line that never ends', ['{"type":"stdout","data":"' + 'x'.repeat(8000)], /longer than/],
+    ['output over the cap in one event', [out('x'.repeat(1001))], /over the output cap/],
+    [
+      'output over the cap in many events',
+      [out('x'.repeat(600)) + out('y'.repeat(600))],
+      /exceeds the output cap/,
+    ],
+  ])('refuses %s with 502 agent-protocol-error', async (_what, pieces, message) => {
+    const err = (await guard(pieces).catch((e: unknown) => e)) as {
+      slug: string;
+      status: number;
+      detail: string;
+    };
+    expect(err).toMatchObject({ slug: 'agent-protocol-error', status: 502 });
+    expect(err.detail).toMatch(message);
+  });
+
+  it('refuses a stream over the byte limit with 502 agent-answer-too-large', async () => {
+    const many = Array.from({ length: 100 }, () => out('t')).join('');
+    const err = await guard([many, line(EXIT)], { maxBytes: 1000 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'agent-answer-too-large', status: 502 });
+  });
+});
