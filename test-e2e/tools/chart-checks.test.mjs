@@ -189,6 +189,21 @@ describe('operator telemetry settings', () => {
   });
 });
 
+describe('default runtime class of sessions', () => {
+  it('is off by default (no env line) and maps operator.sandboxDefaults.runtimeClassName when set', () => {
+    const name = 'rel-sandbox-platform-operator';
+    assert.equal('SANDBOX_DEFAULT_RUNTIME_CLASS_NAME' in env(render().find('Deployment', name)), false);
+    const d = render(['operator.sandboxDefaults.runtimeClassName=gvisor']).find('Deployment', name);
+    assert.equal(env(d).SANDBOX_DEFAULT_RUNTIME_CLASS_NAME, 'gvisor');
+  });
+
+  it('the schema refuses a name that is no DNS subdomain', () => {
+    const res = template(['operator.sandboxDefaults.runtimeClassName=Bad_Name']);
+    assert.notEqual(res.status, 0);
+    assert.match(res.stderr, /runtimeClassName/);
+  });
+});
+
 describe('monitoring objects', () => {
   const ALL = [
     'monitoring.serviceMonitor.enabled=true',
