@@ -2,7 +2,7 @@
  * e2e: what the Helm chart installed. The RBAC is least-privilege (asked of the API server's own
  * authorizer with SubjectAccessReviews, so the answer is the real one) and the NetworkPolicies
  * in the sandbox namespaces say what they should: ingress only from gateway pods on the agent
- * port, egress only DNS.
+ * port, egress only DNS to the cluster DNS pods (test-e2e/specs/isolation proves they are enforced).
  *
  * Needs the chart installed (`make platform-up`); E2E_PLATFORM_NAMESPACE / E2E_PLATFORM_RELEASE
  * name the release (defaults sandbox-system / sandbox), E2E_NAMESPACE a sandbox namespace.
@@ -183,12 +183,18 @@ describe('chart NetworkPolicies for sandbox pods', () => {
     ]);
   });
 
-  it('denies egress except DNS', async () => {
+  it('denies egress except DNS to the cluster DNS pods', async () => {
     const np = await net.readNamespacedNetworkPolicy({ name: 'sandbox-egress', namespace: SANDBOX_NS });
     expect(np.spec?.podSelector?.matchLabels).toEqual(sandboxSelector);
     expect(np.spec?.policyTypes).toEqual(['Egress']);
     expect(np.spec?.egress).toEqual([
       {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          },
+        ],
         ports: [
           { protocol: 'UDP', port: 53 },
           { protocol: 'TCP', port: 53 },
