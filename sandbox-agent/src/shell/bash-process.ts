@@ -42,6 +42,7 @@ const DRAIN_AFTER_EXIT_MS = 500;
 export class BashProcess {
   readonly spawnedAt = Date.now();
   private exited = false;
+  private readonly parser = new ControlParser();
   private markGone!: () => void;
   /** Resolves after bash exited and the exit event was delivered. */
   readonly gone: Promise<void> = new Promise((resolve) => (this.markGone = resolve));
@@ -99,10 +100,14 @@ export class BashProcess {
     if (!this.exited) sendSignal(-this.pid, signal);
   }
 
+  /** Stops parsing the control channel (its further bytes are dropped): its framing is broken. */
+  abandonControl(): void {
+    this.parser.abandon();
+  }
+
   private wire(events: BashEvents, logger: Logger): void {
-    const { child } = this;
+    const { child, parser } = this;
     const control = child.stdio[3] as Readable;
-    const parser = new ControlParser();
     child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
     control.on('data', (chunk: Buffer) => {

@@ -60,6 +60,13 @@ export class ControlParser {
     return records;
   }
 
+  /** Drops all further input (the owner found a breach the parser could not see, e.g. a foreign sentinel). */
+  abandon(): void {
+    this.broken = true;
+    this.pending = EMPTY;
+    this.fields = [];
+  }
+
   private join(part: Buffer): Buffer {
     const length = this.pending.length + part.length;
     if (length > MAX_FIELD_BYTES)
@@ -82,9 +89,7 @@ export class ControlParser {
   }
 
   private breach(detail: string): never {
-    this.broken = true;
-    this.pending = EMPTY;
-    this.fields = [];
+    this.abandon();
     throw new ControlProtocolError(detail);
   }
 }

@@ -114,6 +114,8 @@ export class PersistentShell {
   private closing = false;
   private resetPending = false;
   private respawnTimer: NodeJS.Timeout | undefined;
+  /** Shells whose control channel was breached (being killed). */
+  private readonly breached = new WeakSet<BashProcess>();
   private readonly killGraceMs: number;
   private readonly startTimeoutMs: number;
   private readonly maxQueued: number;
@@ -377,10 +379,13 @@ export class PersistentShell {
   /**
    * Something wrote to the control channel besides the wrapper: the framing of this bash can no
    * longer be trusted, so it is killed (the running command ends as killed, 137) and restarted;
-   * the next command gets shellReset. Logged once per bash: the parser stops after a breach.
+   * the next command gets shellReset. Handled once per bash: its control channel is no longer
+   * parsed, so a flood of records costs one log line and one kill.
    */
   private onProtocolBreach(bash: BashProcess, reason: ControlProtocolError['message']): void {
-    if (!bash.alive) return;
+    if (!bash.alive || this.breached.has(bash)) return;
+    this.breached.add(bash);
+    bash.abandonControl();
     this.opts.logger.warn('control channel protocol breach, restarting the shell', { pid: bash.pid, reason });
     bash.killAll().catch((err: unknown) => {
       this.opts.logger.error('cannot kill the shell', { error: errorMessage(err) });

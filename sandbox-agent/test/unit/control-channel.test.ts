@@ -62,6 +62,19 @@ describe('control channel written by a command', () => {
     expect((await agent.exec({ command: 'echo ok' })).shellReset).toBe(true);
   }, 60_000);
 
+  it('well-formed records of a foreign sentinel: one breach, one kill, however many records', async () => {
+    // Regression: each such record was handled on its own (a log line and a /proc kill sweep each).
+    const before = breaches();
+    const record = `printf '%s\\0%s\\0%s\\0' "__sbx_$(printf %032d 0)__" 0 / >&$fd`;
+    const res = await agent.exec({
+      command: `fd=${CONTROL_FD}; for i in $(seq 2000); do ${record}; done; echo unreachable`,
+      timeoutSeconds: 120,
+    });
+    expect(res).toMatchObject({ exitCode: 137, timedOut: false });
+    expect(breaches()).toBe(before + 1);
+    expect((await agent.exec({ command: 'echo ok' })).shellReset).toBe(true);
+  }, 60_000);
+
   it('finds the control fd it writes to (the tests above would pass vacuously otherwise)', async () => {
     const fd = Number((await agent.sh(`echo ${CONTROL_FD}`)).trim());
     expect(fd).toBeGreaterThanOrEqual(10);
