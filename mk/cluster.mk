@@ -93,3 +93,10 @@ test-localkube: ## gofmt, go vet and the Go unit tests of localkube (host cleanu
 .PHONY: test-isolation-unenforced
 test-isolation-unenforced: node-deps ## Prove the isolation e2e can fail: rerun its matrix on a cluster started without the enforcer (restarts the cluster twice)
 	test-e2e/specs/isolation/unenforced.sh
+
+# Isolation benchmark knobs: interleaved rounds, exec calls per mode per round, sessions per runtime.
+BENCH_ISOLATION_ARGS ?= --rounds 5 --calls 100 --sessions 3
+.PHONY: bench-isolation bench
+bench-isolation: node-deps platform-up ## gVisor vs runc (agent exec p50/p99, create-to-Ready) and gateway exec with vs without the NetworkPolicy enforcer, side by side
+	@set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/run.mjs $(BENCH_ISOLATION_ARGS)
+bench: bench-isolation
