@@ -38,6 +38,9 @@ var baseControllers = []string{
 	"endpointslice-controller",
 	"endpoints-controller",
 	"disruption-controller",
+	// The chart puts a ResourceQuota in each sandbox namespace: without this controller its
+	// status is never computed and the API server refuses every create it covers.
+	"resourcequota-controller",
 }
 
 // nodeControllers need a kubelet: Node health (Ready/NotReady taints) and cleanup of pods whose

@@ -29,7 +29,7 @@ let op: OperatorProcess;
 let kubeVersion: string;
 
 /** The chart's ResourceQuota for the suite's namespace, rendered with these extra values. */
-function renderQuota(sets: string[] = []): k8s.KubernetesObject {
+function renderQuota(sets: string[] = []): k8s.V1ResourceQuota {
   const args = [
     'template',
     'it',
@@ -55,17 +55,23 @@ function renderQuota(sets: string[] = []): k8s.KubernetesObject {
 }
 
 /** Applies the quota and waits until the quota controller has computed its usage (admission needs it). */
-async function applyQuota(quota: k8s.KubernetesObject): Promise<void> {
-  const existing = await kube.objects.read(quota).catch(() => undefined);
-  if (existing)
-    await kube.objects.replace({
+async function applyQuota(quota: k8s.V1ResourceQuota): Promise<void> {
+  const name = quota.metadata?.name ?? '';
+  const existing = await kube.core
+    .readNamespacedResourceQuota({ namespace: ns.name, name })
+    .catch(() => undefined);
+  if (existing) {
+    const body = {
       ...quota,
       metadata: { ...quota.metadata, resourceVersion: existing.metadata?.resourceVersion },
-    });
-  else await kube.objects.create(quota);
-  const want = (quota as k8s.V1ResourceQuota).spec?.hard ?? {};
+    };
+    await kube.core.replaceNamespacedResourceQuota({ namespace: ns.name, name, body });
+  } else {
+    await kube.core.createNamespacedResourceQuota({ namespace: ns.name, body: quota });
+  }
+  const want = quota.spec?.hard ?? {};
   await waitFor(
-    () => kube.core.readNamespacedResourceQuota({ namespace: ns.name, name: quota.metadata?.name ?? '' }),
+    () => kube.core.readNamespacedResourceQuota({ namespace: ns.name, name }),
     predicate('quota status computed for the current spec', (q) =>
       Object.entries(want).every(([k, v]) => q.status?.hard?.[k] === v && q.status?.used?.[k] !== undefined),
     ),
