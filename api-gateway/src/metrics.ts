@@ -53,13 +53,13 @@ export function createMetrics(processMetrics = false): GatewayMetrics {
       registers: [registry],
     }),
     limited: new Counter({
-      name: 'gateway_requests_limited_total',
+      name: 'sandbox_gateway_requests_limited_total',
       help: 'Requests refused with 429 by a per-API-key limit (rate, concurrency)',
       labelNames: ['limit'],
       registers: [registry],
     }),
     shed: new Counter({
-      name: 'gateway_requests_shed_total',
+      name: 'sandbox_gateway_requests_shed_total',
       help: 'Requests answered 503 overloaded (eventLoopDelay, heapUsedBytes, rssBytes, answerBudget)',
       labelNames: ['reason'],
       registers: [registry],
