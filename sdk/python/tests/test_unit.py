@@ -116,6 +116,9 @@ class TestErrors:
             (problem(410, "session-gone", reason="Deleted"), sp.SessionGoneError, "session-gone"),
             (problem(422, "policy-violation"), sp.PolicyViolationError, "policy-violation"),
             (problem(500, "internal"), sp.InternalServerError, "internal"),
+            (problem(429, "rate-limited", retry_after="1"), sp.RateLimitError, "rate-limited"),
+            (problem(403, "quota-exceeded"), sp.PermissionDeniedError, "quota-exceeded"),
+            (problem(502, "agent-answer-too-large"), sp.UpstreamError, "agent-answer-too-large"),
             (problem(418, "teapot"), sp.APIError, "teapot"),
             (httpx.Response(502, text="<html>bad gateway</html>"), sp.UpstreamError, "http-502"),
         ],
@@ -163,12 +166,18 @@ class TestErrors:
 
 
 class TestRetries:
-    def test_reads_retry_on_connection_failure_and_503_with_retry_after(self) -> None:
-        c, script = client([refused(), problem(503, "gateway-not-ready", retry_after="0"), httpx.Response(200, json=SESSION)])
+    def test_reads_retry_on_connection_failure_and_429_or_503_with_retry_after(self) -> None:
+        c, script = client([refused(), problem(503, "gateway-not-ready", retry_after="0"),
+                            problem(429, "rate-limited", retry_after="0"), httpx.Response(200, json=SESSION)],
+                           max_retries=3)
         assert c.get_session("s1").name == "s1"
-        assert len(script.requests) == 3
+        assert len(script.requests) == 4
 
-    @pytest.mark.parametrize("failure", [refused, lambda: problem(503, "shell-unavailable", retry_after="0")])
+    @pytest.mark.parametrize("failure", [
+        refused,
+        lambda: problem(503, "shell-unavailable", retry_after="0"),
+        lambda: problem(429, "concurrency-limited", retry_after="0"),
+    ])
     def test_exec_is_never_retried(self, failure: Callable[[], Step]) -> None:
         c, script = client([failure(), httpx.Response(200, json={})])
         with pytest.raises(sp.SandboxError):

@@ -22,15 +22,21 @@ export type ProblemCode =
   | 'method-not-allowed'
   | 'conflict'
   | 'session-gone'
+  | 'quota-exceeded'
   | 'payload-too-large'
   | 'unsupported-media-type'
   | 'policy-violation'
+  | 'rate-limited'
+  | 'concurrency-limited'
   | 'internal'
   | 'not-supported'
   | 'upstream-error'
+  | 'agent-answer-too-large'
+  | 'agent-protocol-error'
   | 'session-not-ready'
   | 'shell-unavailable'
   | 'gateway-not-ready'
+  | 'overloaded'
   | 'upstream-timeout';
 
 /** Codes of failures that are not a gateway answer. */
@@ -117,7 +123,7 @@ export class InvalidRequestError extends GatewayError {
 export class AuthenticationError extends GatewayError {
   override readonly name = 'AuthenticationError';
 }
-/** 403 forbidden (namespace not allowed for the key) or path-forbidden (path leaves the workspace). */
+/** 403 forbidden (namespace not allowed for the key), path-forbidden (path leaves the workspace), quota-exceeded. */
 export class PermissionDeniedError extends GatewayError {
   override readonly name = 'PermissionDeniedError';
 }
@@ -137,15 +143,19 @@ export class SessionGoneError extends GatewayError {
 export class PolicyViolationError extends GatewayError {
   override readonly name = 'PolicyViolationError';
 }
+/** 429 rate-limited, concurrency-limited: too many calls of this API key; retry after `retryAfterSeconds`. */
+export class RateLimitError extends GatewayError {
+  override readonly name = 'RateLimitError';
+}
 /** 501 not-supported by the session's transport. */
 export class NotSupportedError extends GatewayError {
   override readonly name = 'NotSupportedError';
 }
-/** 503 session-not-ready, shell-unavailable, gateway-not-ready: try again after `retryAfterSeconds`. */
+/** 503 session-not-ready, shell-unavailable, gateway-not-ready, overloaded: try again after `retryAfterSeconds`. */
 export class UnavailableError extends GatewayError {
   override readonly name = 'UnavailableError';
 }
-/** 502 upstream-error, 504 upstream-timeout: the sandbox could not be reached or did not answer in time. */
+/** 502 upstream-error, agent-answer-too-large, agent-protocol-error, 504 upstream-timeout: the sandbox could not be reached or answered badly or late. */
 export class UpstreamError extends GatewayError {
   override readonly name = 'UpstreamError';
 }
@@ -164,6 +174,9 @@ const BY_SLUG: Record<ProblemCode, GatewayErrorClass> = {
   unauthorized: AuthenticationError,
   forbidden: PermissionDeniedError,
   'path-forbidden': PermissionDeniedError,
+  'quota-exceeded': PermissionDeniedError,
+  'rate-limited': RateLimitError,
+  'concurrency-limited': RateLimitError,
   'session-not-found': NotFoundError,
   'not-found': NotFoundError,
   conflict: ConflictError,
@@ -172,10 +185,13 @@ const BY_SLUG: Record<ProblemCode, GatewayErrorClass> = {
   internal: InternalServerError,
   'not-supported': NotSupportedError,
   'upstream-error': UpstreamError,
+  'agent-answer-too-large': UpstreamError,
+  'agent-protocol-error': UpstreamError,
   'upstream-timeout': UpstreamError,
   'session-not-ready': UnavailableError,
   'shell-unavailable': UnavailableError,
   'gateway-not-ready': UnavailableError,
+  overloaded: UnavailableError,
 };
 
 /** Family by status, for answers without one of our slugs (e.g. from a proxy in front). */
@@ -190,6 +206,7 @@ const BY_STATUS: Record<number, GatewayErrorClass> = {
   413: InvalidRequestError,
   415: InvalidRequestError,
   422: PolicyViolationError,
+  429: RateLimitError,
   501: NotSupportedError,
   502: UpstreamError,
   503: UnavailableError,

@@ -2,7 +2,7 @@
  * One HTTP call to the gateway: URL and auth, a deadline, bounded reading of answers, problem+json
  * turned into typed errors, and the retry rule. Retries happen only for calls the caller marked
  * idempotent (reads, create-or-get by name, delete, file upload: sending them twice has the effect
- * of sending them once), and only when the gateway could not be reached or answered 503 with
+ * of sending them once), and only when the gateway could not be reached or answered 429 or 503 with
  * Retry-After. An exec is never marked idempotent: a command must never run twice.
  */
 import { ConnectionError, ProtocolError, SandboxError, TimeoutError, errorFromProblem } from './errors.js';
@@ -55,7 +55,8 @@ export interface OkResponse {
   signal: AbortSignal;
 }
 
-const RETRYABLE_STATUS = 503;
+/** Answers that say the call was refused before any work and when to come back (with Retry-After). */
+const RETRYABLE_STATUS = new Set([429, 503]);
 
 /** Sends a call and returns its 2xx answer, or throws a SandboxError. */
 export async function send(config: HttpConfig, spec: CallSpec): Promise<OkResponse> {
@@ -125,7 +126,12 @@ function retryDelay(
   }
   const status = (error as { status?: number }).status;
   const after = (error as { retryAfterSeconds?: number }).retryAfterSeconds;
-  if (status === RETRYABLE_STATUS && after !== undefined && after * 1000 <= retry.maxDelayMs) {
+  if (
+    status !== undefined &&
+    RETRYABLE_STATUS.has(status) &&
+    after !== undefined &&
+    after * 1000 <= retry.maxDelayMs
+  ) {
     return after * 1000;
   }
   return undefined;

@@ -23,6 +23,7 @@ export {
   PolicyViolationError,
   PROBLEM_TYPE_BASE,
   ProtocolError,
+  RateLimitError,
   SandboxError,
   SessionGoneError,
   TimeoutError,

@@ -2,8 +2,8 @@
 problem+json decoding, the retry rule and the NDJSON decoder.
 
 Retry rule: only idempotent calls are retried (reads, create-or-get *by name*, delete, upload: sent
-twice they have the effect of once), only when the gateway could not be reached or answered 503
-with Retry-After, at most ``max_retries`` times. An exec is never retried: a command must never
+twice they have the effect of once), only when the gateway could not be reached or answered 429 or
+503 with Retry-After, at most ``max_retries`` times. An exec is never retried: a command must never
 run twice.
 """
 
@@ -197,7 +197,7 @@ def retry_delay(attempt: int, max_retries: int, error: Exception, idempotent: bo
         return None
     if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.RemoteProtocolError)):
         return min(_MAX_RETRY_DELAY, 0.25 * 2.0 ** (attempt - 1))
-    if isinstance(error, APIError) and error.status == 503 and error.retry_after is not None:
+    if isinstance(error, APIError) and error.status in (429, 503) and error.retry_after is not None:
         return error.retry_after if error.retry_after <= _MAX_RETRY_DELAY else None
     return None
 

@@ -90,7 +90,7 @@ class AuthenticationError(APIError):
 
 
 class PermissionDeniedError(APIError):
-    """403 forbidden (namespace not allowed for the key) or path-forbidden."""
+    """403 forbidden (namespace not allowed for the key), path-forbidden, quota-exceeded."""
 
 
 class NotFoundError(APIError):
@@ -109,16 +109,20 @@ class PolicyViolationError(APIError):
     """422 policy-violation: image, timeout or transport not allowed by the gateway."""
 
 
+class RateLimitError(APIError):
+    """429 rate-limited, concurrency-limited: too many calls of this API key; retry after ``retry_after``."""
+
+
 class NotSupportedError(APIError):
     """501 not-supported by the session's transport."""
 
 
 class UnavailableError(APIError):
-    """503 session-not-ready, shell-unavailable, gateway-not-ready: retry after ``retry_after``."""
+    """503 session-not-ready, shell-unavailable, gateway-not-ready, overloaded: retry after ``retry_after``."""
 
 
 class UpstreamError(APIError):
-    """502 upstream-error, 504 upstream-timeout: the sandbox could not be reached in time."""
+    """502 upstream-error, agent-answer-too-large, agent-protocol-error; 504 upstream-timeout."""
 
 
 class InternalServerError(APIError):
@@ -133,6 +137,9 @@ _BY_CODE: dict[str, type[APIError]] = {
     "unauthorized": AuthenticationError,
     "forbidden": PermissionDeniedError,
     "path-forbidden": PermissionDeniedError,
+    "quota-exceeded": PermissionDeniedError,
+    "rate-limited": RateLimitError,
+    "concurrency-limited": RateLimitError,
     "session-not-found": NotFoundError,
     "not-found": NotFoundError,
     "conflict": ConflictError,
@@ -141,10 +148,13 @@ _BY_CODE: dict[str, type[APIError]] = {
     "internal": InternalServerError,
     "not-supported": NotSupportedError,
     "upstream-error": UpstreamError,
+    "agent-answer-too-large": UpstreamError,
+    "agent-protocol-error": UpstreamError,
     "upstream-timeout": UpstreamError,
     "session-not-ready": UnavailableError,
     "shell-unavailable": UnavailableError,
     "gateway-not-ready": UnavailableError,
+    "overloaded": UnavailableError,
 }
 
 _BY_STATUS: dict[int, type[APIError]] = {
@@ -158,6 +168,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     413: InvalidRequestError,
     415: InvalidRequestError,
     422: PolicyViolationError,
+    429: RateLimitError,
     501: NotSupportedError,
     502: UpstreamError,
     503: UnavailableError,

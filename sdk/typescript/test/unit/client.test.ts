@@ -12,6 +12,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
   ProtocolError,
+  RateLimitError,
   SandboxClient,
   SandboxError,
   SessionGoneError,
@@ -35,14 +36,15 @@ const SESSION: Session = {
   execTransport: 'Agent',
 };
 
-function client(steps: Step[], opts: { namespace?: string; timeoutMs?: number } = {}) {
+function client(steps: Step[], opts: { namespace?: string; timeoutMs?: number; retries?: number } = {}) {
   const fake = new FakeFetch(steps);
+  const { retries, ...rest } = opts;
   const c = new SandboxClient({
     baseUrl: 'http://gw.test:8080/',
     apiKey: 'k-123',
     fetch: fake.fetch,
-    retry: { initialDelayMs: 1 },
-    ...opts,
+    retry: { initialDelayMs: 1, ...(retries === undefined ? {} : { retries }) },
+    ...rest,
   });
   return { fake, c };
 }
@@ -112,6 +114,9 @@ describe('typed errors from problem+json', () => {
     [problem(404, 'session-not-found', { detail: 'no session s1' }), NotFoundError, 'session-not-found'],
     [problem(410, 'session-gone', { reason: 'Deleted' }), SessionGoneError, 'session-gone'],
     [problem(504, 'upstream-timeout'), UpstreamError, 'upstream-timeout'],
+    [problem(502, 'agent-protocol-error'), UpstreamError, 'agent-protocol-error'],
+    [problem(429, 'rate-limited'), RateLimitError, 'rate-limited'],
+    [problem(403, 'quota-exceeded'), PermissionDeniedError, 'quota-exceeded'],
     [problem(500, 'internal'), InternalServerError, 'internal'],
     [problem(418, 'teapot'), GatewayError, 'teapot'],
     [{ status: 502, body: '<html>bad gateway</html>' }, UpstreamError, 'http-502'],
@@ -181,18 +186,25 @@ describe('typed errors from problem+json', () => {
 });
 
 describe('retries only where safe', () => {
-  it('retries reads on connection failures and on 503 with Retry-After', async () => {
-    const { fake, c } = client([
+  it('retries reads on connection failures and on 429/503 with Retry-After', async () => {
+    const steps = [
       refused(),
       problem(503, 'gateway-not-ready', { retryAfter: '0' }),
+      problem(429, 'rate-limited', { retryAfter: '0' }),
       json(200, SESSION),
-    ]);
+    ];
+    const { fake, c } = client(steps, { retries: 3 });
     expect((await c.getSession('s1')).name).toBe('s1');
-    expect(fake.calls).toHaveLength(3);
+    expect(fake.calls).toHaveLength(4);
   });
 
   it('never retries an exec or a streaming exec, whatever the failure', async () => {
-    for (const step of [refused(), problem(503, 'shell-unavailable', { retryAfter: '0' })]) {
+    const refusals = [
+      refused(),
+      problem(503, 'shell-unavailable', { retryAfter: '0' }),
+      problem(429, 'concurrency-limited', { retryAfter: '0' }),
+    ];
+    for (const step of refusals) {
       const { fake, c } = client([step, json(200, {})]);
       await expect(c.exec('s1', { command: 'date >> log' })).rejects.toBeInstanceOf(SandboxError);
       expect(fake.calls).toHaveLength(1);
