@@ -5,3 +5,4 @@ export * from './token.js';
 export * from './master-key.js';
 export type * from './generated/types.js';
 export { sandboxSessionSchema } from './generated/schema.js';
+export * from './wire/index.js';

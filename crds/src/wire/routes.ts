@@ -1,0 +1,39 @@
+/**
+ * Paths and content types of the agent's HTTP API (port AGENT_PORT), so that no client spells them
+ * by hand. The shapes behind each path are in ./schemas.ts; the table in docs/architecture.md
+ * ("Agent HTTP API") lists them together.
+ */
+
+/** Content type of NDJSON bodies: streamed answers, and streamed exec requests with stdin. */
+export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
+
+/** Fixed paths of the agent. */
+export const AGENT_PATHS = {
+  /** GET, no auth: readiness (bash answers). */
+  healthz: '/healthz',
+  /** GET, no auth: liveness (the agent is not wedged). */
+  livez: '/livez',
+  /** POST: run a command in the persistent bash, answer with its whole output. */
+  exec: '/v1/exec',
+  /** POST: run a command, stream its output as NDJSON; an NDJSON request body streams stdin. */
+  execStream: '/v1/exec/stream',
+  /** PUT and GET `/v1/files/<path>`: this prefix plus the workspace-relative path. */
+  filesPrefix: '/v1/files/',
+  /** POST: start a background process; GET: list them. */
+  processes: '/v1/processes',
+  /** GET with `Upgrade: websocket`: a terminal running `bash -i`. */
+  pty: '/v1/pty',
+} as const;
+
+/** What can follow `/v1/processes/<id>`. */
+export type ProcessAction = 'output' | 'output/stream' | 'signal' | 'wait';
+
+/**
+ * Path of one background process (GET info, DELETE to remove) or of an action on it:
+ * `processPath(id, 'signal')` = `/v1/processes/<id>/signal`. The id is percent-encoded, so a
+ * malformed id stays one path segment (the agent answers 404 process-not-found).
+ */
+export function processPath(id: string, action?: ProcessAction): string {
+  const base = `${AGENT_PATHS.processes}/${encodeURIComponent(id)}`;
+  return action === undefined ? base : `${base}/${action}`;
+}
