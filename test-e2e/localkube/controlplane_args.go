@@ -38,8 +38,8 @@ var baseControllers = []string{
 	"endpointslice-controller",
 	"endpoints-controller",
 	"disruption-controller",
-	// The chart puts a ResourceQuota in each sandbox namespace: without this controller its
-	// status is never computed and the API server refuses every create it covers.
+	// The chart puts a ResourceQuota in each sandbox namespace: without this controller a quota
+	// never gets a status, and quota admission enforces only what the status lists (nothing).
 	"resourcequota-controller",
 }
 
