@@ -9,7 +9,7 @@ BENCH_OPERATOR_CONCURRENCY ?= 16
 # Environment of the operator in the RSS phase: the recommended deployment setting (operator/README.md).
 BENCH_OPERATOR_ENV ?= NODE_OPTIONS=--max-old-space-size=128
 
-.PHONY: operator-build test-operator test-integration-operator bench-operator run-operator audit-operator bench
+.PHONY: operator-build test-operator test-integration-operator bench-operator bench-operator-tracing run-operator audit-operator bench
 
 operator-build: node-deps ## Compile the operator (tsc -b operator; incremental)
 	nice npx tsc -b operator
@@ -25,6 +25,13 @@ bench-operator: node-deps localkube operator-build ## Operator vs direct creates
 	nice node operator/bench/run.mjs --sessions $(BENCH_OPERATOR_SESSIONS) --rounds $(BENCH_OPERATOR_ROUNDS) \
 	  --rss "$(BENCH_OPERATOR_RSS)" --concurrency $(BENCH_OPERATOR_CONCURRENCY) --operator-env "$(BENCH_OPERATOR_ENV)"
 
+# Reconciles per round and rounds of the tracing benchmark.
+BENCH_TRACING_RECONCILES ?= 20000
+BENCH_TRACING_ROUNDS ?= 7
+
+bench-operator-tracing: node-deps ## What tracing costs a reconcile: off vs on (100%, OTLP to a loopback sink) vs on (0%), same run
+	nice node operator/bench/tracing-run.mjs --reconciles $(BENCH_TRACING_RECONCILES) --rounds $(BENCH_TRACING_ROUNDS)
+
 # Runs the operator in the foreground against $KUBECONFIG (default: the local cluster), with a
 # throwaway master key unless SANDBOX_MASTER_KEY_FILE is set. Not for production: see the chart.
 run-operator: operator-build ## Run the operator locally against $KUBECONFIG (default .localkube/kubeconfig)
@@ -36,4 +43,4 @@ run-operator: operator-build ## Run the operator locally against $KUBECONFIG (de
 audit-operator: ## npm audit of the operator's runtime dependencies (the registry may refuse; see operator/README.md)
 	npm audit --omit=dev -w operator
 
-bench: bench-operator
+bench: bench-operator bench-operator-tracing
