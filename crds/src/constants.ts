@@ -84,6 +84,26 @@ export const REASONS = {
   quotaExceeded: 'QuotaExceeded',
   /** The session is being deleted. */
   terminating: 'Terminating',
+  /**
+   * spec.suspend is true (set by a client, or by the operator when shutdownPolicy Suspend found
+   * the session idle): the Pod is deleted (or being deleted); the Secret and the workspace are
+   * kept. spec.suspend=false, or any exec, file or MCP call through the gateway, resumes it.
+   */
+  suspended: 'Suspended',
+  /**
+   * spec.workspace.persistentVolumeClaim.storageClassName names a StorageClass that does not
+   * exist: the claim can never be provisioned. Fix the session (delete and re-create it).
+   */
+  storageClassNotFound: 'StorageClassNotFound',
+  /** The workspace PersistentVolumeClaim is not bound yet (being provisioned). */
+  workspacePending: 'WorkspacePending',
+  /**
+   * The workspace PersistentVolumeClaim stayed unbound longer than the operator's
+   * WORKSPACE_BIND_TIMEOUT_SECONDS (no provisioner for its class, no default StorageClass, no
+   * matching volume); the message names the claim and its class. The session provisions as soon
+   * as the claim binds.
+   */
+  workspaceNotBound: 'WorkspaceNotBound',
 } as const;
 
 export type ReadyReason = (typeof REASONS)[keyof typeof REASONS];
@@ -117,12 +137,23 @@ export const EVENT_REASONS = {
   imagePullFailed: REASONS.imagePullFailed,
   /** Warning: the Pod failed (it is deleted and created again) or its container keeps crashing. */
   podFailed: REASONS.podFailed,
+  /** Normal: the workspace PersistentVolumeClaim was created. */
+  createdWorkspace: 'CreatedWorkspace',
+  /** Normal: the session was suspended (its Pod deleted; the note says whether idle or asked). */
+  suspended: REASONS.suspended,
+  /** Normal: a suspended session was resumed (its Pod is created again on the same workspace). */
+  resumed: 'Resumed',
+  /** Warning: the workspace names a StorageClass that does not exist. */
+  storageClassNotFound: REASONS.storageClassNotFound,
+  /** Warning: the workspace claim stayed unbound past the operator's bind timeout. */
+  workspaceNotBound: REASONS.workspaceNotBound,
 } as const;
 
 /** Summary phase for the printer column only (derived from the conditions). */
 export const PHASES = {
   pending: 'Pending',
   ready: 'Ready',
+  suspended: 'Suspended',
   terminated: 'Terminated',
   failed: 'Failed',
 } as const;
@@ -158,7 +189,7 @@ export const TOKEN_ENV = 'SANDBOX_TOKEN';
  * can collide.
  */
 export const SESSION_ENV_PREFIX = 'SANDBOX_ENV_';
-/** The writable workspace of the sandbox container. */
+/** The writable workspace of the sandbox container (also HOME). */
 export const WORKSPACE_DIR = '/workspace';
 /** Name of the sandbox container in the Pod. */
 export const SANDBOX_CONTAINER = 'sandbox';

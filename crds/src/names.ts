@@ -1,5 +1,6 @@
 /**
- * Deterministic child names. A session's Pod is `sbs-<name>` and its Secret `sbs-<name>-token`.
+ * Deterministic child names. A session's Pod is `sbs-<name>`, its Secret `sbs-<name>-token` and its
+ * workspace claim (persistent workspaces only) `sbs-<name>-workspace`.
  * Session names are DNS-1123 labels of at most 63 characters (the CRD enforces it), so the Secret
  * name always fits; the Pod name is also its hostname, which must stay within 63 characters: when
  * `sbs-<name>` would not, it becomes `sbs-<first 50 chars>-<8 hex of sha256(name)>`, never a
@@ -26,6 +27,14 @@ export function podName(session: string): string {
 /** Name of the token Secret of a session. */
 export function secretName(session: string): string {
   return `${PREFIX}${session}-token`;
+}
+
+/**
+ * Name of the workspace PersistentVolumeClaim of a session (spec.workspace.persistentVolumeClaim).
+ * Claim names are DNS subdomains (253 characters), so `sbs-<63>-workspace` always fits.
+ */
+export function workspaceClaimName(session: string): string {
+  return `${PREFIX}${session}-workspace`;
 }
 
 /** Value of the sandbox.dev/session label: the name when it is a valid label value, else a hash. */

@@ -141,6 +141,16 @@ export const ENV_SCHEMA = {
       description:
         'Safety requeue while waiting for a child to be deleted (the watch event normally comes first).',
     },
+    WORKSPACE_BIND_TIMEOUT_SECONDS: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 86400,
+      default: 60,
+      description:
+        'How long a workspace PersistentVolumeClaim may stay unbound (from its creation or the ' +
+        "session's resume) before Ready says WorkspaceNotBound instead of WorkspacePending; a " +
+        'provisioner normally binds it within seconds of the Pod being scheduled.',
+    },
     BACKOFF_BASE_MS: {
       type: 'integer',
       minimum: 10,
@@ -314,6 +324,8 @@ export interface OperatorConfig {
   readonly requeueFloorMs: number;
   /** WAIT_REQUEUE_SECONDS in ms. */
   readonly waitRequeueMs: number;
+  /** WORKSPACE_BIND_TIMEOUT_SECONDS in ms. */
+  readonly workspaceBindTimeoutMs: number;
   /** BACKOFF_BASE_MS and BACKOFF_MAX_SECONDS. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number; readonly jitter: number };
   /** API_TIMEOUT_SECONDS in ms. */
@@ -398,6 +410,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     resyncMs: p.RESYNC_SECONDS * 1000,
     requeueFloorMs: p.REQUEUE_FLOOR_MS,
     waitRequeueMs: p.WAIT_REQUEUE_SECONDS * 1000,
+    workspaceBindTimeoutMs: p.WORKSPACE_BIND_TIMEOUT_SECONDS * 1000,
     backoff: { baseMs: p.BACKOFF_BASE_MS, maxMs: p.BACKOFF_MAX_SECONDS * 1000, jitter: 0.2 },
     apiTimeoutMs: p.API_TIMEOUT_SECONDS * 1000,
     leaderElection: p.LEADER_ELECT ? leaderElection(p) : undefined,

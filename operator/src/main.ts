@@ -17,7 +17,12 @@ import { SessionRegistry } from './controller/session-registry.js';
 import { StatusDeferral } from './controller/status-deferral.js';
 import { createChildInformers } from './kube/child-informers.js';
 import { isQuotaRefused } from './kube/errors.js';
-import { createPodStore, createSecretStore } from './kube/child-stores.js';
+import {
+  createClaimStore,
+  createPodStore,
+  createSecretStore,
+  createStorageClassLookup,
+} from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
 import { CreatedOverlay } from './kube/created-overlay.js';
 import { startSessionWatch } from './kube/dot-i-source.js';
@@ -29,7 +34,7 @@ import { Resync } from './kube/resync.js';
 import { SessionCache } from './kube/session-cache.js';
 import { SessionChangeFilter } from './kube/session-change-filter.js';
 import { createSessionStore } from './kube/session-store.js';
-import type { PodView, SecretView } from './kube/views.js';
+import type { ClaimView, PodView, SecretView } from './kube/views.js';
 import { WorkQueue } from './kube/work-queue.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { Workload } from './runtime/workload.js';
@@ -69,7 +74,11 @@ async function main(): Promise<void> {
     queue.add(key);
   };
   // What this process just created, until the informers show it (kube/created-overlay.ts).
-  const created = { pods: new CreatedOverlay<PodView>(), secrets: new CreatedOverlay<SecretView>() };
+  const created = {
+    pods: new CreatedOverlay<PodView>(),
+    secrets: new CreatedOverlay<SecretView>(),
+    persistentvolumeclaims: new CreatedOverlay<ClaimView>(),
+  };
   const informers = createChildInformers(kc, clients.core, config.watchNamespaces, {
     logger,
     enqueue: (resource, key) => enqueue(resource)(key),
@@ -96,6 +105,9 @@ async function main(): Promise<void> {
     }),
     pods: createPodStore(clients, informers.pods, created.pods),
     secrets: createSecretStore(clients, informers.secrets, created.secrets),
+    claims: createClaimStore(clients, informers.claims, created.persistentvolumeclaims),
+    storageClasses: createStorageClassLookup(clients.storage, storageClassReadFailed(logger)),
+    workspaceBindTimeoutMs: config.workspaceBindTimeoutMs,
     events,
     clock: systemClock,
     masterKey,
@@ -216,6 +228,24 @@ function createQueue(
       onDone: (_key, ms, ok) => metrics.reconcileDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000),
     }),
   });
+}
+
+/**
+ * Logs a failed StorageClass read once per kind of failure (a missing `get storageclasses`
+ * permission would otherwise log on every reconcile of every unbound workspace).
+ */
+function storageClassReadFailed(logger: Logger): (err: unknown) => void {
+  const seen = new Set<string>();
+  return (err) => {
+    const fields = errorFields(err);
+    const kind = JSON.stringify(fields);
+    if (seen.has(kind)) return;
+    seen.add(kind);
+    logger.warn(
+      'cannot read StorageClasses; unbound workspaces are judged by their bind timeout only',
+      fields,
+    );
+  };
 }
 
 /** The watch path of SandboxSessions in a namespace, '' = all (what dot-i watches). */

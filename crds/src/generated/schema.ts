@@ -4,7 +4,7 @@
 export const sandboxSessionSchema = {
   type: 'object',
   description:
-    "A throwaway Linux sandbox: the operator runs one Pod (and one Secret holding the in-pod agent's token) for it, reports readiness, and deletes it when it has been idle for spec.idleTimeoutSeconds or has lived for spec.maxLifetimeSeconds.",
+    "A Linux sandbox: the operator runs one Pod (and one Secret holding the in-pod agent's token, and optionally a PersistentVolumeClaim for /workspace) for it, reports readiness, and deletes or suspends it when it has been idle for spec.idleTimeoutSeconds, and ends it when it has lived for spec.maxLifetimeSeconds.",
   required: ['spec'],
   'x-kubernetes-validations': [
     {
@@ -63,6 +63,11 @@ export const sandboxSessionSchema = {
         {
           rule: 'self.imagePullPolicy == oldSelf.imagePullPolicy',
           message: 'spec.imagePullPolicy is immutable',
+        },
+        {
+          rule: "!has(self.shutdownPolicy) || self.shutdownPolicy != 'Suspend' || (has(self.workspace) && has(self.workspace.persistentVolumeClaim))",
+          message:
+            'shutdownPolicy Suspend needs a persistent workspace: set spec.workspace.persistentVolumeClaim (an emptyDir workspace would be lost at every idle suspension), or use shutdownPolicy Delete or Retain',
         },
       ],
       properties: {
@@ -274,15 +279,22 @@ export const sandboxSessionSchema = {
         },
         shutdownPolicy: {
           type: 'string',
-          enum: ['Delete', 'Retain'],
+          enum: ['Delete', 'Retain', 'Suspend'],
           default: 'Delete',
           description:
-            'What happens when the session is idle or past its lifetime. Delete removes the SandboxSession (and with it the Pod and Secret); Retain removes the Pod and Secret and keeps the SandboxSession with Ready=False (reason IdleTimeout or LifetimeExceeded).',
+            'What happens when the session is idle or past its lifetime. Delete removes the SandboxSession (and with it the Pod, Secret and workspace); Retain removes the Pod and Secret and keeps the SandboxSession with Ready=False (reason IdleTimeout or LifetimeExceeded); Suspend sets spec.suspend when the session is idle (the Pod is deleted, the Secret and the persistent workspace are kept, and the next call through the gateway resumes it) and deletes the session at maxLifetimeSeconds. Suspend needs spec.workspace.persistentVolumeClaim.',
+        },
+        suspend: {
+          type: 'boolean',
+          default: false,
+          description:
+            'True suspends the session (the Kubernetes convention of Job and CronJob): its Pod is deleted, its Secret, token and workspace are kept, Ready=False with reason Suspended. False again creates a Pod on the same workspace. Running processes and everything outside /workspace do not survive a suspension. The gateway resumes a suspended session on the next exec, stream, file or MCP call; the operator sets it itself when shutdownPolicy is Suspend and the session is idle.',
         },
         workspace: {
           type: 'object',
           default: {},
-          description: 'The writable /workspace volume (an emptyDir).',
+          description:
+            'The writable /workspace volume (HOME): an emptyDir (lost with the Pod), or with persistentVolumeClaim a PersistentVolumeClaim that outlives the Pod.',
           properties: {
             sizeLimit: {
               anyOf: [
@@ -297,7 +309,28 @@ export const sandboxSessionSchema = {
               pattern:
                 '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
               default: '1Gi',
-              description: 'Size limit of /workspace.',
+              description:
+                "Size of /workspace: the emptyDir's size limit, or the storage request of the PersistentVolumeClaim.",
+            },
+            persistentVolumeClaim: {
+              type: 'object',
+              description:
+                'Keep /workspace on a PersistentVolumeClaim named sbs-<name>-workspace, owned by the session: it survives suspension, Pod deletion and eviction, and is deleted with the session (use a StorageClass with reclaimPolicy Retain to keep the data).',
+              properties: {
+                storageClassName: {
+                  type: 'string',
+                  minLength: 1,
+                  maxLength: 253,
+                  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                  description: "StorageClass of the claim; unset means the cluster's default StorageClass.",
+                },
+                accessMode: {
+                  type: 'string',
+                  enum: ['ReadWriteOnce', 'ReadWriteOncePod', 'ReadWriteMany'],
+                  default: 'ReadWriteOnce',
+                  description: "Access mode of the claim (the session's one Pod is its only user).",
+                },
+              },
             },
           },
         },
@@ -361,6 +394,10 @@ export const sandboxSessionSchema = {
           type: 'string',
           description: 'Name of the sandbox Pod.',
         },
+        workspaceClaimName: {
+          type: 'string',
+          description: 'Name of the workspace PersistentVolumeClaim (persistent workspaces only).',
+        },
         podIP: {
           type: 'string',
           description: 'IP of the sandbox Pod; set only while the Pod has one.',
@@ -384,6 +421,12 @@ export const sandboxSessionSchema = {
           description:
             'Last activity reported by the gateway (mirrors the sandbox.dev/last-activity annotation).',
         },
+        lastResumeTime: {
+          type: 'string',
+          format: 'date-time',
+          description:
+            'When the operator last saw the session resumed (spec.suspend back to false); the idle period starts again from it.',
+        },
         expiresAt: {
           type: 'string',
           format: 'date-time',
@@ -392,7 +435,7 @@ export const sandboxSessionSchema = {
         },
         phase: {
           type: 'string',
-          enum: ['Pending', 'Ready', 'Terminated', 'Failed'],
+          enum: ['Pending', 'Ready', 'Suspended', 'Terminated', 'Failed'],
           description: 'Summary of the conditions for the printer column; use conditions in code.',
         },
       },

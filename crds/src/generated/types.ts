@@ -67,17 +67,34 @@ export interface SandboxSessionSpec {
    */
   maxLifetimeSeconds?: number;
   /**
-   * What happens when the session is idle or past its lifetime. Delete removes the SandboxSession (and with it the Pod and Secret); Retain removes the Pod and Secret and keeps the SandboxSession with Ready=False (reason IdleTimeout or LifetimeExceeded).
+   * What happens when the session is idle or past its lifetime. Delete removes the SandboxSession (and with it the Pod, Secret and workspace); Retain removes the Pod and Secret and keeps the SandboxSession with Ready=False (reason IdleTimeout or LifetimeExceeded); Suspend sets spec.suspend when the session is idle (the Pod is deleted, the Secret and the persistent workspace are kept, and the next call through the gateway resumes it) and deletes the session at maxLifetimeSeconds. Suspend needs spec.workspace.persistentVolumeClaim.
    */
-  shutdownPolicy?: 'Delete' | 'Retain';
+  shutdownPolicy?: 'Delete' | 'Retain' | 'Suspend';
   /**
-   * The writable /workspace volume (an emptyDir).
+   * True suspends the session (the Kubernetes convention of Job and CronJob): its Pod is deleted, its Secret, token and workspace are kept, Ready=False with reason Suspended. False again creates a Pod on the same workspace. Running processes and everything outside /workspace do not survive a suspension. The gateway resumes a suspended session on the next exec, stream, file or MCP call; the operator sets it itself when shutdownPolicy is Suspend and the session is idle.
+   */
+  suspend?: boolean;
+  /**
+   * The writable /workspace volume (HOME): an emptyDir (lost with the Pod), or with persistentVolumeClaim a PersistentVolumeClaim that outlives the Pod.
    */
   workspace?: {
     /**
-     * Size limit of /workspace.
+     * Size of /workspace: the emptyDir's size limit, or the storage request of the PersistentVolumeClaim.
      */
     sizeLimit?: number | string;
+    /**
+     * Keep /workspace on a PersistentVolumeClaim named sbs-<name>-workspace, owned by the session: it survives suspension, Pod deletion and eviction, and is deleted with the session (use a StorageClass with reclaimPolicy Retain to keep the data).
+     */
+    persistentVolumeClaim?: {
+      /**
+       * StorageClass of the claim; unset means the cluster's default StorageClass.
+       */
+      storageClassName?: string;
+      /**
+       * Access mode of the claim (the session's one Pod is its only user).
+       */
+      accessMode?: 'ReadWriteOnce' | 'ReadWriteOncePod' | 'ReadWriteMany';
+    };
   };
   /**
    * How the gateway runs commands: Agent (HTTP to the in-pod agent on port 8090) or KubernetesExec (pods/exec through the API server, for images without the agent).
@@ -109,6 +126,10 @@ export interface SandboxSessionStatus {
    */
   podName?: string;
   /**
+   * Name of the workspace PersistentVolumeClaim (persistent workspaces only).
+   */
+  workspaceClaimName?: string;
+  /**
    * IP of the sandbox Pod; set only while the Pod has one.
    */
   podIP?: string;
@@ -129,13 +150,17 @@ export interface SandboxSessionStatus {
    */
   lastActivityTime?: string;
   /**
+   * When the operator last saw the session resumed (spec.suspend back to false); the idle period starts again from it.
+   */
+  lastResumeTime?: string;
+  /**
    * The earlier of the idle deadline and the lifetime deadline; unset when neither applies.
    */
   expiresAt?: string;
   /**
    * Summary of the conditions for the printer column; use conditions in code.
    */
-  phase?: 'Pending' | 'Ready' | 'Terminated' | 'Failed';
+  phase?: 'Pending' | 'Ready' | 'Suspended' | 'Terminated' | 'Failed';
 }
 
 /** One entry of status.conditions (the shape of metav1.Condition). */

@@ -1,12 +1,19 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { isDnsLabel, podName, secretName, sessionLabelValue } from '../../src/names.js';
+import { isDnsLabel, podName, secretName, sessionLabelValue, workspaceClaimName } from '../../src/names.js';
 
 describe('child names', () => {
   it('prefixes short names', () => {
     expect(podName('demo')).toBe('sbs-demo');
     expect(secretName('demo')).toBe('sbs-demo-token');
     expect(sessionLabelValue('demo')).toBe('demo');
+    expect(workspaceClaimName('demo')).toBe('sbs-demo-workspace');
+  });
+
+  it('keeps workspace claim names within the 253 characters of a DNS subdomain, never hashed', () => {
+    const longest = 'c'.repeat(63);
+    expect(workspaceClaimName(longest)).toBe(`sbs-${longest}-workspace`);
+    expect(workspaceClaimName(longest).length).toBeLessThanOrEqual(253);
   });
 
   it('hashes pod names that would exceed 63 characters, distinctly for names sharing a prefix', () => {

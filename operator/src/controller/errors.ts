@@ -1,7 +1,7 @@
 /** Errors the controller raises itself, each mapped to its own Ready reason. */
 
 /**
- * A Pod or Secret with the session's deterministic name exists and is not owned by this session.
+ * A Pod, Secret or workspace PersistentVolumeClaim with the session's deterministic name exists and is not owned by this session.
  * The operator never adopts or deletes it; the session reports Ready=False/NameConflict until the
  * object goes away. The message names only the kind and name, which are not secret.
  */
@@ -9,7 +9,7 @@ export class NameConflictError extends Error {
   override readonly name = 'NameConflictError';
 
   constructor(
-    readonly kind: 'Pod' | 'Secret',
+    readonly kind: 'Pod' | 'Secret' | 'PersistentVolumeClaim',
     readonly objectName: string,
   ) {
     super(`${kind} ${objectName} exists and is not owned by this SandboxSession; it is left alone`);

@@ -2,11 +2,17 @@
  * expireIfDue: collects a session whose idle or lifetime deadline has passed, else asks to be
  * requeued exactly at that deadline.
  *
+ *   Delete:  deletes the session (idle or lifetime)
+ *   Retain:  writes the collected status, then deletes the Pod and Secret
+ *   Suspend: idle -> sets spec.suspend and deletes the Pod (Secret and workspace kept);
+ *            lifetime -> deletes the session, as Delete
+ *
  * Collecting is guarded against a racing activity stamp: the session is read again, the deadline
  * re-checked on the fresh object, and the commit (the delete for Delete, the status write for
- * Retain) carries that object's resourceVersion as a precondition. If the gateway patched
- * sandbox.dev/last-activity in between, the API server answers 409, and the reconcile runs again
- * on the new stamp instead of collecting a session in use.
+ * Retain, the spec.suspend patch for Suspend) carries that object's resourceVersion as a
+ * precondition. If the gateway patched sandbox.dev/last-activity in between, the API server
+ * answers 409, and the reconcile runs again on the new stamp instead of collecting a session in
+ * use.
  */
 import { REASONS } from '@sandbox-platform/api';
 
@@ -17,6 +23,8 @@ import { isPodReady } from './pod-readiness.js';
 import { statusInputsOf, type ControllerDeps, type PhaseResult, type Scope } from './scope.js';
 import { computeStatus } from './status.js';
 import { statusPatch } from './status-patch.js';
+import { suspendPod } from './suspend-phase.js';
+import { resumeTimeOf } from './suspension.js';
 import { parseTime } from './time.js';
 
 /** Collects the session if its deadline passed; otherwise requeues at the deadline. */
@@ -32,7 +40,7 @@ function decideFor(scope: Scope, deps: ControllerDeps): LifecycleDecision {
   // The Pod may have become Ready in this very reconcile: its idle period starts now, not at creation.
   const readyNow = scope.secret !== undefined && scope.pod !== undefined && isPodReady(scope.pod);
   const readyTime = stored ?? (readyNow ? scope.now : undefined);
-  return decide(scope.now, lifecycleInputs(scope.session, readyTime), deps.requeueFloorMs);
+  return decide(scope.now, lifecycleInputs(scope.session, readyTime, scope.resumeTime), deps.requeueFloorMs);
 }
 
 async function collect(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
@@ -43,11 +51,42 @@ async function collect(scope: Scope, deps: ControllerDeps): Promise<PhaseResult>
   }
   scope.session = fresh;
   scope.resourceVersion = fresh.metadata.resourceVersion ?? '';
+  scope.resumeTime = resumeTimeOf(fresh, scope.now);
   const again = decideFor(scope, deps);
   scope.expiresAt = again.expiresAt;
   if (!again.expired) return { requeueAfterMs: again.requeueAfterMs };
   if (fresh.spec.shutdownPolicy === 'Retain') return retain(scope, deps, again.reason);
+  if (fresh.spec.shutdownPolicy === 'Suspend' && again.reason === REASONS.idleTimeout)
+    return suspend(scope, deps, again.reason);
   return remove(scope, deps, again.reason);
+}
+
+/**
+ * shutdownPolicy Suspend, idle: sets spec.suspend on the fresh object's resourceVersion, then
+ * deletes the Pod at once (the next reconcile would too; doing it here saves a round trip). The
+ * status written after it says Suspended, and the Suspended Event names the idle timeout.
+ */
+async function suspend(scope: Scope, deps: ControllerDeps, reason: ExpiryReason): Promise<PhaseResult> {
+  try {
+    const outcome = await deps.sessions.suspend(scope.key, scope.resourceVersion);
+    if (outcome === 'gone') {
+      scope.deleted = true;
+      return {};
+    }
+    scope.session = outcome;
+    scope.resourceVersion = outcome.metadata.resourceVersion ?? '';
+  } catch (err) {
+    if (isConflict(err)) return { requeueAfterMs: 0 };
+    throw new Error('suspend idle session', { cause: err });
+  }
+  scope.suspendCause = 'idle';
+  deps.logger.info('suspended idle session', { ...fields(scope), reason, policy: 'Suspend' });
+  deps.observer.collected(reason, 'Suspend', pastDeadline(scope, deps));
+  await suspendPod(scope, deps);
+  // Suspended: only the lifetime deadline remains.
+  const after = decideFor(scope, deps);
+  scope.expiresAt = after.expiresAt;
+  return { requeueAfterMs: after.expired ? 0 : after.requeueAfterMs };
 }
 
 async function remove(scope: Scope, deps: ControllerDeps, reason: ExpiryReason): Promise<PhaseResult> {
@@ -62,8 +101,9 @@ async function remove(scope: Scope, deps: ControllerDeps, reason: ExpiryReason):
     if (isConflict(err)) return { requeueAfterMs: 0 };
     throw new Error('delete expired session', { cause: err });
   }
-  deps.logger.info('collected session', { ...fields(scope), reason, policy: 'Delete' });
-  deps.observer.collected(reason, 'Delete', pastDeadline(scope, deps));
+  const policy = scope.session.spec.shutdownPolicy === 'Suspend' ? 'Suspend' : 'Delete';
+  deps.logger.info('collected session', { ...fields(scope), reason, policy });
+  deps.observer.collected(reason, policy, pastDeadline(scope, deps));
   deps.events.record(scope.session, {
     type: 'Normal',
     reason,
@@ -99,9 +139,10 @@ async function retain(scope: Scope, deps: ControllerDeps, reason: ExpiryReason):
 
 function deleteNote(scope: Scope, reason: ExpiryReason): string {
   const spec = scope.session.spec;
+  const policy = spec.shutdownPolicy ?? 'Delete';
   return reason === REASONS.idleTimeout
-    ? `No activity for ${spec.idleTimeoutSeconds ?? ''}s; deleting the session (shutdownPolicy Delete)`
-    : `Maximum lifetime of ${spec.maxLifetimeSeconds ?? ''}s reached; deleting the session (shutdownPolicy Delete)`;
+    ? `No activity for ${spec.idleTimeoutSeconds ?? ''}s; deleting the session (shutdownPolicy ${policy})`
+    : `Maximum lifetime of ${spec.maxLifetimeSeconds ?? ''}s reached; deleting the session (shutdownPolicy ${policy})`;
 }
 
 /** Seconds from the deadline that passed to now (how late the collection came). */

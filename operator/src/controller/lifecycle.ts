@@ -3,7 +3,8 @@
  * clock is an input). The reconcile requeues the session exactly at the earliest deadline; the
  * periodic resync is only a safety net.
  *
- *   idle deadline     = max(lastActivity, readyTime ?? creation) + idleTimeoutSeconds
+ *   idle deadline     = max(lastActivity, readyTime ?? creation, lastResumeTime) + idleTimeoutSeconds
+ *                       (none while the session is suspended: nothing can be active then)
  *   lifetime deadline = creation + maxLifetimeSeconds
  *   expiresAt         = the earlier of the two (undefined when neither applies)
  *
@@ -26,6 +27,10 @@ export interface LifecycleInputs {
   readonly createdAt: Date;
   readonly readyTime?: Date;
   readonly lastActivity?: Date;
+  /** When the session was last resumed (suspension.ts): its idle period starts again then. */
+  readonly resumedAt?: Date;
+  /** spec.suspend: a suspended session has no idle deadline (its lifetime still runs). */
+  readonly suspended?: boolean;
   /** 0 disables idle collection. */
   readonly idleTimeoutSeconds: number;
   /** Absent: no lifetime limit. */
@@ -49,8 +54,9 @@ export type LifecycleDecision =
 
 /** The idle deadline, or undefined when idle collection is disabled. */
 export function idleDeadline(inputs: LifecycleInputs): Date | undefined {
-  if (inputs.idleTimeoutSeconds <= 0) return undefined;
-  const base = inputs.readyTime ?? inputs.createdAt;
+  if (inputs.idleTimeoutSeconds <= 0 || inputs.suspended) return undefined;
+  const started = inputs.readyTime ?? inputs.createdAt;
+  const base = inputs.resumedAt && inputs.resumedAt > started ? inputs.resumedAt : started;
   const last = inputs.lastActivity && inputs.lastActivity > base ? inputs.lastActivity : base;
   return new Date(last.getTime() + inputs.idleTimeoutSeconds * 1000);
 }
@@ -90,16 +96,23 @@ export function decide(now: Date, inputs: LifecycleInputs, floorMs: number): Lif
 }
 
 /**
- * Reads the lifecycle inputs of a session. `readyTime` is passed in because the reconcile may
- * have just observed the Pod becoming Ready (status.readyTime is not written yet).
+ * Reads the lifecycle inputs of a session. `readyTime` and `resumedAt` are passed in because the
+ * reconcile may have just observed the Pod becoming Ready or the session being resumed (status is
+ * not written yet).
  */
-export function lifecycleInputs(session: SandboxSession, readyTime: Date | undefined): LifecycleInputs {
+export function lifecycleInputs(
+  session: SandboxSession,
+  readyTime: Date | undefined,
+  resumedAt?: Date,
+): LifecycleInputs {
   const createdAt = parseTime(session.metadata.creationTimestamp);
   if (!createdAt) throw new Error('session has no creationTimestamp');
   return {
     createdAt,
     readyTime,
     lastActivity: lastActivity(session),
+    resumedAt,
+    suspended: session.spec.suspend === true,
     idleTimeoutSeconds: session.spec.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
     maxLifetimeSeconds: session.spec.maxLifetimeSeconds,
   };

@@ -1,6 +1,9 @@
 /** What the controller reports to telemetry; telemetry/metrics.ts implements it. */
 import type { ExpiryReason } from './lifecycle.js';
 
+/** spec.shutdownPolicy values. */
+export type ShutdownPolicy = 'Delete' | 'Retain' | 'Suspend';
+
 /** Reconcile observations that feed metrics. */
 export interface ReconcileObserver {
   /**
@@ -10,6 +13,9 @@ export interface ReconcileObserver {
   readyReason(key: string, reason: string | undefined, since?: Date): void;
   /** The session became Ready for the first time, `seconds` after it was created. */
   firstReady(seconds: number): void;
-  /** The session was collected, `secondsPastDeadline` after its deadline (expiresAt). */
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void;
+  /**
+   * The session was collected (or, with shutdownPolicy Suspend and an idle deadline, suspended),
+   * `secondsPastDeadline` after its deadline (expiresAt).
+   */
+  collected(reason: ExpiryReason, policy: ShutdownPolicy, secondsPastDeadline: number): void;
 }

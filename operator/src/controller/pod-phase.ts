@@ -1,5 +1,6 @@
 /**
- * ensurePod: the session's Pod exists and is ours. A Pod deleted from outside is created again;
+ * ensurePod: the session's Pod exists and is ours. A Pod deleted from outside is created again
+ * (on the same workspace claim, when the workspace is persistent);
  * a Pod in a terminal phase (evicted, node lost: with restartPolicy Always nothing else ends a
  * Pod) is deleted so that the next reconcile creates a fresh one. Pod specs are never updated: the
  * fields that shape the Pod are immutable in the CRD.
@@ -9,14 +10,15 @@ import { EVENT_REASONS, podName } from '@sandbox-platform/api';
 import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
 import type { PodView } from '../kube/views.js';
 import { buildPod } from '../resources/pod.js';
+import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import { NameConflictError } from './errors.js';
 import { classifyChild } from './ownership.js';
 import { isTerminal } from './pod-readiness.js';
 import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
 
-/** Ensures the Pod (only once the Secret is usable). */
+/** Ensures the Pod (only once the Secret, and a persistent workspace's claim, are usable). */
 export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
-  if (!scope.secret) return {};
+  if (!scope.secret || (hasPersistentWorkspace(scope.session) && !scope.claim)) return {};
   const { namespace, name } = scope.ref;
   const childName = podName(name);
   const existing = deps.pods.cached(namespace, childName) ?? (await createPod(scope, deps, childName));

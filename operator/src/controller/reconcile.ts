@@ -8,9 +8,11 @@
  * sessions are queued or being reconciled, up to a bound (status-deferral.ts): Secrets and Pods
  * first, status after.
  *
- *   live session:       ensureSecret -> ensurePod (provisioning; stops at the first halt or error)
- *                       -> expireIfDue (always runs, so a session stuck in provisioning is still
- *                          collected at its deadline)
+ *   live session:       ensureSecret -> ensureWorkspace -> ensurePod (provisioning; stops at the
+ *                       first halt or error) -> expireIfDue (always runs, so a session stuck in
+ *                       provisioning is still collected at its deadline)
+ *   suspended session:  suspendPod -> ensureSecret -> ensureWorkspace (the Pod goes first; the
+ *                       Secret and workspace stay) -> expireIfDue (the lifetime still runs)
  *   collected (Retain): removeChildren only; the children are never created again
  *   deleting / gone:    nothing; the garbage collector removes the children via ownerReferences
  */
@@ -24,6 +26,9 @@ import { expireIfDue } from './lifecycle-phase.js';
 import { ensurePod } from './pod-phase.js';
 import { soonest, statusInputsOf, type ControllerDeps, type Phase, type Scope } from './scope.js';
 import { ensureSecret } from './secret-phase.js';
+import { suspendPod } from './suspend-phase.js';
+import { isSuspended, resumeTimeOf } from './suspension.js';
+import { ensureWorkspace } from './workspace-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
 import { collectedReason, computeStatus, readyCondition, type Outcome } from './status.js';
 import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
@@ -62,6 +67,7 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
     created: false,
     deleted: false,
   };
+  scope.resumeTime = resumeTimeOf(session, scope.now);
   const run = await runAll(scope, deps);
   if (scope.deleted) return {};
   const computed = computeStatus(statusInputsOf(scope, outcomeOf(scope, run.failure)));
@@ -81,7 +87,13 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
     scope.expiresAt = parseTime(scope.session.status?.expiresAt);
     return runPhases([removeChildren], scope, deps);
   }
-  const provision = await runPhases([ensureSecret, ensurePod], scope, deps);
+  const provision = await runPhases(
+    isSuspended(scope.session)
+      ? [suspendPod, ensureSecret, ensureWorkspace]
+      : [ensureSecret, ensureWorkspace, ensurePod],
+    scope,
+    deps,
+  );
   const lifecycle = await runPhases([expireIfDue], scope, deps);
   return {
     requeueAfterMs: soonest(provision.requeueAfterMs, lifecycle.requeueAfterMs),

@@ -6,8 +6,16 @@
  */
 import type { SandboxSession, SandboxSessionStatus } from '@sandbox-platform/api';
 
-import type { EventRecorder, PodStore, SecretStore, SessionStore } from '../kube/ports.js';
-import type { PodView, SecretView } from '../kube/views.js';
+import type {
+  ClaimStore,
+  EventRecorder,
+  PodStore,
+  SecretStore,
+  SessionStore,
+  StorageClassLookup,
+} from '../kube/ports.js';
+import type { ClaimView, PodView, SecretView } from '../kube/views.js';
+import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';
 import type { SessionRef } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
@@ -17,12 +25,23 @@ import type { ReconcileObserver } from './observer.js';
 import type { SessionKey } from './session-key.js';
 import type { StatusDeferral } from './status-deferral.js';
 import type { Outcome, StatusInputs } from './status.js';
+import type { SuspendCause } from './suspension.js';
+import type { WorkspaceState } from './workspace-state.js';
 
 /** Everything the controller needs from outside; the composition root builds it. */
 export interface ControllerDeps {
   readonly sessions: SessionStore;
   readonly pods: PodStore;
   readonly secrets: SecretStore;
+  /** Workspace PersistentVolumeClaims (sessions with spec.workspace.persistentVolumeClaim). */
+  readonly claims: ClaimStore;
+  /** Whether a workspace's StorageClass exists (asked only while its claim is unbound). */
+  readonly storageClasses: StorageClassLookup;
+  /**
+   * How long a workspace claim may stay unbound (from its creation, or the session's resume)
+   * before Ready says WorkspaceNotBound instead of WorkspacePending.
+   */
+  readonly workspaceBindTimeoutMs: number;
   readonly events: EventRecorder;
   readonly clock: Clock;
   /** HMAC key of the session tokens (>= 32 bytes). Never logged, never leaves the operator. */
@@ -69,6 +88,14 @@ export interface Scope {
   secret?: SecretView;
   /** The session's own Pod, once ensured (may be failing or terminating). */
   pod?: PodView;
+  /** The session's own workspace claim, once ensured (persistent workspaces only). */
+  claim?: ClaimView;
+  /** What is wrong with the workspace claim while it is not bound. */
+  workspace?: WorkspaceState;
+  /** When the session was last resumed (suspension.ts), for the idle deadline and status. */
+  resumeTime?: Date;
+  /** Set when this reconcile suspended the session itself (shutdownPolicy Suspend). */
+  suspendCause?: SuspendCause;
   /** Why a child is missing while the reconcile waits. */
   waiting?: string;
   expiresAt?: Date;
@@ -102,6 +129,11 @@ export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
     session: scope.session,
     now: scope.now,
     secretReady: scope.secret !== undefined && !scope.secret.metadata.deletionTimestamp,
+    persistent: hasPersistentWorkspace(scope.session),
+    claim: scope.claim,
+    workspace: scope.workspace,
+    resumeTime: scope.resumeTime,
+    suspendCause: scope.suspendCause,
     pod: scope.pod,
     waiting: scope.waiting,
     outcome,

@@ -18,7 +18,11 @@ export const MAX_DEFER_MS = 2000;
 /** How soon a deferred session is looked at again. */
 export const DEFER_RETRY_MS = 250;
 
-const PROGRESS_REASONS: ReadonlySet<string> = new Set([REASONS.creating, REASONS.podPending]);
+const PROGRESS_REASONS: ReadonlySet<string> = new Set([
+  REASONS.creating,
+  REASONS.podPending,
+  REASONS.workspacePending,
+]);
 
 /** True when a computed status only reports provisioning progress (nothing anyone waits for). */
 export function isProgressOnly(computed: SandboxSessionStatus): boolean {

@@ -10,16 +10,19 @@ import {
   REASONS,
   podName,
   secretName,
+  workspaceClaimName,
   type ReadyReason,
   type SandboxSession,
   type SandboxSessionCondition,
   type SandboxSessionStatus,
 } from '@sandbox-platform/api';
 
-import type { PodView } from '../kube/views.js';
+import type { ClaimView, PodView } from '../kube/views.js';
 import { lastActivity, type ExpiryReason } from './lifecycle.js';
 import { podCondition, podReadiness } from './pod-readiness.js';
+import { isSuspended, reportedSuspended, type SuspendCause } from './suspension.js';
 import { formatTime, parseTime } from './time.js';
+import type { WorkspaceState } from './workspace-state.js';
 
 /** How the reconcile ended, as far as status is concerned. */
 export type Outcome =
@@ -38,6 +41,16 @@ export interface StatusInputs {
   readonly now: Date;
   /** The session's own Secret exists (and is not being deleted). */
   readonly secretReady: boolean;
+  /** The session keeps /workspace on a PersistentVolumeClaim. */
+  readonly persistent?: boolean;
+  /** The session's own workspace claim, if it exists (persistent workspaces). */
+  readonly claim?: ClaimView;
+  /** What is wrong with the claim while it is unbound (workspace-state.ts). */
+  readonly workspace?: WorkspaceState;
+  /** When the session was last resumed (suspension.ts). */
+  readonly resumeTime?: Date;
+  /** Set when this reconcile suspended the session itself. */
+  readonly suspendCause?: SuspendCause;
   /** The session's own Pod, if it exists. */
   readonly pod?: PodView;
   /** Why a child is missing, when the reconcile is waiting for something (e.g. the previous session's Pod to go). */
@@ -57,31 +70,64 @@ const FAILED_REASONS = new Set<string>([
   REASONS.imagePullFailed,
   REASONS.nameConflict,
   REASONS.reconcileError,
+  REASONS.storageClassNotFound,
 ]);
 
 /** The Ready verdict. */
 export function readyVerdict(inputs: StatusInputs): Verdict {
   const { outcome, session } = inputs;
-  const name = session.metadata.name ?? '';
   if (outcome.kind === 'collected')
     return { status: 'False', reason: outcome.reason, message: collectedMessage(outcome.reason, session) };
   if (outcome.kind === 'failed') return { status: 'False', reason: outcome.reason, message: outcome.message };
-  if (!inputs.secretReady) {
-    return {
-      status: 'False',
-      reason: REASONS.creating,
-      message: inputs.waiting ?? `Creating Secret ${secretName(name)}`,
-    };
-  }
-  if (!inputs.pod) {
-    return {
-      status: 'False',
-      reason: REASONS.creating,
-      message: inputs.waiting ?? `Creating Pod ${podName(name)}`,
-    };
-  }
+  if (isSuspended(session))
+    return { status: 'False', reason: REASONS.suspended, message: suspendedMessage(inputs) };
+  return missingChild(inputs) ?? podVerdict(inputs);
+}
+
+/** Creating while the Secret, the workspace claim or the Pod is missing; a claim that cannot bind. */
+function missingChild(inputs: StatusInputs): Verdict | undefined {
+  const name = inputs.session.metadata.name ?? '';
+  const creating = (what: string): Verdict => ({
+    status: 'False',
+    reason: REASONS.creating,
+    message: inputs.waiting ?? `Creating ${what}`,
+  });
+  if (!inputs.secretReady) return creating(`Secret ${secretName(name)}`);
+  if (inputs.persistent && !inputs.claim)
+    return creating(`PersistentVolumeClaim ${workspaceClaimName(name)}`);
+  const workspace = inputs.workspace;
+  if (workspace && workspace.reason !== REASONS.workspacePending)
+    return { status: 'False', reason: workspace.reason, message: workspace.message };
+  if (!inputs.pod) return creating(`Pod ${podName(name)}`);
+  return undefined;
+}
+
+/** The Pod's verdict; a Pod that waits for its pending claim says so (it is unschedulable until then). */
+function podVerdict(inputs: StatusInputs): Verdict {
+  if (!inputs.pod) throw new Error('podVerdict without a Pod');
   const pod = podReadiness(inputs.pod);
+  const workspace = inputs.workspace;
+  if (!pod.ready && workspace && !inputs.pod.metadata.deletionTimestamp)
+    return { status: 'False', reason: workspace.reason, message: workspace.message };
   return { status: pod.ready ? 'True' : 'False', reason: pod.reason, message: pod.message };
+}
+
+/**
+ * Why the session is suspended: the idle timeout when this reconcile suspended it; the message
+ * already stored while it stays suspended (so the idle cause is kept); else a client's request.
+ */
+function suspendedMessage(inputs: StatusInputs): string {
+  const { session } = inputs;
+  const kept = inputs.persistent
+    ? 'its Pod is deleted; its Secret, token and workspace are kept'
+    : 'its Pod is deleted; its Secret and token are kept (the emptyDir workspace is lost)';
+  const resume = 'spec.suspend=false, or the next call through the gateway, resumes it';
+  if (inputs.suspendCause === 'idle') {
+    return `No activity for ${session.spec.idleTimeoutSeconds ?? ''}s; suspended (shutdownPolicy Suspend): ${kept}. ${resume}`;
+  }
+  const stored = readyCondition(session.status);
+  if (stored && reportedSuspended(session.status)) return stored.message;
+  return `Suspended (spec.suspend is true): ${kept}. ${resume}`;
 }
 
 /** The complete status of the session. */
@@ -91,26 +137,45 @@ export function computeStatus(inputs: StatusInputs): SandboxSessionStatus {
   const generation = session.metadata.generation ?? 0;
   const verdict = readyVerdict(inputs);
   const live = outcome.kind !== 'collected';
-  const pod = live ? inputs.pod : undefined;
+  // A suspended session reports no Pod, even while its Pod is still being deleted.
+  const pod = live && !isSuspended(session) ? inputs.pod : undefined;
   const conditions = [condition(prev.conditions, { type: CONDITIONS.ready, ...verdict }, generation, now)];
   const scheduled = pod && mirroredPodScheduled(pod);
   if (scheduled) conditions.push(condition(prev.conditions, scheduled, generation, now));
-  const activity = lastActivity(session);
   return withoutUndefined({
     observedGeneration: generation,
     conditions,
-    ...(live ? childFields(session.metadata.name ?? '', pod) : {}),
+    ...(live ? childFields(session.metadata.name ?? '', pod, isSuspended(session)) : {}),
+    ...claimField(inputs),
     readyTime: prev.readyTime ?? (verdict.status === 'True' ? formatTime(now) : undefined),
-    lastActivityTime: activity ? formatTime(activity) : undefined,
-    expiresAt: inputs.expiresAt ? formatTime(inputs.expiresAt) : undefined,
+    ...times(inputs),
     phase: phaseOf(verdict, outcome),
   });
 }
 
-/** Names of the children, and where the Pod runs (podIP only while the Pod is not going away). */
-function childFields(name: string, pod: PodView | undefined): SandboxSessionStatus {
+/** The workspace claim's name, for persistent workspaces (kept after a Retain collection too). */
+function claimField(inputs: StatusInputs): SandboxSessionStatus {
+  if (!inputs.persistent) return {};
+  return { workspaceClaimName: workspaceClaimName(inputs.session.metadata.name ?? '') };
+}
+
+/** The activity, resume and expiry times of status. */
+function times(inputs: StatusInputs): SandboxSessionStatus {
+  const activity = lastActivity(inputs.session);
   return {
-    podName: podName(name),
+    lastActivityTime: activity ? formatTime(activity) : undefined,
+    lastResumeTime: inputs.resumeTime ? formatTime(inputs.resumeTime) : undefined,
+    expiresAt: inputs.expiresAt ? formatTime(inputs.expiresAt) : undefined,
+  };
+}
+
+/**
+ * Names of the children, and where the Pod runs (podIP only while the Pod is not going away). A
+ * suspended session has no Pod to name.
+ */
+function childFields(name: string, pod: PodView | undefined, suspended: boolean): SandboxSessionStatus {
+  return {
+    podName: suspended ? undefined : podName(name),
     secretName: secretName(name),
     podIP: pod && !pod.metadata.deletionTimestamp ? pod.podIP : undefined,
     nodeName: pod?.nodeName,
@@ -132,6 +197,7 @@ function mirroredPodScheduled(
 function phaseOf(verdict: Verdict, outcome: Outcome): SandboxSessionStatus['phase'] {
   if (outcome.kind === 'collected') return PHASES.terminated;
   if (verdict.status === 'True') return PHASES.ready;
+  if (verdict.reason === REASONS.suspended) return PHASES.suspended;
   return FAILED_REASONS.has(verdict.reason) ? PHASES.failed : PHASES.pending;
 }
 

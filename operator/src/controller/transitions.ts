@@ -2,7 +2,12 @@
  * Events for Ready transitions: a pure function of the stored and the computed status, applied
  * after the status write succeeded (so a failed write followed by a retry does not record twice).
  */
-import { EVENT_REASONS, REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
+import {
+  EVENT_REASONS,
+  REASONS,
+  type SandboxSessionCondition,
+  type SandboxSessionStatus,
+} from '@sandbox-platform/api';
 
 import type { SessionEvent } from '../kube/ports.js';
 import { readyCondition } from './status.js';
@@ -14,10 +19,15 @@ const WARNING_REASONS = new Set<string>([
   REASONS.podFailed,
   REASONS.imagePullFailed,
   REASONS.unschedulable,
+  REASONS.storageClassNotFound,
+  REASONS.workspaceNotBound,
 ]);
 const COLLECTED_REASONS = new Set<string>([REASONS.idleTimeout, REASONS.lifetimeExceeded]);
 
-/** The Event for the change of the Ready condition from `before` to `after`, if any. */
+/**
+ * The Events for the change of the Ready condition from `before` to `after`: one, or two when a
+ * suspended session resumes (Resumed, then what Ready became, e.g. a Warning).
+ */
 export function transitionEvents(
   before: SandboxSessionStatus | undefined,
   after: SandboxSessionStatus,
@@ -25,6 +35,26 @@ export function transitionEvents(
   const was = readyCondition(before);
   const now = readyCondition(after);
   if (!now || (was?.status === now.status && was.reason === now.reason)) return [];
+  if (now.reason === REASONS.suspended) {
+    return [{ type: 'Normal', reason: EVENT_REASONS.suspended, action: 'Suspend', note: now.message }];
+  }
+  if (was?.reason === REASONS.suspended) {
+    const resumed: SessionEvent = {
+      type: 'Normal',
+      reason: EVENT_REASONS.resumed,
+      action: 'Resume',
+      note: `Resumed (spec.suspend is false); creating ${after.podName ? `Pod ${after.podName}` : 'the Pod'}`,
+    };
+    return [resumed, ...readyEvents(was, now, after)];
+  }
+  return readyEvents(was, now, after);
+}
+
+function readyEvents(
+  was: SandboxSessionCondition | undefined,
+  now: SandboxSessionCondition,
+  after: SandboxSessionStatus,
+): SessionEvent[] {
   if (now.status === 'True') {
     const where = [after.nodeName && `on node ${after.nodeName}`, after.podIP && `with IP ${after.podIP}`];
     const note = ['Pod', after.podName, 'is ready', ...where].filter(Boolean).join(' ');

@@ -1,8 +1,8 @@
 /**
- * The owned-object informers (Pods and Secrets with app.kubernetes.io/managed-by=
- * sandbox-operator) and the mapping of their events to session keys. One Pod and one Secret
- * informer per watched namespace, so that namespaced Roles suffice (a LIST or watch across
- * namespaces needs a ClusterRole), or one of each cluster-wide when no namespace is named.
+ * The owned-object informers (Pods, Secrets and workspace PersistentVolumeClaims with
+ * app.kubernetes.io/managed-by=sandbox-operator) and the mapping of their events to session keys.
+ * One informer of each per watched namespace, so that namespaced Roles suffice (a LIST or watch
+ * across namespaces needs a ClusterRole), or one of each cluster-wide when no namespace is named.
  */
 import type * as k8s from '@kubernetes/client-node';
 
@@ -10,8 +10,8 @@ import { CHILD_SELECTOR } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { OwnedInformer, type ListPage } from './owned-informer.js';
 import { ownerKey } from './owner-key.js';
-import { projectPod, projectSecret } from './projections.js';
-import type { PodView, SecretView } from './views.js';
+import { projectClaim, projectPod, projectSecret } from './projections.js';
+import type { ClaimView, PodView, SecretView } from './views.js';
 
 /** Cached views by namespace and name, across the informers of every watched namespace. */
 export interface ViewCache<V> {
@@ -22,11 +22,14 @@ export interface ViewCache<V> {
 export interface ChildInformers {
   readonly pods: ViewCache<PodView>;
   readonly secrets: ViewCache<SecretView>;
+  readonly claims: ViewCache<ClaimView>;
   /** Every informer, to start and stop. */
-  readonly all: ReadonlyArray<OwnedInformer<PodView> | OwnedInformer<SecretView>>;
+  readonly all: ReadonlyArray<OwnedInformer<PodView> | OwnedInformer<SecretView> | OwnedInformer<ClaimView>>;
 }
 
-type Resource = 'pods' | 'secrets';
+/** The child resources, as in API paths. */
+export type Resource = 'pods' | 'secrets' | 'persistentvolumeclaims';
+type AnyView = PodView | SecretView | ClaimView;
 
 /**
  * Builds (does not start) the informers; `enqueue` receives the session key of every change.
@@ -40,19 +43,20 @@ export function createChildInformers(
     readonly logger: Logger;
     readonly enqueue: (resource: Resource, key: string) => void;
     /** True for an ADDED object exactly as this process created it (no enqueue: nothing new). */
-    readonly isEcho?: (resource: Resource, view: PodView | SecretView) => boolean;
+    readonly isEcho?: (resource: Resource, view: AnyView) => boolean;
   },
 ): ChildInformers {
   const scopes = namespaces.length > 0 ? namespaces : [''];
   const onChange =
     (resource: Resource) =>
-    (view: PodView | SecretView, change: 'added' | 'updated' | 'deleted'): void => {
+    (view: AnyView, change: 'added' | 'updated' | 'deleted'): void => {
       const key = ownerKey(view.metadata);
       if (!key || (change === 'added' && opts.isEcho?.(resource, view))) return;
       opts.enqueue(resource, key);
     };
   const pods = new Map<string, OwnedInformer<PodView>>();
   const secrets = new Map<string, OwnedInformer<SecretView>>();
+  const claims = new Map<string, OwnedInformer<ClaimView>>();
   for (const ns of scopes) {
     pods.set(
       ns,
@@ -78,8 +82,25 @@ export function createChildInformers(
         onChange: onChange('secrets'),
       }),
     );
+    claims.set(
+      ns,
+      new OwnedInformer<ClaimView>({
+        ...common(kc, ns, 'persistentvolumeclaims', opts.logger),
+        listPage: (labelSelector, limit, _continue): Promise<ListPage> =>
+          ns
+            ? core.listNamespacedPersistentVolumeClaim({ namespace: ns, labelSelector, limit, _continue })
+            : core.listPersistentVolumeClaimForAllNamespaces({ labelSelector, limit, _continue }),
+        project: projectClaim,
+        onChange: onChange('persistentvolumeclaims'),
+      }),
+    );
   }
-  return { pods: routed(pods), secrets: routed(secrets), all: [...pods.values(), ...secrets.values()] };
+  return {
+    pods: routed(pods),
+    secrets: routed(secrets),
+    claims: routed(claims),
+    all: [...pods.values(), ...secrets.values(), ...claims.values()],
+  };
 }
 
 function common(
@@ -99,9 +120,7 @@ function common(
 }
 
 /** Looks a view up in the informer of its namespace (or the cluster-wide one, keyed ''). */
-function routed<V extends PodView | SecretView>(
-  informers: ReadonlyMap<string, OwnedInformer<V>>,
-): ViewCache<V> {
+function routed<V extends AnyView>(informers: ReadonlyMap<string, OwnedInformer<V>>): ViewCache<V> {
   return {
     get: (namespace, name) => (informers.get(namespace) ?? informers.get(''))?.get(namespace, name),
   };

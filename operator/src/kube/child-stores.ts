@@ -1,9 +1,10 @@
 /**
- * PodStore and SecretStore on client-node: reads from the owned-object informers (with what this
- * process just created overlaid until the informer shows it: created-overlay.ts), creates through
- * the lean JSON client (kube/json-client.ts; the answer goes straight to the projection), other
- * writes and fresh reads through CoreV1Api. Deletes carry a UID precondition, so the object deleted is exactly the one judged
- * ours (never a same-named object created meanwhile).
+ * PodStore, SecretStore and ClaimStore on client-node: reads from the owned-object informers (with
+ * what this process just created overlaid until the informer shows it: created-overlay.ts),
+ * creates through the lean JSON client (kube/json-client.ts; the answer goes straight to the
+ * projection), other writes and fresh reads through CoreV1Api. Deletes carry a UID precondition,
+ * so the object deleted is exactly the one judged ours (never a same-named object created
+ * meanwhile).
  */
 import type * as k8s from '@kubernetes/client-node';
 
@@ -11,9 +12,11 @@ import { AlreadyExistsError, isNotFound, is409, QuotaRefusedError, quotaRefusal 
 import type { ViewCache } from './child-informers.js';
 import { CreatedOverlay } from './created-overlay.js';
 import type { JsonClient } from './json-client.js';
-import type { PodStore, SecretStore, WriteOutcome } from './ports.js';
-import { projectPod, projectSecret } from './projections.js';
-import type { PodView, SecretView } from './views.js';
+import type { ClaimStore, PodStore, SecretStore, StorageClassLookup, WriteOutcome } from './ports.js';
+import { projectClaim, projectPod, projectSecret } from './projections.js';
+import type { ClaimView, PodView, SecretView } from './views.js';
+
+type ChildKind = 'Pod' | 'Secret' | 'PersistentVolumeClaim';
 
 /** The clients a child store writes through. */
 export interface ChildApi {
@@ -90,7 +93,66 @@ export function createSecretStore(
   };
 }
 
-function collection(namespace: string, resource: 'pods' | 'secrets'): string {
+/** Workspace claims: cache from the informer, writes to the API server. */
+export function createClaimStore(
+  { core, json }: ChildApi,
+  informer: ViewCache<ClaimView>,
+  created: CreatedOverlay<ClaimView> = new CreatedOverlay<ClaimView>(),
+): ClaimStore {
+  return {
+    cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
+    read: async (namespace, name) => {
+      try {
+        return projectClaim(await core.readNamespacedPersistentVolumeClaim({ namespace, name }));
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+    create: async (namespace, body) => {
+      try {
+        const view = required(
+          projectClaim(await json.create(collection(namespace, 'persistentvolumeclaims'), body)),
+          'PersistentVolumeClaim',
+        );
+        created.add(namespace, view.metadata.name, view);
+        return view;
+      } catch (err) {
+        throw createError(err, 'PersistentVolumeClaim', body.metadata?.name);
+      }
+    },
+    delete: (namespace, name, uid) => {
+      created.forget(namespace, name);
+      return deleted(() =>
+        core.deleteNamespacedPersistentVolumeClaim({ namespace, name, body: { preconditions: { uid } } }),
+      );
+    },
+  };
+}
+
+/**
+ * StorageClass existence by GET (only asked while a workspace claim is unbound, so no informer).
+ * A refused or failed read is "cannot tell", logged once per kind of failure by the caller.
+ */
+export function createStorageClassLookup(
+  storage: k8s.StorageV1Api,
+  onError: (err: unknown) => void,
+): StorageClassLookup {
+  return {
+    exists: async (name) => {
+      try {
+        await storage.readStorageClass({ name });
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        onError(err);
+        return undefined;
+      }
+    },
+  };
+}
+
+function collection(namespace: string, resource: 'pods' | 'secrets' | 'persistentvolumeclaims'): string {
   return `/api/v1/namespaces/${encodeURIComponent(namespace)}/${resource}`;
 }
 
@@ -100,7 +162,7 @@ function required<V>(view: V | undefined, kind: string): V {
 }
 
 /** A failed create as the controller acts on it: AlreadyExistsError, QuotaRefusedError, or as is. */
-function createError(err: unknown, kind: 'Pod' | 'Secret', name: string | undefined): unknown {
+function createError(err: unknown, kind: ChildKind, name: string | undefined): unknown {
   if (is409(err)) return new AlreadyExistsError(`${kind} ${name ?? ''} already exists`, { cause: err });
   const quota = quotaRefusal(err);
   return quota === undefined ? err : new QuotaRefusedError(kind, name ?? '', quota, { cause: err });

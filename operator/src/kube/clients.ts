@@ -31,6 +31,8 @@ export interface KubeClients {
   readonly custom: k8s.CustomObjectsApi;
   readonly coordination: k8s.CoordinationV1Api;
   readonly events: k8s.EventsV1Api;
+  /** StorageClass reads (whether a workspace's class exists). */
+  readonly storage: k8s.StorageV1Api;
   /** Plain JSON requests for the hot writes. */
   readonly json: JsonClient;
 }
@@ -61,6 +63,7 @@ export function createKubeClients(kc: k8s.KubeConfig, opts: KubeClientOptions): 
     custom: new k8s.CustomObjectsApi(config),
     coordination: new k8s.CoordinationV1Api(config),
     events: new k8s.EventsV1Api(config),
+    storage: new k8s.StorageV1Api(config),
     json: createJsonClient({ server: cluster.server, auth, timeoutMs: opts.timeoutMs }),
   };
 }

@@ -23,7 +23,7 @@ export class QuotaRefusedError extends Error {
   override readonly name = 'QuotaRefusedError';
 
   constructor(
-    readonly kind: 'Pod' | 'Secret',
+    readonly kind: 'Pod' | 'Secret' | 'PersistentVolumeClaim',
     readonly objectName: string,
     readonly quotaMessage: string,
     options?: { cause?: unknown },

@@ -2,11 +2,11 @@
  * The narrow interfaces the controller depends on. kube/ implements them with client-node; unit
  * tests implement them in memory. Nothing outside kube/ imports client-node at runtime.
  */
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { SandboxSession, SandboxSessionStatus } from '@sandbox-platform/api';
 
 import type { SessionKey } from '../controller/session-key.js';
-import type { PodView, SecretView } from './views.js';
+import type { ClaimView, PodView, SecretView } from './views.js';
 
 /** A JSON merge patch of status: fields to set, and `null` for fields to remove. */
 export type StatusPatch = { [K in keyof SandboxSessionStatus]?: SandboxSessionStatus[K] | null };
@@ -17,7 +17,10 @@ export type WriteOutcome = 'done' | 'gone';
 /** Outcome of a status write: the session's new resourceVersion, or 'gone'. */
 export type StatusWrite = { readonly resourceVersion: string } | 'gone';
 
-/** SandboxSession reads and the only writes the operator makes to it: status, and deletion. */
+/**
+ * SandboxSession reads and the only writes the operator makes to it: status, deletion, and
+ * spec.suspend when shutdownPolicy Suspend finds the session idle (docs/adr/0015).
+ */
 export interface SessionStore {
   /**
    * The session from the watch-fed cache (a fresh read on a miss); undefined when it does not
@@ -37,6 +40,11 @@ export interface SessionStore {
   patchStatus(key: SessionKey, patch: StatusPatch, resourceVersion: string): Promise<StatusWrite>;
   /** Deletes the session if it still has this UID and resourceVersion; ConflictError otherwise. */
   delete(key: SessionKey, preconditions: { uid: string; resourceVersion: string }): Promise<WriteOutcome>;
+  /**
+   * Sets spec.suspend=true, only onto this `resourceVersion` of the object (ConflictError when it
+   * changed since: a racing activity stamp wins); resolves with the updated session, or 'gone'.
+   */
+  suspend(key: SessionKey, resourceVersion: string): Promise<SandboxSession | 'gone'>;
 }
 
 /** Pods or Secrets of sessions: reads from the informer cache, fresh reads, create and delete. */
@@ -58,6 +66,17 @@ export interface ChildStore<View, Body> {
 export type PodStore = ChildStore<PodView, V1Pod>;
 /** The token Secrets of sessions. */
 export type SecretStore = ChildStore<SecretView, V1Secret>;
+/** The workspace PersistentVolumeClaims of sessions with a persistent workspace. */
+export type ClaimStore = ChildStore<ClaimView, V1PersistentVolumeClaim>;
+
+/**
+ * Whether a StorageClass exists (cluster-scoped, read with `get` on storageclasses). undefined
+ * when the operator cannot tell (the read was refused or failed): the claim is then judged by
+ * its bind timeout alone.
+ */
+export interface StorageClassLookup {
+  exists(name: string): Promise<boolean | undefined>;
+}
 
 /** A Kubernetes Event about a session. */
 export interface SessionEvent {

@@ -1,13 +1,14 @@
 /**
- * Projections of Pods and Secrets to the views the operator caches. They accept both shapes an
- * object arrives in: plain JSON from a watch, and client-node model instances (with Date fields)
- * from a LIST. They never throw: client-node's Watch swallows exceptions thrown by its callback,
+ * Projections of Pods, Secrets and PersistentVolumeClaims to the views the operator caches. They
+ * accept both shapes an object arrives in: plain JSON from a watch, and client-node model
+ * instances (with Date fields) from a LIST. They never throw: client-node's Watch swallows exceptions thrown by its callback,
  * so a malformed object yields undefined and is skipped instead.
  */
 import { ANNOTATIONS, LABELS } from '@sandbox-platform/api';
 
 import type {
   ChildMetadata,
+  ClaimView,
   ContainerView,
   ControllerRefView,
   PodConditionView,
@@ -42,6 +43,21 @@ export function projectSecret(raw: unknown): SecretView | undefined {
   const metadata = projectMetadata(obj.metadata);
   if (!metadata) return undefined;
   return { metadata, sessionUID: str(asObject(asObject(obj.metadata).annotations)[ANNOTATIONS.sessionUID]) };
+}
+
+/** Projects a workspace PersistentVolumeClaim: identity, phase, class and volume. */
+export function projectClaim(raw: unknown): ClaimView | undefined {
+  const obj = asObject(raw);
+  const metadata = projectMetadata(obj.metadata);
+  if (!metadata) return undefined;
+  const spec = asObject(obj.spec);
+  return {
+    metadata,
+    createdAt: time(asObject(obj.metadata).creationTimestamp),
+    phase: str(asObject(obj.status).phase),
+    storageClassName: str(spec.storageClassName),
+    volumeName: str(spec.volumeName),
+  };
 }
 
 function projectMetadata(raw: unknown): ChildMetadata | undefined {

@@ -4,7 +4,8 @@
  * JSON client, kube/json-client.ts) with a JSON merge patch to the status subresource carrying the
  * resourceVersion the status was computed from, which
  * the API server enforces as an optimistic-concurrency precondition (409 on mismatch); the answer
- * is written through to the cache, a refusal holds the cache entry back.
+ * is written through to the cache, a refusal holds the cache entry back. The one spec write,
+ * spec.suspend=true for shutdownPolicy Suspend, is a merge patch with the same precondition.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
@@ -66,6 +67,19 @@ export function createSessionStore(
         throw conflict(err);
       }
     },
+    suspend: async (key, resourceVersion) => {
+      try {
+        const updated = asSession(
+          await json.mergePatch(objectPath(key), { metadata: { resourceVersion }, spec: { suspend: true } }),
+        );
+        cache.written(updated);
+        return updated;
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        if (is409(err)) cache.invalidate(keyString(key));
+        throw conflict(err);
+      }
+    },
     delete: async (key, preconditions): Promise<WriteOutcome> => {
       try {
         await custom.deleteNamespacedCustomObject({
@@ -91,10 +105,15 @@ function at(key: SessionKey): {
   return { group: GROUP, version: VERSION, plural: PLURAL, namespace: key.namespace, name: key.name };
 }
 
+/** API path of a session. */
+export function objectPath(key: SessionKey): string {
+  const ns = encodeURIComponent(key.namespace);
+  return `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}/${encodeURIComponent(key.name)}`;
+}
+
 /** API path of a session's status subresource. */
 export function statusPath(key: SessionKey): string {
-  const ns = encodeURIComponent(key.namespace);
-  return `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}/${encodeURIComponent(key.name)}/status`;
+  return `${objectPath(key)}/status`;
 }
 
 /**

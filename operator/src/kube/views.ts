@@ -1,7 +1,7 @@
 /**
- * What the operator keeps of its Pods and Secrets: small projections, not whole objects. The
- * owned-object informers cache only these, which bounds memory at thousands of sessions and keeps
- * Secret data (tokens) out of the operator's heap altogether.
+ * What the operator keeps of its Pods, Secrets and workspace claims: small projections, not whole
+ * objects. The owned-object informers cache only these, which bounds memory at thousands of
+ * sessions and keeps Secret data (tokens) out of the operator's heap altogether.
  */
 
 /** The controller ownerReference of a child, if any. */
@@ -29,6 +29,19 @@ export interface SecretView {
   readonly metadata: ChildMetadata;
   /** The sandbox.dev/session-uid annotation. */
   readonly sessionUID?: string;
+}
+
+/** A workspace PersistentVolumeClaim as the operator sees it. */
+export interface ClaimView {
+  readonly metadata: ChildMetadata;
+  /** metadata.creationTimestamp (RFC 3339): the bind timeout counts from it. */
+  readonly createdAt?: string;
+  /** status.phase: Pending, Bound or Lost. */
+  readonly phase?: string;
+  /** spec.storageClassName as stored (the DefaultStorageClass admission fills it in). */
+  readonly storageClassName?: string;
+  /** spec.volumeName once bound. */
+  readonly volumeName?: string;
 }
 
 /** A Pod condition as the operator sees it. */

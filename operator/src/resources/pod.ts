@@ -3,7 +3,8 @@
  *
  * Security: the Pod passes the PodSecurity `restricted` profile (non-root UID, no privilege
  * escalation, all capabilities dropped, RuntimeDefault seccomp) and goes further: a read-only root
- * filesystem with writable emptyDirs only at /workspace and /tmp, no service account token, no
+ * filesystem with writable volumes only at /workspace (an emptyDir, or the session's
+ * PersistentVolumeClaim) and /tmp, no service account token, no
  * service-link env vars. The master key never enters it; only the session's own token does, as a
  * read-only file and as env SANDBOX_TOKEN.
  *
@@ -40,12 +41,14 @@ import {
   WORKSPACE_DIR,
   podName,
   secretName,
+  workspaceClaimName,
   type SandboxSession,
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
 import { childMetadata, type SessionRef } from './metadata.js';
 import type { DefaultedResource, PodBuildOptions } from './pod-options.js';
+import { workspaceSize } from './workspace-claim.js';
 
 /** Keeps a container without the agent alive, and exits at once on SIGTERM (KubernetesExec). */
 export const KEEPALIVE_COMMAND = [
@@ -92,7 +95,7 @@ export function buildPod(session: SandboxSession, ref: SessionRef, opts: PodBuil
       nodeSelector: definedEntries(spec.nodeSelector),
       tolerations: spec.tolerations,
       containers: [sandboxContainer(spec, ref, opts)],
-      volumes: volumes(spec, ref, opts),
+      volumes: volumes(session, ref, opts),
     },
   };
 }
@@ -178,13 +181,16 @@ export function resources(spec: SandboxSessionSpec, opts: PodBuildOptions): V1Re
   return { requests, limits };
 }
 
-function volumes(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBuildOptions): V1Volume[] {
-  const sizeLimit = spec.workspace?.sizeLimit;
+/**
+ * The workspace is the session's PersistentVolumeClaim when it has one (it outlives the Pod:
+ * suspension, eviction, deletion), else an emptyDir that lives as long as the Pod.
+ */
+function volumes(session: SandboxSession, ref: SessionRef, opts: PodBuildOptions): V1Volume[] {
+  const persistent = session.spec.workspace?.persistentVolumeClaim !== undefined;
   return [
-    {
-      name: VOLUMES.workspace,
-      emptyDir: { sizeLimit: sizeLimit === undefined ? opts.defaultWorkspaceSize : String(sizeLimit) },
-    },
+    persistent
+      ? { name: VOLUMES.workspace, persistentVolumeClaim: { claimName: workspaceClaimName(ref.name) } }
+      : { name: VOLUMES.workspace, emptyDir: { sizeLimit: workspaceSize(session, opts) } },
     { name: VOLUMES.tmp, emptyDir: { sizeLimit: opts.tmpSize } },
     {
       name: VOLUMES.token,

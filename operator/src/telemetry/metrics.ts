@@ -9,12 +9,17 @@ import { REASONS } from '@sandbox-platform/api';
 import * as prom from 'prom-client';
 
 import type { ExpiryReason } from '../controller/lifecycle.js';
-import type { ReconcileObserver } from '../controller/observer.js';
+import type { ReconcileObserver, ShutdownPolicy } from '../controller/observer.js';
 import type { SessionRegistry } from '../controller/session-registry.js';
 import { WorkQueueMetrics } from './work-queue-metrics.js';
 
-/** Reasons of a session that is not Ready by design (collected, Retain): not "stuck". */
-const AT_REST = new Set<string>([REASONS.ready, REASONS.idleTimeout, REASONS.lifetimeExceeded]);
+/** Reasons of a session that is not Ready by design (collected, Retain; suspended): not "stuck". */
+const AT_REST = new Set<string>([
+  REASONS.ready,
+  REASONS.idleTimeout,
+  REASONS.lifetimeExceeded,
+  REASONS.suspended,
+]);
 
 /** The operator's metrics, and the ReconcileObserver that feeds the session gauges. */
 export class OperatorMetrics implements ReconcileObserver {
@@ -28,7 +33,10 @@ export class OperatorMetrics implements ReconcileObserver {
   readonly createToReady: prom.Histogram;
   /** Time from a session's deadline (expiresAt) to its collection, by reason. */
   readonly deadlineToCollect: prom.Histogram<'reason'>;
-  /** Sessions collected, by reason (IdleTimeout, LifetimeExceeded) and policy (Delete, Retain). */
+  /**
+   * Sessions collected, by reason (IdleTimeout, LifetimeExceeded) and policy (Delete, Retain,
+   * Suspend: an idle session suspended, or a Suspend session at its lifetime).
+   */
   readonly collectedTotal: prom.Counter<'reason' | 'policy'>;
   /** Events received from the watches, by source (sessions, pods, secrets, resync). */
   readonly watchEvents: prom.Counter<'source'>;
@@ -119,7 +127,7 @@ export class OperatorMetrics implements ReconcileObserver {
   }
 
   /** ReconcileObserver: counts a collection and observes how late it came. */
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void {
+  collected(reason: ExpiryReason, policy: ShutdownPolicy, secondsPastDeadline: number): void {
     this.collectedTotal.inc({ reason, policy });
     this.deadlineToCollect.observe({ reason }, secondsPastDeadline);
   }

@@ -4,12 +4,13 @@
  * preconditions and AlreadyExists, an informer cache that can lag, a log of every write, and
  * injectable failures. Unit tests of the controller run against it; no client-node involved.
  */
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { SandboxSession } from '@sandbox-platform/api';
 
 import type { SessionKey } from '../../src/controller/session-key.js';
 import { AlreadyExistsError, ConflictError } from '../../src/kube/errors.js';
 import type {
+  ClaimStore,
   EventRecorder,
   PodStore,
   SecretStore,
@@ -17,16 +18,20 @@ import type {
   SessionStore,
   StatusPatch,
   StatusWrite,
+  StorageClassLookup,
   WriteOutcome,
 } from '../../src/kube/ports.js';
-import { projectPod, projectSecret } from '../../src/kube/projections.js';
-import type { PodView, SecretView } from '../../src/kube/views.js';
+import { projectClaim, projectPod, projectSecret } from '../../src/kube/projections.js';
+import type { ClaimView, PodView, SecretView } from '../../src/kube/views.js';
 
 type Op =
   | 'createSecret'
   | 'createPod'
   | 'deletePod'
   | 'deleteSecret'
+  | 'createClaim'
+  | 'deleteClaim'
+  | 'suspendSession'
   | 'patchStatus'
   | 'deleteSession'
   | 'getSession'
@@ -37,6 +42,15 @@ export class FakeCluster {
   readonly sessions = new Map<string, SandboxSession>();
   readonly pods = new Map<string, { body: V1Pod; view: PodView }>();
   readonly secrets = new Map<string, { body: V1Secret; view: SecretView }>();
+  readonly claims = new Map<string, { body: V1PersistentVolumeClaim; view: ClaimView }>();
+  /** StorageClasses that exist ("standard" is the default one, as if admission had filled it in). */
+  readonly storageClasses = new Set<string>(['standard']);
+  /** When set, the StorageClass lookup cannot tell (a refused read). */
+  storageClassesUnknown = false;
+  /** Class the DefaultStorageClass admission gives a claim that names none (undefined: no default). */
+  defaultStorageClass: string | undefined = 'standard';
+  /** Time stamped as a created claim's creationTimestamp. */
+  claimCreatedAt = '2030-01-01T00:00:00Z';
   readonly events: Array<{ session: string; event: SessionEvent }> = [];
   readonly writes: string[] = [];
   /** Sessions read from the "API server" (not from the session cache), in order. */
@@ -52,6 +66,7 @@ export class FakeCluster {
   sessionCache?: Map<string, SandboxSession>;
   podCache = new Map<string, PodView>();
   secretCache = new Map<string, SecretView>();
+  claimCache = new Map<string, ClaimView>();
   /** Errors to throw from the next call of an operation. */
   readonly failNext = new Map<Op, Error>();
   /** Called on every getSession, to let a test change the object between two reads. */
@@ -82,10 +97,30 @@ export class FakeCluster {
     this.secretCache.set(k(view.metadata.namespace, view.metadata.name), view);
   }
 
+  /** Stores a claim view directly. */
+  putClaim(view: ClaimView): void {
+    this.claims.set(k(view.metadata.namespace, view.metadata.name), { body: {}, view });
+    this.claimCache.set(k(view.metadata.namespace, view.metadata.name), view);
+  }
+
   /** Removes a child as the garbage collector would. */
-  collect(kind: 'pod' | 'secret', namespace: string, name: string): void {
-    (kind === 'pod' ? this.pods : this.secrets).delete(k(namespace, name));
-    (kind === 'pod' ? this.podCache : this.secretCache).delete(k(namespace, name));
+  collect(kind: 'pod' | 'secret' | 'claim', namespace: string, name: string): void {
+    const [store, cache] =
+      kind === 'pod'
+        ? [this.pods, this.podCache]
+        : kind === 'secret'
+          ? [this.secrets, this.secretCache]
+          : [this.claims, this.claimCache];
+    store.delete(k(namespace, name));
+    cache.delete(k(namespace, name));
+  }
+
+  /** Replaces a stored claim's view (e.g. the PV controller binding it). */
+  updateClaim(namespace: string, name: string, change: (v: ClaimView) => ClaimView): void {
+    const entry = this.claims.get(k(namespace, name));
+    if (!entry) throw new Error(`no claim ${name}`);
+    entry.view = change(entry.view);
+    this.claimCache.set(k(namespace, name), entry.view);
   }
 
   /** Replaces a stored Pod's view (e.g. the kubelet reporting status). */
@@ -122,6 +157,22 @@ export class FakeCluster {
           name: s.metadata.name!,
         })),
       patchStatus: async (key, patch, resourceVersion) => this.patchStatus(key, patch, resourceVersion),
+      suspend: async (key, resourceVersion) => {
+        this.failIfAsked('suspendSession');
+        const s = this.sessions.get(k(key.namespace, key.name));
+        if (!s) return 'gone';
+        if (s.metadata.resourceVersion !== resourceVersion) {
+          this.sessionCache?.delete(k(key.namespace, key.name));
+          throw new ConflictError('resourceVersion mismatch');
+        }
+        s.spec = { ...s.spec, suspend: true };
+        s.metadata.generation = (s.metadata.generation ?? 1) + 1;
+        s.metadata.resourceVersion = String(++this.rv);
+        this.writes.push(`suspendSession ${key.name}`);
+        if (this.sessionCache?.has(k(key.namespace, key.name)))
+          this.sessionCache.set(k(key.namespace, key.name), jsonClone(s));
+        return jsonClone(s);
+      },
       delete: async (key, pre) => {
         this.failIfAsked('deleteSession');
         const s = this.sessions.get(k(key.namespace, key.name));
@@ -170,6 +221,40 @@ export class FakeCluster {
       },
       delete: async (ns, name, uid) =>
         this.deleteChild('deleteSecret', this.secrets, this.secretCache, ns, name, uid),
+    };
+  }
+
+  claimStore(): ClaimStore {
+    return {
+      cached: (ns, name) => (this.lagCache ? this.claimCache : mapViews(this.claims)).get(k(ns, name)),
+      read: async (ns, name) => this.claims.get(k(ns, name))?.view,
+      create: async (ns, body) => {
+        this.failIfAsked('createClaim');
+        const name = body.metadata!.name!;
+        if (this.claims.has(k(ns, name))) throw new AlreadyExistsError(`claim ${name} exists`);
+        const stamped = this.stamp(body);
+        const view = projectClaim({
+          ...stamped,
+          metadata: { ...stamped.metadata, creationTimestamp: this.claimCreatedAt },
+          spec: {
+            ...stamped.spec,
+            storageClassName: body.spec?.storageClassName ?? this.defaultStorageClass,
+          },
+          status: { phase: 'Pending' },
+        });
+        if (!view) throw new Error('unprojectable claim');
+        this.claims.set(k(ns, name), { body, view });
+        this.writes.push(`createClaim ${name}`);
+        return view;
+      },
+      delete: async (ns, name, uid) =>
+        this.deleteChild('deleteClaim', this.claims, this.claimCache, ns, name, uid),
+    };
+  }
+
+  storageClassLookup(): StorageClassLookup {
+    return {
+      exists: async (name) => (this.storageClassesUnknown ? undefined : this.storageClasses.has(name)),
     };
   }
 

@@ -1,7 +1,7 @@
 /** Small fakes: clock, logger, observer, and controller deps over a FakeCluster. */
 import type { Clock } from '../../src/controller/clock.js';
 import type { ExpiryReason } from '../../src/controller/lifecycle.js';
-import type { ReconcileObserver } from '../../src/controller/observer.js';
+import type { ReconcileObserver, ShutdownPolicy } from '../../src/controller/observer.js';
 import type { ControllerDeps } from '../../src/controller/scope.js';
 import { StatusDeferral } from '../../src/controller/status-deferral.js';
 import type { LogFields, Logger } from '../../src/telemetry/log-port.js';
@@ -50,7 +50,7 @@ export class MemoryObserver implements ReconcileObserver {
   firstReady(seconds: number): void {
     this.firstReadySeconds.push(seconds);
   }
-  collected(reason: ExpiryReason, policy: 'Delete' | 'Retain', secondsPastDeadline: number): void {
+  collected(reason: ExpiryReason, policy: ShutdownPolicy, secondsPastDeadline: number): void {
     this.collections.push({ reason, policy, secondsPastDeadline });
   }
 }
@@ -67,6 +67,9 @@ export function controllerDeps(
     sessions: cluster.sessionStore(),
     pods: cluster.podStore(),
     secrets: cluster.secretStore(),
+    claims: cluster.claimStore(),
+    storageClasses: cluster.storageClassLookup(),
+    workspaceBindTimeoutMs: 60_000,
     events: cluster.eventRecorder(),
     clock,
     masterKey: MASTER_KEY,

@@ -73,6 +73,31 @@ describe('schema validation', () => {
     ['malformed workspace size', 'v-ws', { workspace: { sizeLimit: '1 GB' } }, /sizeLimit/],
     ['malformed runtimeClassName', 'v-rc', { runtimeClassName: 'Not_Valid' }, /runtimeClassName/],
     ['unknown toleration operator', 'v-tol', { tolerations: [{ key: 'k', operator: 'Maybe' }] }, /operator/],
+    [
+      'shutdownPolicy Suspend without a persistent workspace',
+      'v-suspend-emptydir',
+      { shutdownPolicy: 'Suspend' },
+      /shutdownPolicy Suspend needs a persistent workspace/,
+    ],
+    [
+      'unknown workspace access mode',
+      'v-ws-mode',
+      { workspace: { persistentVolumeClaim: { accessMode: 'ReadOnlyMany' } } },
+      /accessMode/,
+    ],
+    [
+      'empty storage class name',
+      'v-ws-class-empty',
+      { workspace: { persistentVolumeClaim: { storageClassName: '' } } },
+      /storageClassName/,
+    ],
+    [
+      'malformed storage class name',
+      'v-ws-class-bad',
+      { workspace: { persistentVolumeClaim: { storageClassName: 'Fast_SSD' } } },
+      /storageClassName/,
+    ],
+    ['suspend not a boolean', 'v-suspend-str', { suspend: 'yes' }, /suspend/],
   ])('rejects %s', async (_what, name, spec, message) => {
     const res = await create(name, spec);
     expect(res.code).toBe(422);
@@ -90,6 +115,7 @@ describe('schema validation', () => {
     expect(res.object?.spec).toEqual({
       idleTimeoutSeconds: 1800,
       shutdownPolicy: 'Delete',
+      suspend: false,
       execTransport: 'Agent',
       imagePullPolicy: 'IfNotPresent',
       workspace: { sizeLimit: '1Gi' },
@@ -107,6 +133,18 @@ describe('schema validation', () => {
     ],
     ['resources', {}, { resources: { limits: { cpu: '2' } } }, /spec.resources is immutable/],
     ['workspace', {}, { workspace: { sizeLimit: '5Gi' } }, /spec.workspace is immutable/],
+    [
+      'workspace (made persistent)',
+      {},
+      { workspace: { persistentVolumeClaim: {} } },
+      /spec.workspace is immutable/,
+    ],
+    [
+      'shutdownPolicy to Suspend without a persistent workspace',
+      {},
+      { shutdownPolicy: 'Suspend' },
+      /shutdownPolicy Suspend needs a persistent workspace/,
+    ],
     ['execTransport', {}, { execTransport: 'KubernetesExec' }, /spec.execTransport is immutable/],
     ['nodeSelector', {}, { nodeSelector: { a: 'b' } }, /spec.nodeSelector is immutable/],
   ])('rejects changing %s', async (field, initial, change, message) => {
@@ -144,9 +182,23 @@ describe('schema validation', () => {
         plural: PLURAL,
         namespace: ns.name,
         name: 'mutable',
-        body: { spec: { idleTimeoutSeconds: 60, maxLifetimeSeconds: 3600, shutdownPolicy: 'Retain' } },
+        body: {
+          spec: { idleTimeoutSeconds: 60, maxLifetimeSeconds: 3600, shutdownPolicy: 'Retain', suspend: true },
+        },
       },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
+  });
+
+  it('defaults a persistent workspace and accepts shutdownPolicy Suspend with it', async () => {
+    const res = await create('v-persistent', {
+      shutdownPolicy: 'Suspend',
+      workspace: { persistentVolumeClaim: {} },
+    });
+    expect(res.code).toBeUndefined();
+    expect((res.object?.spec as { workspace: unknown }).workspace).toEqual({
+      sizeLimit: '1Gi',
+      persistentVolumeClaim: { accessMode: 'ReadWriteOnce' },
+    });
   });
 });

@@ -36,6 +36,26 @@ describe('idle deadline', () => {
     expect(idleDeadline(inputs({ readyTime: at(30), lastActivity: at(10) }))).toEqual(at(630));
   });
 
+  it('starts again at the last resume when that is later than the ready time and the activity', () => {
+    expect(idleDeadline(inputs({ readyTime: at(30), lastActivity: at(100), resumedAt: at(900) }))).toEqual(
+      at(1500),
+    );
+  });
+
+  it('keeps the later activity when the resume is older', () => {
+    expect(idleDeadline(inputs({ readyTime: at(30), lastActivity: at(1000), resumedAt: at(900) }))).toEqual(
+      at(1600),
+    );
+  });
+
+  it('does not exist while the session is suspended (the lifetime still does)', () => {
+    expect(idleDeadline(inputs({ suspended: true }))).toBeUndefined();
+    expect(deadlines(inputs({ suspended: true, maxLifetimeSeconds: 3600 }))).toMatchObject({
+      expiresAt: at(3600),
+      reason: 'LifetimeExceeded',
+    });
+  });
+
   it('is disabled by idleTimeoutSeconds 0', () => {
     expect(idleDeadline(inputs({ idleTimeoutSeconds: 0, lastActivity: at(5) }))).toBeUndefined();
   });
@@ -132,7 +152,14 @@ describe('lifecycleInputs', () => {
       lastActivity: new Date('2030-01-01T00:05:00.250Z'),
       idleTimeoutSeconds: 60,
       maxLifetimeSeconds: 120,
+      resumedAt: undefined,
+      suspended: false,
     });
+  });
+
+  it('reads spec.suspend and takes the resume time as given', () => {
+    const s = session(withSpec({ suspend: true }));
+    expect(lifecycleInputs(s, undefined, at(40))).toMatchObject({ suspended: true, resumedAt: at(40) });
   });
 
   it('ignores a malformed activity annotation and defaults the idle timeout', () => {

@@ -50,6 +50,38 @@ describe('transitionEvents', () => {
     },
   );
 
+  it('Suspended (Normal) when the session is suspended, even from Ready; never NotReady', () => {
+    expect(transitionEvents(st('True', 'SandboxReady'), st('False', 'Suspended', 'idle'))).toEqual([
+      { type: 'Normal', reason: 'Suspended', action: 'Suspend', note: 'idle' },
+    ]);
+  });
+
+  it('Resumed (Normal) when a suspended session is no longer suspended, then what Ready became', () => {
+    expect(transitionEvents(st('False', 'Suspended'), st('False', 'PodPending'))).toEqual([
+      {
+        type: 'Normal',
+        reason: 'Resumed',
+        action: 'Resume',
+        note: 'Resumed (spec.suspend is false); creating Pod sbs-demo',
+      },
+    ]);
+    expect(
+      transitionEvents(st('False', 'Suspended'), st('False', 'WorkspaceNotBound', 'never')).map(
+        (e) => e.reason,
+      ),
+    ).toEqual(['Resumed', 'WorkspaceNotBound']);
+  });
+
+  it('StorageClassNotFound and WorkspaceNotBound as Warnings; WorkspacePending as nothing', () => {
+    expect(transitionEvents(st('False', 'Creating'), st('False', 'StorageClassNotFound', 'x'))).toEqual([
+      { type: 'Warning', reason: 'StorageClassNotFound', action: 'Reconcile', note: 'x' },
+    ]);
+    expect(transitionEvents(st('False', 'WorkspacePending'), st('False', 'WorkspaceNotBound', 'y'))).toEqual([
+      { type: 'Warning', reason: 'WorkspaceNotBound', action: 'Reconcile', note: 'y' },
+    ]);
+    expect(transitionEvents(st('False', 'Creating'), st('False', 'WorkspacePending'))).toEqual([]);
+  });
+
   it('nothing when the condition did not change, or for benign progress', () => {
     expect(transitionEvents(st('False', 'PodFailed', 'a'), st('False', 'PodFailed', 'b'))).toEqual([]);
     expect(transitionEvents(st('False', 'Creating'), st('False', 'PodPending'))).toEqual([]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { ownerKey } from '../../../src/kube/owner-key.js';
-import { projectPod, projectSecret } from '../../../src/kube/projections.js';
+import { projectClaim, projectPod, projectSecret } from '../../../src/kube/projections.js';
 
 const owner = {
   apiVersion: 'sandbox.dev/v1alpha1',
@@ -103,6 +103,58 @@ describe('projectSecret', () => {
     });
     expect(view?.sessionUID).toBe('u1');
     expect(JSON.stringify(view)).not.toMatch(/c2VjcmV0|secret"/);
+  });
+});
+
+describe('projectClaim', () => {
+  it('keeps identity, creation time, phase, class and volume', () => {
+    expect(
+      projectClaim({
+        metadata: {
+          name: 'sbs-demo-workspace',
+          namespace: 'ns',
+          uid: 'c1',
+          resourceVersion: '9',
+          creationTimestamp: '2030-01-01T00:00:00Z',
+          ownerReferences: [owner],
+          managedFields: [{ big: 'x'.repeat(1000) }],
+        },
+        spec: {
+          storageClassName: 'local-path',
+          volumeName: 'pvc-1',
+          resources: { requests: { storage: '1Gi' } },
+        },
+        status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+      }),
+    ).toEqual({
+      metadata: {
+        name: 'sbs-demo-workspace',
+        namespace: 'ns',
+        uid: 'c1',
+        resourceVersion: '9',
+        deletionTimestamp: undefined,
+        sessionLabel: undefined,
+        controller: { apiVersion: 'sandbox.dev/v1alpha1', kind: 'SandboxSession', name: 'demo', uid: 'u1' },
+      },
+      createdAt: '2030-01-01T00:00:00Z',
+      phase: 'Bound',
+      storageClassName: 'local-path',
+      volumeName: 'pvc-1',
+    });
+  });
+
+  it('accepts a Date creation time (client-node models) and skips objects without identity', () => {
+    const view = projectClaim({
+      metadata: {
+        name: 'c',
+        namespace: 'ns',
+        uid: 'u',
+        resourceVersion: '1',
+        creationTimestamp: new Date(0),
+      },
+    });
+    expect(view?.createdAt).toBe('1970-01-01T00:00:00.000Z');
+    expect(projectClaim({ metadata: { name: 'c' } })).toBeUndefined();
   });
 });
 

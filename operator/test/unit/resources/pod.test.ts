@@ -242,6 +242,21 @@ describe('buildPod', () => {
   });
 });
 
+describe('buildPod: persistent workspace', () => {
+  it('mounts the session claim at /workspace instead of an emptyDir, /tmp stays an emptyDir', () => {
+    const pod = build(withSpec({ workspace: { sizeLimit: '5Gi', persistentVolumeClaim: {} } }));
+    expect(pod.spec?.volumes?.slice(0, 2)).toEqual([
+      { name: 'workspace', persistentVolumeClaim: { claimName: 'sbs-demo-workspace' } },
+      { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+    ]);
+    expect(pod.spec?.containers[0]?.volumeMounts?.[0]).toEqual({
+      name: 'workspace',
+      mountPath: '/workspace',
+    });
+    expect(pod.spec?.containers[0]?.env?.[0]).toEqual({ name: 'HOME', value: '/workspace' });
+  });
+});
+
 describe('resources', () => {
   it.each([
     ['no resources: both defaults', undefined, { cpu: '100m', memory: '256Mi' }, { cpu: '1', memory: '1Gi' }],

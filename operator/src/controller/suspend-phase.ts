@@ -1,0 +1,31 @@
+/**
+ * suspendPod: a suspended session has no Pod. Deletes the session's own Pod (ownership checked,
+ * UID precondition on the delete) and leaves the Secret and the workspace claim alone, so the
+ * token and the files are there when the session resumes. Runs first for a suspended session, so
+ * a problem with another child never keeps the Pod running. Used also by the lifecycle phase right
+ * after it suspended an idle session, and by the Retain collection (children-phase.ts).
+ */
+import { podName } from '@sandbox-platform/api';
+
+import { classifyChild } from './ownership.js';
+import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+
+/** Deletes the owned Pod if it still exists and is not being deleted already. */
+export async function suspendPod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
+  const { namespace, name } = scope.ref;
+  const pod = scope.pod ?? deps.pods.cached(namespace, podName(name));
+  scope.pod = undefined;
+  if (!pod || classifyChild(pod.metadata, scope.session) !== 'owned' || pod.metadata.deletionTimestamp) {
+    return {};
+  }
+  await deps.pods.delete(namespace, pod.metadata.name, pod.metadata.uid);
+  deps.logger.info(
+    scope.collected ? 'deleted pod of collected session' : 'deleted pod of suspended session',
+    {
+      namespace,
+      session: name,
+      pod: pod.metadata.name,
+    },
+  );
+  return {};
+}
