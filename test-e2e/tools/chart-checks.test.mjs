@@ -146,6 +146,12 @@ describe('sandbox ResourceQuota', () => {
     });
   });
 
+  it('sessions=0 leaves session counting out, the other limits stay', () => {
+    const hard = render(['sandboxQuota.sessions=0']).find('ResourceQuota').spec.hard;
+    assert.equal(hard['count/sandboxsessions.sandbox.dev'], undefined);
+    assert.equal(hard.pods, '100');
+  });
+
   it('off with sandboxQuota.enabled=false', () => {
     assert.equal(render(['sandboxQuota.enabled=false']).find('ResourceQuota'), undefined);
   });
