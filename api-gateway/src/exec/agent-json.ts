@@ -3,10 +3,17 @@
  * untrusted: every answer is (1) bounded in bytes by the caller, (2) scanned for nesting depth and
  * number of members before JSON.parse when it is large enough for those to matter (4 MB of
  * `[[[[...` makes JSON.parse build two million arrays: hundreds of MiB), (3) parsed, and (4)
- * validated against the contract's schema (docs/architecture.md, "Agent HTTP API") with ajv, never
- * cast. Any failure is an AgentProtocolError: the caller answers 502 `agent-protocol-error`.
+ * validated with ajv against the agent's wire contract (@sandbox-platform/api, crds/src/wire),
+ * never cast. Any failure is an AgentProtocolError: the caller answers 502 `agent-protocol-error`.
  * Error messages name the rule that failed, never the answer's content.
  */
+import {
+  agentProblemSchema,
+  execExitEventSchema,
+  execOutputEventSchema,
+  execResultSchema,
+  writeFileResultSchema,
+} from '@sandbox-platform/api';
 import { Ajv, type ValidateFunction } from 'ajv';
 
 import type { ExecResult, ExecStreamEvent, WriteFileResult } from './types.js';
@@ -93,87 +100,31 @@ function schemaError(validate: ValidateFunction): string {
   return `${e.instancePath || '(root)'} ${what}`;
 }
 
-const encoding = { type: 'string', enum: ['utf-8', 'base64'] } as const;
-/** exitCode as bash reports it (0..255; 128+N for signal N; 124 on timeout). */
-const exitCode = { type: 'integer', minimum: 0, maximum: 255 } as const;
-const durationMs = { type: 'integer', minimum: 0 } as const;
-
-/** POST /v1/exec 200 body. */
-const execResultSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: [
-    'stdout',
-    'stderr',
-    'stdoutEncoding',
-    'stderrEncoding',
-    'exitCode',
-    'durationMs',
-    'truncated',
-    'timedOut',
-    'shellReset',
-  ],
-  properties: {
-    stdout: { type: 'string' },
-    stderr: { type: 'string' },
-    stdoutEncoding: encoding,
-    stderrEncoding: encoding,
-    exitCode,
-    durationMs,
-    truncated: { type: 'boolean' },
-    timedOut: { type: 'boolean' },
-    shellReset: { type: 'boolean' },
-  },
-} as const;
-
-/** An output line of POST /v1/exec/stream. */
-const outputEventSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['type', 'data', 'encoding'],
-  properties: { type: { type: 'string', enum: ['stdout', 'stderr'] }, data: { type: 'string' }, encoding },
-} as const;
-
-/** The last line of POST /v1/exec/stream. */
-const exitEventSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['type', 'exitCode', 'durationMs', 'truncated', 'timedOut', 'shellReset'],
-  properties: {
-    type: { type: 'string', const: 'exit' },
-    exitCode,
-    durationMs,
-    truncated: { type: 'boolean' },
-    timedOut: { type: 'boolean' },
-    shellReset: { type: 'boolean' },
-  },
-} as const;
-
-/** PUT /v1/files 201 body. */
-const writeFileSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['path', 'size'],
-  properties: { path: { type: 'string', maxLength: 4096 }, size: { type: 'integer', minimum: 0 } },
-} as const;
-
-/** An error body: problem+json members of interest, any others ignored. */
-const problemSchema = {
-  type: 'object',
-  properties: { type: { type: 'string' }, detail: { type: 'string' } },
-} as const;
-
 /** Output event of a stream. */
 export type OutputEvent = Extract<ExecStreamEvent, { type: 'stdout' | 'stderr' }>;
 /** Exit event of a stream. */
 export type ExitEvent = Extract<ExecStreamEvent, { type: 'exit' }>;
 
+// The schemas are the agent's wire contract (@sandbox-platform/api, crds/src/wire): the agent
+// validates its requests with the same objects.
 const ajv = new Ajv({ allErrors: false, strict: true });
 export const validateExecResult: ValidateFunction<ExecResult> = ajv.compile<ExecResult>(execResultSchema);
-export const validateOutputEvent: ValidateFunction<OutputEvent> = ajv.compile<OutputEvent>(outputEventSchema);
-export const validateExitEvent: ValidateFunction<ExitEvent> = ajv.compile<ExitEvent>(exitEventSchema);
+export const validateOutputEvent: ValidateFunction<OutputEvent> =
+  ajv.compile<OutputEvent>(execOutputEventSchema);
+export const validateExitEvent: ValidateFunction<ExitEvent> = ajv.compile<ExitEvent>(execExitEventSchema);
 export const validateWriteResult: ValidateFunction<WriteFileResult> =
-  ajv.compile<WriteFileResult>(writeFileSchema);
+  ajv.compile<WriteFileResult>(writeFileResultSchema);
+/**
+ * An error answer: only `type` (which problem) and `detail` are used, so only they are checked
+ * (looser than agentProblemSchema: a problem missing its title is still the agent's answer).
+ */
+const problemSchema = {
+  type: 'object',
+  properties: {
+    type: agentProblemSchema.properties.type,
+    detail: agentProblemSchema.properties.detail,
+  },
+} as const;
 export const validateProblem: ValidateFunction<{ type?: string; detail?: string }> = ajv.compile<{
   type?: string;
   detail?: string;

@@ -101,7 +101,8 @@ export interface SessionView {
   execTransport: TransportKind;
   idleTimeoutSeconds: number | undefined;
   maxLifetimeSeconds: number | undefined;
-  shutdownPolicy: 'Delete' | 'Retain' | undefined;
+  /** As the CRD spells it (Suspend needs a persistent workspace; the gateway cannot create one). */
+  shutdownPolicy: SandboxSession['spec']['shutdownPolicy'];
   lastActivityTime: string | undefined;
   expiresAt: string | undefined;
 }

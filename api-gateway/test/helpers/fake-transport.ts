@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 
 import type { ExecTarget } from '../../src/sessions/model.js';
 import type {
+  CallOptions,
   ExecRequest,
   ExecResult,
   ExecTransport,
@@ -53,7 +54,7 @@ export class FakeTransport implements ExecTransport {
   files = new Map<string, Buffer>();
   error: Error | undefined;
 
-  exec(target: ExecTarget, req: ExecRequest): Promise<ExecResult> {
+  exec(target: ExecTarget, req: ExecRequest, _opts?: CallOptions): Promise<ExecResult> {
     this.calls.push({ op: 'exec', target, req });
     if (this.error) return Promise.reject(this.error);
     return this.nextResult instanceof Error

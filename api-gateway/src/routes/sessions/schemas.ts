@@ -20,7 +20,7 @@ export const sessionView = {
     execTransport: { type: 'string', enum: ['Agent', 'KubernetesExec'] },
     idleTimeoutSeconds: { type: 'integer' },
     maxLifetimeSeconds: { type: 'integer' },
-    shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain'] },
+    shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain', 'Suspend'] },
     lastActivityTime: { type: 'string' },
     expiresAt: { type: 'string' },
   },

@@ -4,6 +4,8 @@
  * (bytes buffered, not timing, is what is asserted). Memory of a whole gateway process under
  * these attacks is measured in test/integration/hostile.test.ts.
  */
+import { Readable } from 'node:stream';
+
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import type { ProblemError } from '../../../src/errors.js';
@@ -110,6 +112,48 @@ describe('AgentTransport against the hostile agent', () => {
   it('a download of 1-byte chunks is a protocol error', async () => {
     const file = await t.readFile(target, 'hostile-tiny-chunks', 10 << 20);
     await expect(readLimited(file.body, 10 << 20)).rejects.toMatchObject({ slug: 'agent-protocol-error' });
+  });
+});
+
+describe('uploads to an agent that does not read them', () => {
+  let agent: HostileAgent;
+  beforeAll(async () => {
+    agent = await startHostileAgent();
+  });
+  afterAll(async () => {
+    await agent.stop();
+  });
+
+  it('wait with backpressure: only what the sockets hold is read from the client, not the whole file', async () => {
+    const t = new AgentTransport({
+      masterKey: Buffer.alloc(32, 1),
+      port: agent.port,
+      connectTimeoutMs: 1000,
+      connectRetries: 0,
+      deadlineMarginMs: 500,
+      maxOutputBytes: CAP,
+      fileTimeoutMs: 3000,
+    });
+    const size = 64 << 20;
+    let produced = 0;
+    // A client upload produced on demand, as the request stream of a real upload is.
+    const upload = new Readable({
+      read(): void {
+        if (produced >= size) return void this.push(null);
+        produced += 64 * 1024;
+        this.push(Buffer.alloc(64 * 1024, 1));
+      },
+    });
+    const err = await t
+      .writeFile(target, 'hostile-no-read', { stream: upload, size })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ slug: 'upstream-timeout' });
+    console.log(
+      `upload to a non-reading agent: ${(produced / 2 ** 20).toFixed(1)} MiB of ${size >> 20} MiB read`,
+    );
+    // The kernel's socket buffers on loopback hold a few MiB (tcp_wmem max 4 MiB here).
+    expect(produced).toBeLessThan(16 << 20);
+    t.close();
   });
 });
 

@@ -2,17 +2,30 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 import { ProblemError } from '../../../src/errors.js';
+import type { CancelSignal } from '../../../src/exec/types.js';
+import { WinstonFastifyLogger, createWinston } from '../../../src/logger.js';
 import { KEYS, buildTestApp, type TestApp } from '../../helpers/app.js';
 import { result } from '../../helpers/fake-transport.js';
 import { connectMcp, toolText } from '../../helpers/mcp-client.js';
 import { ready, session } from '../../helpers/sessions.js';
 
+/** Waits until `cond` holds; fails after 5 s (what a test waits for, not how fast it comes). */
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 describe('MCP endpoint (SDK client against a listening gateway with fakes)', () => {
   let t: TestApp;
   let url: string;
   let client: Client;
+  const logged: string[] = [];
   beforeAll(async () => {
-    t = await buildTestApp();
+    const sink = { write: (line: string): boolean => logged.push(line) > 0 };
+    t = await buildTestApp({}, { logger: new WinstonFastifyLogger(createWinston('warn', sink)) });
     url = await t.app.listen({ port: 0, host: '127.0.0.1' });
     client = await connectMcp(url, KEYS.a);
   });
@@ -122,6 +135,56 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
     t.store.createError = undefined;
     expect(res.isError).toBe(true);
     expect(toolText(res)).not.toMatch(/etcd|10\.0\.0\.1/);
+  });
+
+  it('cancels the command when the HTTP client goes away (the agent call gets an aborted signal)', async () => {
+    t.store.put(session('mcp-cancel', 'team-a', ready()));
+    let signal: CancelSignal | undefined;
+    const original = t.agent.exec.bind(t.agent);
+    t.agent.exec = (_target, _req, opts) => {
+      signal = opts?.signal;
+      return new Promise<never>(() => undefined); // a command that runs until cancelled
+    };
+    try {
+      const aborter = new AbortController();
+      const call = fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${KEYS.a}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'exec', arguments: { session: 'mcp-cancel', command: 'sleep 600' } },
+        }),
+        signal: aborter.signal,
+      }).catch(() => undefined);
+      await until(() => signal !== undefined);
+      expect(signal!.aborted).toBe(false);
+      aborter.abort();
+      await call;
+      await until(() => signal!.aborted);
+      expect(signal!.aborted).toBe(true);
+    } finally {
+      t.agent.exec = original;
+    }
+  });
+
+  it('answers a result that cannot be serialized with an error result, and logs it once', async () => {
+    t.store.put(session('mcp-bigint', 'team-a', ready()));
+    // A value JSON cannot hold (the agent's answers are validated, so only a defect could do this).
+    t.agent.nextResult = result({ stdout: 'x', durationMs: 1n as unknown as number });
+    const res = await client.callTool(
+      { name: 'exec', arguments: { session: 'mcp-bigint', command: 'true' } },
+      undefined,
+      { timeout: 10_000 },
+    );
+    expect(res.isError).toBe(true);
+    expect(toolText(res)).toMatch(/internal \(500\)/);
+    expect(logged.filter((l) => l.includes('cannot be serialized'))).toHaveLength(1);
   });
 
   it('rejects MCP requests without a valid key (401) and GET in stateless mode (405)', async () => {
