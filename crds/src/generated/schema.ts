@@ -65,6 +65,15 @@ export const sandboxSessionSchema = {
           message: 'spec.imagePullPolicy is immutable',
         },
         {
+          rule: 'has(self.poolRef) == has(oldSelf.poolRef) && (!has(self.poolRef) || self.poolRef == oldSelf.poolRef)',
+          message: 'spec.poolRef is immutable',
+        },
+        {
+          rule: "!has(self.poolRef) || (!has(self.image) && !has(self.env) && !has(self.resources) && !has(self.runtimeClassName) && !has(self.nodeSelector) && !has(self.tolerations) && !has(self.workspace.persistentVolumeClaim) && self.execTransport == 'Agent' && self.imagePullPolicy == 'IfNotPresent')",
+          message:
+            "with spec.poolRef the pool's template shapes the Pod: leave image, imagePullPolicy, env, resources, runtimeClassName, nodeSelector, tolerations and workspace.persistentVolumeClaim unset and execTransport Agent (a pooled Pod is always the Agent transport on an emptyDir workspace)",
+        },
+        {
           rule: "!has(self.shutdownPolicy) || self.shutdownPolicy != 'Suspend' || (has(self.workspace) && has(self.workspace.persistentVolumeClaim))",
           message:
             'shutdownPolicy Suspend needs a persistent workspace: set spec.workspace.persistentVolumeClaim (an emptyDir workspace would be lost at every idle suspension), or use shutdownPolicy Delete or Retain',
@@ -341,6 +350,21 @@ export const sandboxSessionSchema = {
           description:
             'How the gateway runs commands: Agent (HTTP to the in-pod agent on port 8090) or KubernetesExec (pods/exec through the API server, for images without the agent).',
         },
+        poolRef: {
+          type: 'object',
+          required: ['name'],
+          description:
+            "Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field.",
+          properties: {
+            name: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 52,
+              pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+              description: 'Name of the SandboxPool.',
+            },
+          },
+        },
       },
     },
     status: {
@@ -392,7 +416,8 @@ export const sandboxSessionSchema = {
         },
         podName: {
           type: 'string',
-          description: 'Name of the sandbox Pod.',
+          description:
+            "Name of the sandbox Pod: sbs-<name> for a Pod created for the session, the warm Pod's own name (<pool>-<suffix>) for a Pod bound from a pool. Read it here; never derive it from the session name.",
         },
         workspaceClaimName: {
           type: 'string',

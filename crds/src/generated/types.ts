@@ -100,6 +100,15 @@ export interface SandboxSessionSpec {
    * How the gateway runs commands: Agent (HTTP to the in-pod agent on port 8090) or KubernetesExec (pods/exec through the API server, for images without the agent).
    */
   execTransport?: 'Agent' | 'KubernetesExec';
+  /**
+   * Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field.
+   */
+  poolRef?: {
+    /**
+     * Name of the SandboxPool.
+     */
+    name: string;
+  };
 }
 
 /**
@@ -122,7 +131,7 @@ export interface SandboxSessionStatus {
     message: string;
   }[];
   /**
-   * Name of the sandbox Pod.
+   * Name of the sandbox Pod: sbs-<name> for a Pod created for the session, the warm Pod's own name (<pool>-<suffix>) for a Pod bound from a pool. Read it here; never derive it from the session name.
    */
   podName?: string;
   /**

@@ -14,6 +14,7 @@ import type {
 } from './generated/types.js';
 
 export type * from './generated/types.js';
+export * from './bind.js';
 export * from './limits.js';
 export * from './problems.js';
 export * from './routes.js';

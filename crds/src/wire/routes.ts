@@ -23,6 +23,11 @@ export const AGENT_PATHS = {
   processes: '/v1/processes',
   /** GET with `Upgrade: websocket`: a terminal running `bash -i`. */
   pty: '/v1/pty',
+  /**
+   * POST, signed (no bearer): a warm Pod's one-shot bind to a session (docs/adr/0016); GET with the
+   * session token: the session the agent serves.
+   */
+  bind: '/v1/bind',
 } as const;
 
 /** What can follow `/v1/processes/<id>`. */

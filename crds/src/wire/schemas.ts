@@ -24,6 +24,7 @@ import {
   PROCESS_ID_PATTERN,
   PROCESS_SIGNALS,
 } from './limits.js';
+import { bindPayloadSchema, bindRequestSchema, bindStatusSchema } from './bind.js';
 
 // ---- shared parts -------------------------------------------------------------------------------
 
@@ -488,4 +489,7 @@ export const WIRE_SCHEMAS = {
   ProcessWaitQuery: processWaitQuerySchema,
   PtyQuery: ptyQuerySchema,
   PtyResizeMessage: ptyResizeMessageSchema,
+  BindRequest: bindRequestSchema,
+  BindPayload: bindPayloadSchema,
+  BindStatus: bindStatusSchema,
 } as const;

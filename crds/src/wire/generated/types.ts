@@ -437,3 +437,62 @@ export interface PtyResizeMessage {
    */
   rows: number;
 }
+
+/**
+ * `POST /v1/bind` body: a BindPayload as JSON text, and its Ed25519 signature.
+ */
+export interface BindRequest {
+  /**
+   * A BindPayload serialized as JSON; the signature covers exactly these bytes (UTF-8)
+   */
+  payload: string;
+  /**
+   * Ed25519 signature of the payload's UTF-8 bytes by the operator's bind key, base64
+   */
+  signature: string;
+}
+
+/**
+ * What a bind says: this Pod now serves this session, and accepts only this token.
+ */
+export interface BindPayload {
+  /**
+   * Payload version
+   */
+  version: 1;
+  /**
+   * The warm Pod being bound: must be the agent's own Pod (namespace, name and UID)
+   */
+  pod: {
+    namespace: string;
+    name: string;
+    uid: string;
+  };
+  /**
+   * The SandboxSession the Pod is bound to
+   */
+  session: {
+    namespace: string;
+    name: string;
+    uid: string;
+  };
+  /**
+   * The session token (hex HMAC-SHA256); the only bearer token accepted from then on
+   */
+  token: string;
+}
+
+/**
+ * `GET /v1/bind` and `POST /v1/bind` 200 body: the session the agent is bound to.
+ */
+export interface BindStatus {
+  bound: true;
+  /**
+   * The SandboxSession the agent serves
+   */
+  session: {
+    namespace: string;
+    name: string;
+    uid: string;
+  };
+}
