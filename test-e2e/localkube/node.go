@@ -115,6 +115,11 @@ func ensureBridge() error {
 }
 
 func (n *node) writeConfigs(cniBinDir, runcPath string) error {
+	if n.opts.runsc != "" {
+		if err := writeRunscWrapper(n.l, n.opts.runsc); err != nil {
+			return err
+		}
+	}
 	if err := writeFileAtomic(n.l.containerdConfig(), []byte(containerdConfig(n.l, cniBinDir, runcPath, n.opts.runsc)), 0o644); err != nil {
 		return err
 	}
