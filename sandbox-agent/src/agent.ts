@@ -4,6 +4,7 @@
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 
 import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
@@ -12,8 +13,12 @@ import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
 import { FileStore } from './files/file-store.js';
 import { LivenessCheck } from './http/liveness.js';
 import { createAgentServer } from './http/server.js';
-import { createLogger, type LogSink } from './log.js';
+import { openBindState } from './bind/bind-state.js';
+import { createLogger, errorMessage, type LogSink } from './log.js';
+import { ProcessTable } from './processes/process-table.js';
+import { Terminals } from './pty/terminals.js';
 import { PersistentShell } from './shell/persistent-shell.js';
+import { StdinPipes } from './shell/stdin-pipe.js';
 import { settlesWithin } from './shell/timing.js';
 
 /** A started agent. */
@@ -39,6 +44,8 @@ export interface StartOptions {
   liveness?: { stallLimitMs?: number; ioTimeoutMs?: number; ioProbe?: () => Promise<unknown> };
   /** Shell timings for tests (restart retry pause). */
   shell?: { respawnRetryMs?: number };
+  /** Parent of the private directory of stdin pipes (default the OS temp directory, TMPDIR). */
+  tempDir?: string;
 }
 
 /** How long open connections may take to finish after the shell stopped, before they are cut. */
@@ -48,41 +55,70 @@ const CONNECTION_DRAIN_MS = 1000;
 export async function startAgent(config: AgentConfig, options: StartOptions = {}): Promise<RunningAgent> {
   const logger = createLogger(config.logLevel, options.logSink);
   const files = await FileStore.open(config.workspace);
+  const env = shellEnvironment(options.baseEnv ?? process.env, files.workspace);
+  const stdinPipes = await StdinPipes.open(options.tempDir ?? tmpdir(), env);
   const shell = new PersistentShell({
     bashPath: config.bashPath,
     workspace: files.workspace,
-    env: shellEnvironment(options.baseEnv ?? process.env, files.workspace),
+    env,
     sessionEnv: config.sessionEnv,
     outputCapBytes: config.outputCapBytes,
     maxQueuedCommands: config.maxQueuedCommands,
     respawnRetryMs: options.shell?.respawnRetryMs,
+    stdinPipes,
     logger,
   });
-  const liveness = new LivenessCheck({
-    queue: shell,
-    // The longest command allowed, then the time to stop it and restart bash.
-    stallLimitMs: options.liveness?.stallLimitMs ?? MAX_TIMEOUT_SECONDS * 1000 + shell.recoveryBudgetMs,
-    ioProbePath: files.workspace,
-    ioTimeoutMs: options.liveness?.ioTimeoutMs,
-    ioProbe: options.liveness?.ioProbe,
+  const shared = {
+    bashPath: config.bashPath,
+    workspace: files.workspace,
+    env,
+    sessionEnv: config.sessionEnv,
+    logger,
+  };
+  const processes = new ProcessTable({
+    ...shared,
+    maxProcesses: config.maxProcesses,
+    outputBytes: config.processOutputBytes,
   });
+  const terminals = new Terminals({
+    ...shared,
+    helperPath: config.ptyHelperPath,
+    maxTerminals: config.maxTerminals,
+  });
+  await terminals.start();
+  const liveness = livenessCheck(shell, files.workspace, options.liveness);
   // Readiness turns true only once the shell answers; a missing bash fails the start.
-  await shell.start();
+  await shell.start().catch(async (err: unknown) => {
+    await stdinPipes.close();
+    throw err;
+  });
+  // A warm Pod's agent: no token until its one bind (docs/adr/0016-warm-pools.md).
+  const bind = config.bind && (await openBindState(config.bind, logger));
   const server = createAgentServer({
     token: config.token,
+    bind,
     runner: shell,
     healthy: () => shell.alive,
     liveness,
     files,
+    processes,
+    terminals,
     limits: config,
     timeouts: config,
     logger,
   });
+  const stopOthers = async (): Promise<void> => {
+    await Promise.all([terminals.close(), processes.close()]);
+    await stdinPipes.close().catch((err: unknown) => {
+      logger.warn('cannot remove the stdin pipe directory', { error: errorMessage(err) });
+    });
+  };
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
   } catch (err) {
     await shell.close(0);
+    await stopOthers();
     throw new Error(`cannot listen on ${config.host}:${config.port}`, { cause: err });
   }
   const { port } = server.address() as AddressInfo;
@@ -95,12 +131,28 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
       logger.info('agent stopping', { graceMs, queued: shell.queueLength });
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await shell.close(graceMs);
+      await Promise.all([shell.close(graceMs), stopOthers()]);
       if (!(await settlesWithin(closed, CONNECTION_DRAIN_MS))) server.closeAllConnections();
       await closed;
       logger.info('agent stopped');
     },
   };
+}
+
+/** The /livez check: the queue may stall for the longest command plus its recovery. */
+function livenessCheck(
+  shell: PersistentShell,
+  workspace: string,
+  tuning: StartOptions['liveness'] = {},
+): LivenessCheck {
+  return new LivenessCheck({
+    queue: shell,
+    // The longest command allowed, then the time to stop it and restart bash.
+    stallLimitMs: tuning.stallLimitMs ?? MAX_TIMEOUT_SECONDS * 1000 + shell.recoveryBudgetMs,
+    ioProbePath: workspace,
+    ioTimeoutMs: tuning.ioTimeoutMs,
+    ioProbe: tuning.ioProbe,
+  });
 }
 
 /** Variables of the agent's own configuration; commands never see them (the token above all). */

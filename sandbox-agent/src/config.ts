@@ -8,6 +8,7 @@ import { isAbsolute } from 'node:path';
 
 import { AGENT_PORT, SESSION_ENV_PREFIX, TOKEN_ENV, TOKEN_FILE, WORKSPACE_DIR } from '@sandbox-platform/api';
 
+import { bindConfigFrom, bindConfigProblems, type BindConfig } from './bind/bind-config.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { ENV_NAME } from './shell/wrapper.js';
 
@@ -22,8 +23,13 @@ export interface AgentConfig {
   port: number;
   /** Address to bind. Default 0.0.0.0: the gateway reaches the agent on the pod IP. */
   host: string;
-  /** Bearer token every call but /healthz must present. Never logged. */
+  /**
+   * Bearer token every call but /healthz must present. Never logged. Empty for a warm Pod's agent
+   * (`bind` set), which accepts the token of its one bind instead.
+   */
   token: string;
+  /** Set for the agent of a warm pool Pod: it starts unbound (docs/adr/0016-warm-pools.md). */
+  bind?: BindConfig;
   /** Root of every file path and the shell's starting directory. Default /workspace. */
   workspace: string;
   /** Bytes kept per output stream (stdout, stderr) of one command; the rest is drained and dropped. */
@@ -56,6 +62,19 @@ export interface AgentConfig {
    * reach the agent on loopback, and each connection costs memory and a file descriptor.
    */
   maxConnections: number;
+  /**
+   * Most decoded stdin bytes one JSON exec request may carry (413 beyond); calls waiting for the
+   * shell hold at most 8 times this together (503 beyond). Streamed stdin (NDJSON) has no total.
+   */
+  stdinMaxBytes: number;
+  /** Most background processes held, running or exited and not removed (409 beyond). */
+  maxProcesses: number;
+  /** Ring buffer per output stream per background process; older bytes are dropped (and counted). */
+  processOutputBytes: number;
+  /** Most terminals (GET /v1/pty) open at a time (409 beyond). */
+  maxTerminals: number;
+  /** The static sandbox-pty helper; when it is missing, /v1/pty answers 503 and the rest works. */
+  ptyHelperPath: string;
 }
 
 /** Defaults of every key but the token, which has none. */
@@ -75,6 +94,11 @@ export const DEFAULT_CONFIG: Omit<AgentConfig, 'token'> = {
   sessionEnv: {},
   maxQueuedCommands: 64,
   maxConnections: 256,
+  stdinMaxBytes: MIB,
+  maxProcesses: 16,
+  processOutputBytes: MIB,
+  maxTerminals: 4,
+  ptyHelperPath: '/opt/sandbox-agent/sandbox-pty',
 };
 
 /** Environment variables read by {@link loadConfig}. */
@@ -101,6 +125,16 @@ export const ENV = {
   bashPath: 'SANDBOX_AGENT_BASH',
   /** debug | info | warn | error | silent (default info). */
   logLevel: 'SANDBOX_AGENT_LOG_LEVEL',
+  /** Decoded stdin bytes of one JSON exec request (default 1 MiB). */
+  stdinMaxBytes: 'SANDBOX_AGENT_STDIN_MAX_BYTES',
+  /** Background processes held (default 16). */
+  maxProcesses: 'SANDBOX_AGENT_MAX_PROCESSES',
+  /** Output ring per stream per background process in bytes (default 1 MiB). */
+  processOutputBytes: 'SANDBOX_AGENT_PROCESS_OUTPUT_BYTES',
+  /** Terminals open at a time (default 4). */
+  maxTerminals: 'SANDBOX_AGENT_MAX_TERMINALS',
+  /** Path of the sandbox-pty helper (default /opt/sandbox-agent/sandbox-pty). */
+  ptyHelperPath: 'SANDBOX_AGENT_PTY_HELPER',
   /**
    * Prefix of the session's env: `SANDBOX_ENV_NODE_OPTIONS=x` becomes `NODE_OPTIONS=x` in the
    * user's bash (set by the operator's Pod builder from spec.env); removed from the agent's own
@@ -132,10 +166,19 @@ function validate(c: AgentConfig): string[] {
   };
   check(isIntIn(c.port, 0, 65_535), `port must be an integer in 0..65535, got ${c.port}`);
   check(c.host.length > 0, 'host must not be empty');
-  check(c.token.length >= MIN_TOKEN_LENGTH, `token must be at least ${MIN_TOKEN_LENGTH} characters`);
-  check(!/\s/.test(c.token), 'token must not contain whitespace');
+  if (c.bind) problems.push(...bindConfigProblems(c.bind));
+  else {
+    check(c.token.length >= MIN_TOKEN_LENGTH, `token must be at least ${MIN_TOKEN_LENGTH} characters`);
+    check(!/\s/.test(c.token), 'token must not contain whitespace');
+  }
   check(isAbsolute(c.workspace), `workspace must be an absolute path, got "${c.workspace}"`);
-  for (const key of ['outputCapBytes', 'fileMaxBytes', 'execBodyMaxBytes'] as const) {
+  for (const key of [
+    'outputCapBytes',
+    'fileMaxBytes',
+    'execBodyMaxBytes',
+    'stdinMaxBytes',
+    'processOutputBytes',
+  ] as const) {
     check(isIntIn(c[key], 1, Number.MAX_SAFE_INTEGER), `${key} must be a positive integer`);
   }
   for (const key of [
@@ -153,6 +196,9 @@ function validate(c: AgentConfig): string[] {
   }
   check(isIntIn(c.maxQueuedCommands, 0, 100_000), 'maxQueuedCommands must be an integer in 0..100000');
   check(isIntIn(c.maxConnections, 1, 100_000), 'maxConnections must be an integer in 1..100000');
+  check(isIntIn(c.maxProcesses, 0, 10_000), 'maxProcesses must be an integer in 0..10000');
+  check(isIntIn(c.maxTerminals, 0, 1000), 'maxTerminals must be an integer in 0..1000');
+  check(c.ptyHelperPath.length > 0, 'ptyHelperPath must not be empty');
   check(LOG_LEVELS.includes(c.logLevel), `logLevel must be one of ${LOG_LEVELS.join(', ')}`);
   return problems;
 }
@@ -180,13 +226,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentConfig {
     execBodyMaxBytes: int(ENV.execBodyMaxBytes),
     shutdownGraceMs: grace === undefined ? undefined : grace * 1000,
     bashPath: env[ENV.bashPath] || undefined,
+    stdinMaxBytes: int(ENV.stdinMaxBytes),
+    maxProcesses: int(ENV.maxProcesses),
+    processOutputBytes: int(ENV.processOutputBytes),
+    maxTerminals: int(ENV.maxTerminals),
+    ptyHelperPath: env[ENV.ptyHelperPath] || undefined,
     logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
     sessionEnv: sessionEnvFrom(env),
   };
-  const token = readToken(env, problems);
+  // A warm Pod's agent has no token until its bind (docs/adr/0016); it reads none.
+  const bind = bindConfigFrom(env, problems);
+  const token = bind ? '' : readToken(env, problems);
   if (problems.length > 0) throw new ConfigError(`invalid agent configuration: ${problems.join('; ')}`);
   const defined = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  return agentConfig({ ...defined, token });
+  return agentConfig({ ...defined, token, bind });
 }
 
 /** The session's env: every `SANDBOX_ENV_<name>` variable, under its own name. */

@@ -60,3 +60,16 @@ export class ChunkEncoder {
     return rest.length > 0 && !truncated ? encodeOutput(rest) : undefined;
   }
 }
+
+/** Canonical base64: groups of four, padding only at the end (what Buffer#toString('base64') writes). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Bytes a client sent in JSON (stdin): UTF-8 text as is, base64 strictly. Buffer.from(x, 'base64')
+ * alone skips characters outside the alphabet, so a corrupted payload would reach the command as
+ * different bytes instead of being refused; undefined when `data` is not valid base64.
+ */
+export function decodeInput(data: string, encoding: OutputEncoding = 'utf-8'): Buffer | undefined {
+  if (encoding === 'utf-8') return Buffer.from(data, 'utf8');
+  return BASE64.test(data) ? Buffer.from(data, 'base64') : undefined;
+}

@@ -4,24 +4,16 @@
  */
 import type { ServerResponse } from 'node:http';
 
+import { type ExecExitEvent, type ExecResult, NDJSON_CONTENT_TYPE } from '@sandbox-platform/api';
+
 import type { OutputStream } from '../shell/bash-process.js';
 import type { OutputObserver } from '../shell/execution.js';
-import type { ExecResult } from '../shell/persistent-shell.js';
+import type { ExecResult as ShellResult } from '../shell/persistent-shell.js';
 import { ByteBuffer } from './byte-buffer.js';
 import { ChunkEncoder, encodeOutput, type EncodedOutput, trimIncompleteUtf8 } from './encoding.js';
 
-/** The `POST /v1/exec` response body. */
-export interface ExecResponse {
-  stdout: string;
-  stderr: string;
-  stdoutEncoding: EncodedOutput['encoding'];
-  stderrEncoding: EncodedOutput['encoding'];
-  exitCode: number;
-  durationMs: number;
-  truncated: boolean;
-  timedOut: boolean;
-  shellReset: boolean;
-}
+/** The `POST /v1/exec` response body (the shared contract's ExecResult). */
+export type ExecResponse = ExecResult;
 
 /** Collects output (already capped by the shell) for a single JSON response. */
 export class OutputCollector implements OutputObserver {
@@ -36,7 +28,7 @@ export class OutputCollector implements OutputObserver {
   }
 
   /** The response body for a finished command. */
-  response(result: ExecResult): ExecResponse {
+  response(result: ShellResult): ExecResponse {
     const stdout = this.encoded('stdout', result);
     const stderr = this.encoded('stderr', result);
     return {
@@ -52,14 +44,14 @@ export class OutputCollector implements OutputObserver {
     };
   }
 
-  private encoded(stream: OutputStream, result: ExecResult): EncodedOutput {
+  private encoded(stream: OutputStream, result: ShellResult): EncodedOutput {
     const bytes = this.bytes[stream].bytes();
     return encodeOutput(result.truncatedStreams[stream] ? trimIncompleteUtf8(bytes) : bytes);
   }
 }
 
 /** NDJSON content type of the streaming exec. */
-export const NDJSON = 'application/x-ndjson';
+export const NDJSON = NDJSON_CONTENT_TYPE;
 
 /** The part of the HTTP response the NDJSON writer uses (a narrow port, faked in tests). */
 export type NdjsonSink = Pick<
@@ -104,15 +96,15 @@ export class NdjsonWriter implements OutputObserver {
   }
 
   /** Flushes held output and split characters, writes the exit event and ends the response. */
-  finish(result: ExecResult): void {
+  finish(result: ShellResult): void {
     this.flushHeld();
     for (const stream of ['stdout', 'stderr'] as const) {
       this.write(stream, this.encoders[stream].flush(result.truncatedStreams[stream]));
     }
-    const { exitCode, durationMs, truncated, timedOut, shellReset } = result;
-    this.res.end(
-      `${JSON.stringify({ type: 'exit', exitCode, durationMs, truncated, timedOut, shellReset })}\n`,
-    );
+    const { exitCode, durationMs, truncated, timedOut, shellReset, stdinError } = result;
+    const exit: ExecExitEvent = { type: 'exit', exitCode, durationMs, truncated, timedOut, shellReset };
+    if (stdinError !== undefined) exit.stdinError = stdinError;
+    this.res.end(`${JSON.stringify(exit)}\n`);
   }
 
   private flushAtDrain(): void {

@@ -1,61 +1,42 @@
 /**
- * Validation of the exec request body `{command, timeoutSeconds?, cwd?, env?}`: wrong types,
- * out-of-range values and unknown fields are 400, so a client typo never silently changes what runs.
+ * The exec request body `{command, timeoutSeconds?, cwd?, env?, stdin?, stdinEncoding?}`, checked
+ * against the shared contract's schema (execRequestSchema): wrong types, out-of-range values and
+ * unknown fields are 400, so a client typo never silently changes what runs.
  */
+import { DEFAULT_TIMEOUT_SECONDS, type ExecRequest as WireExecRequest } from '@sandbox-platform/api';
+
 import { HttpProblem } from '../http/problem.js';
+import { validated, VALIDATORS } from '../http/validate.js';
 import type { ExecRequest } from '../shell/persistent-shell.js';
-import { ENV_NAME } from '../shell/wrapper.js';
+import { decodeInput } from './encoding.js';
+import { bufferedStdin } from './stdin.js';
 
-/** Deadline when the request names none. */
-export const DEFAULT_TIMEOUT_SECONDS = 60;
-/** Longest allowed deadline. */
-export const MAX_TIMEOUT_SECONDS = 300;
+export { DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS } from '@sandbox-platform/api';
 
-const FIELDS = new Set(['command', 'timeoutSeconds', 'cwd', 'env']);
+/** Bounds of {@link parseExecRequest}. */
+export interface ExecRequestLimits {
+  /** Most decoded stdin bytes a JSON request may carry (413 beyond). */
+  stdinMaxBytes: number;
+}
 
-/** Parses a decoded JSON body into an exec request; throws 400 with the first problem found. */
-export function parseExecRequest(body: unknown): ExecRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    fail('the body must be a JSON object');
-  const input = body as Record<string, unknown>;
-  const unknown = Object.keys(input).filter((k) => !FIELDS.has(k));
-  if (unknown.length > 0) fail(`unknown field(s): ${unknown.join(', ')}`);
+/** Validates a decoded JSON body into an exec request; throws 400 (or 413 for stdin) on the first problem. */
+export function parseExecRequest(body: unknown, limits: ExecRequestLimits): ExecRequest {
+  const wire = validated(VALIDATORS.execRequest, body);
   const request: ExecRequest = {
-    command: text(input.command, 'command'),
-    timeoutSeconds: timeout(input.timeoutSeconds),
+    command: wire.command,
+    timeoutSeconds: wire.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
   };
-  if (input.cwd !== undefined) request.cwd = text(input.cwd, 'cwd');
-  if (input.env !== undefined) request.env = environment(input.env);
+  if (wire.cwd !== undefined) request.cwd = wire.cwd;
+  if (wire.env !== undefined) request.env = wire.env;
+  if (wire.stdin !== undefined) request.stdin = bufferedStdin(stdinBytes(wire, limits.stdinMaxBytes));
   return request;
 }
 
-function fail(detail: string): never {
-  throw new HttpProblem('invalid-request', detail);
-}
-
-/** A non-empty string without NUL (bash strings cannot hold NUL). */
-function text(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0) fail(`${field} must be a non-empty string`);
-  if (value.includes('\0')) fail(`${field} must not contain NUL characters`);
-  return value;
-}
-
-function timeout(value: unknown): number {
-  if (value === undefined) return DEFAULT_TIMEOUT_SECONDS;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_SECONDS) {
-    fail(`timeoutSeconds must be an integer in 1..${MAX_TIMEOUT_SECONDS}`);
+function stdinBytes(wire: WireExecRequest, limit: number): Buffer {
+  const bytes = decodeInput(wire.stdin ?? '', wire.stdinEncoding);
+  if (!bytes) throw new HttpProblem('invalid-request', 'stdin is not valid base64');
+  if (bytes.length > limit) {
+    throw new HttpProblem('payload-too-large', `stdin is ${bytes.length} bytes, the limit is ${limit}`);
   }
-  return value;
-}
-
-function environment(value: unknown): Record<string, string> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('env must be an object');
-  const env: Record<string, string> = {};
-  for (const [name, v] of Object.entries(value)) {
-    if (!ENV_NAME.test(name)) fail(`env name "${name}" is not a valid variable name`);
-    if (typeof v !== 'string') fail(`env.${name} must be a string`);
-    if (v.includes('\0')) fail(`env.${name} must not contain NUL characters`);
-    env[name] = v;
-  }
-  return env;
+  return bytes;
 }

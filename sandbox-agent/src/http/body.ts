@@ -39,10 +39,14 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
 
 /** Reads and parses a JSON body (400 when it is not JSON). */
 export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const text = (await readBody(req, limit)).toString('utf8');
+  return parseJson(await readBody(req, limit));
+}
+
+/** Parses JSON text (400 when it is not JSON). */
+export function parseJson(bytes: Buffer, what = 'the body'): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (err) {
-    throw new HttpProblem('invalid-request', 'the body is not valid JSON', { cause: err });
+    throw new HttpProblem('invalid-request', `${what} is not valid JSON`, { cause: err });
   }
 }

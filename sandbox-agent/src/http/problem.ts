@@ -4,23 +4,16 @@
  */
 import type { ServerResponse } from 'node:http';
 
-import { PROBLEM_BASE } from '@sandbox-platform/api';
+import { AGENT_PROBLEMS, type AgentProblemSlug, PROBLEM_BASE } from '@sandbox-platform/api';
 
-/** Problem slugs of the agent API (docs/architecture.md) and their status and title. */
-export const PROBLEMS = {
-  unauthorized: { status: 401, title: 'Unauthorized' },
-  'invalid-request': { status: 400, title: 'Invalid request' },
-  'payload-too-large': { status: 413, title: 'Payload too large' },
-  'path-forbidden': { status: 403, title: 'Path forbidden' },
-  'not-found': { status: 404, title: 'Not found' },
-  'shell-unavailable': { status: 503, title: 'Shell unavailable' },
-  /** Only from /livez: the agent is wedged and should be restarted (the kubelet does). */
-  'agent-stalled': { status: 503, title: 'Agent stalled' },
-  internal: { status: 500, title: 'Internal error' },
-} as const;
+/**
+ * Problem slugs of the agent API with their status and title: the shared contract's table
+ * (AGENT_PROBLEMS in @sandbox-platform/api), so the gateway reads the same vocabulary.
+ */
+export const PROBLEMS = AGENT_PROBLEMS;
 
 /** A problem slug. */
-export type ProblemSlug = keyof typeof PROBLEMS;
+export type ProblemSlug = AgentProblemSlug;
 
 /** Base of every problem `type` URI (the gateway's too). */
 export { PROBLEM_BASE };
@@ -43,15 +36,36 @@ export class HttpProblem extends Error {
   }
 }
 
+/** The problem+json body of a problem. */
+function problemBody(problem: HttpProblem): string {
+  const { status, title } = PROBLEMS[problem.slug];
+  return JSON.stringify({ type: PROBLEM_BASE + problem.slug, title, status, detail: problem.detail });
+}
+
+/**
+ * A whole HTTP/1.1 response carrying the problem, for a socket taken over from the HTTP server
+ * (a refused WebSocket upgrade); the connection closes after it.
+ */
+export function problemResponseText(problem: HttpProblem): string {
+  const { status, title } = PROBLEMS[problem.slug];
+  const body = problemBody(problem);
+  const extra = status === 401 ? 'WWW-Authenticate: Bearer\r\n' : status === 503 ? 'Retry-After: 1\r\n' : '';
+  return (
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`
+  );
+}
+
 /** Writes a problem response (when headers were not sent yet). */
 export function sendProblem(res: ServerResponse, problem: HttpProblem): void {
-  const { status, title } = PROBLEMS[problem.slug];
-  const body = JSON.stringify({ type: PROBLEM_BASE + problem.slug, title, status, detail: problem.detail });
+  const { status } = PROBLEMS[problem.slug];
+  const body = problemBody(problem);
   const headers: Record<string, string | number> = {
     'content-type': 'application/problem+json',
     'content-length': Buffer.byteLength(body),
   };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
+  if (status === 426) headers.upgrade = 'websocket';
   res.writeHead(status, headers).end(body);
 }
 

@@ -5,26 +5,45 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
+
+import { AGENT_PATHS, ptyQuerySchema } from '@sandbox-platform/api';
 
 import type { FileStore } from '../files/file-store.js';
+import type { ProcessTable } from '../processes/process-table.js';
+import type { Terminals } from '../pty/terminals.js';
 import { errorMessage, type Logger } from '../log.js';
 import { ExecCancelledError, ShellUnavailableError } from '../shell/persistent-shell.js';
+import { currentToken, getBindRoute, postBindRoute } from '../bind/bind-routes.js';
+import type { BindState } from '../bind/bind-state.js';
 import { isAuthorized } from './auth.js';
 import type { Liveness } from './liveness.js';
-import { type CommandRunner, execRoute, execStreamRoute } from './exec-routes.js';
+import { ByteBudget } from './byte-budget.js';
+import { type CommandRunner, execRoute, execStreamRoute, type ExecRouteOptions } from './exec-routes.js';
 import { FILES_PREFIX, getFileRoute, putFileRoute } from './file-routes.js';
-import { HttpProblem, sendJson, sendProblem } from './problem.js';
+import { matchProcessPath, processRoute } from './process-routes.js';
+import { HttpProblem, problemResponseText, sendJson, sendProblem } from './problem.js';
+import { validatedQuery, VALIDATORS } from './validate.js';
 
 /** What the server needs; built by the composition root (agent.ts). */
 export interface ServerDeps {
   token: string;
+  /** A warm Pod's bind state: its bound token replaces `token` (docs/adr/0016-warm-pools.md). */
+  bind?: BindState;
   runner: CommandRunner;
   /** True when the shell is alive (the token is loaded by construction). */
   healthy: () => boolean;
   /** The liveness check of /livez (see liveness.ts). */
   liveness: { check(): Promise<Liveness> };
   files: FileStore;
-  limits: { execBodyMaxBytes: number; fileMaxBytes: number; maxConnections: number };
+  processes: ProcessTable;
+  terminals: Terminals;
+  limits: {
+    execBodyMaxBytes: number;
+    fileMaxBytes: number;
+    maxConnections: number;
+    stdinMaxBytes: number;
+  };
   timeouts: { requestTimeoutMs: number; headersTimeoutMs: number; keepAliveTimeoutMs: number };
   logger: Logger;
 }
@@ -35,11 +54,20 @@ const CONNECTION_CHECK_MS = 1000;
 /** Largest unread request body drained (so the client can read the error) rather than cut off. */
 const MAX_DRAIN_BYTES = 256 * 1024 * 1024;
 
-type Handler = (req: IncomingMessage, res: ServerResponse, deps: ServerDeps) => Promise<void>;
+/** Calls waiting for the shell hold at most this many times the stdin limit of one call. */
+const QUEUED_STDIN_FACTOR = 8;
+
+/** What routes get: the server's deps and what the server derives from them once. */
+interface RouteDeps extends ServerDeps {
+  exec: ExecRouteOptions;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, deps: RouteDeps) => Promise<void>;
 
 interface Route {
   name: string;
-  method: string;
+  /** The method, or undefined for a path that takes several (the handler dispatches). */
+  method?: string;
   matches: (path: string) => boolean;
   handler: Handler;
   auth: boolean;
@@ -48,18 +76,33 @@ interface Route {
 const ROUTES: readonly Route[] = [
   { name: 'healthz', method: 'GET', matches: (p) => p === '/healthz', handler: health, auth: false },
   { name: 'livez', method: 'GET', matches: (p) => p === '/livez', handler: live, auth: false },
+  // Signed, not bearer-authenticated: the signature is the credential (bind-state.ts).
+  {
+    name: 'bind',
+    method: 'POST',
+    matches: (p) => p === '/v1/bind',
+    handler: (req, res, d) => postBindRoute(req, res, d.bind),
+    auth: false,
+  },
+  {
+    name: 'bind-status',
+    method: 'GET',
+    matches: (p) => p === '/v1/bind',
+    handler: (req, res, d) => getBindRoute(req, res, d.bind),
+    auth: true,
+  },
   {
     name: 'exec',
     method: 'POST',
     matches: (p) => p === '/v1/exec',
-    handler: (req, res, d) => execRoute(req, res, d.runner, { bodyLimit: d.limits.execBodyMaxBytes }),
+    handler: (req, res, d) => execRoute(req, res, d.runner, d.exec),
     auth: true,
   },
   {
     name: 'exec-stream',
     method: 'POST',
     matches: (p) => p === '/v1/exec/stream',
-    handler: (req, res, d) => execStreamRoute(req, res, d.runner, { bodyLimit: d.limits.execBodyMaxBytes }),
+    handler: (req, res, d) => execStreamRoute(req, res, d.runner, d.exec),
     auth: true,
   },
   {
@@ -76,10 +119,37 @@ const ROUTES: readonly Route[] = [
     handler: (req, res, d) => getFileRoute(req, res, d.files),
     auth: true,
   },
+  {
+    name: 'processes',
+    matches: (p) => p === AGENT_PATHS.processes || p.startsWith(`${AGENT_PATHS.processes}/`),
+    handler: (req, res, d) => {
+      const at = matchProcessPath(pathOf(req));
+      if (!at) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
+      return processRoute(req, res, { processes: d.processes, bodyLimit: d.limits.execBodyMaxBytes }, at);
+    },
+    auth: true,
+  },
+  {
+    name: 'pty',
+    method: 'GET',
+    matches: (p) => p === AGENT_PATHS.pty,
+    handler: () => {
+      throw new HttpProblem('upgrade-required', 'GET /v1/pty needs a WebSocket upgrade (Upgrade: websocket)');
+    },
+    auth: true,
+  },
 ];
 
 /** Creates (does not start) the agent's HTTP server. */
-export function createAgentServer(deps: ServerDeps): Server {
+export function createAgentServer(serverDeps: ServerDeps): Server {
+  const deps: RouteDeps = {
+    ...serverDeps,
+    exec: {
+      bodyLimit: serverDeps.limits.execBodyMaxBytes,
+      stdinMaxBytes: serverDeps.limits.stdinMaxBytes,
+      stdinBudget: new ByteBudget(serverDeps.limits.stdinMaxBytes * QUEUED_STDIN_FACTOR),
+    },
+  };
   const server = createServer(
     {
       requestTimeout: deps.timeouts.requestTimeoutMs,
@@ -91,13 +161,20 @@ export function createAgentServer(deps: ServerDeps): Server {
     (req, res) => void serve(req, res, deps),
   );
   server.maxConnections = deps.limits.maxConnections;
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    upgrade(req, socket, head, deps),
+  );
   return server;
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, deps: ServerDeps): Promise<void> {
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? '/').split('?')[0] ?? '/';
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
   const started = performance.now();
-  const path = (req.url ?? '/').split('?')[0] ?? '/';
-  const route = ROUTES.find((r) => r.method === req.method && r.matches(path));
+  const path = pathOf(req);
+  const route = ROUTES.find((r) => (r.method === undefined || r.method === req.method) && r.matches(path));
   res.once('close', () => {
     deps.logger.debug('request', {
       method: req.method,
@@ -107,13 +184,45 @@ async function serve(req: IncomingMessage, res: ServerResponse, deps: ServerDeps
     });
   });
   try {
-    if (route?.auth !== false && !isAuthorized(req, deps.token)) {
+    if (route?.auth !== false && !isAuthorized(req, currentToken(deps))) {
       throw new HttpProblem('unauthorized', 'a valid bearer token is required');
     }
     if (!route) throw new HttpProblem('not-found', `no route for ${req.method} ${path}`);
     await route.handler(req, res, deps);
   } catch (err) {
     renderError(err, req, res, deps.logger);
+  }
+}
+
+/**
+ * A WebSocket upgrade: only `GET /v1/pty`, with the token, a valid query and a free terminal;
+ * anything else is answered with a problem on the raw socket, which is then closed.
+ */
+function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, deps: RouteDeps): void {
+  const started = performance.now();
+  socket.on('error', (err) => deps.logger.debug('upgrade socket error', { error: errorMessage(err) }));
+  try {
+    if (!isAuthorized(req, currentToken(deps)))
+      throw new HttpProblem('unauthorized', 'a valid bearer token is required');
+    const path = pathOf(req);
+    if (req.method !== 'GET' || path !== AGENT_PATHS.pty) {
+      throw new HttpProblem('not-found', `no WebSocket route for ${req.method} ${path}`);
+    }
+    const search = new URL(req.url ?? '/', 'http://agent').searchParams;
+    const query = validatedQuery(VALIDATORS.ptyQuery, ptyQuerySchema, search);
+    deps.terminals.upgrade(req, socket, head, query);
+    deps.logger.debug('request', { method: 'GET', route: 'pty', status: 101 });
+  } catch (err) {
+    const problem =
+      err instanceof HttpProblem ? err : new HttpProblem('internal', 'internal error, see the agent log');
+    if (!(err instanceof HttpProblem)) deps.logger.error('upgrade failed', { error: errorMessage(err) });
+    socket.end(problemResponseText(problem));
+    deps.logger.debug('request', {
+      method: req.method,
+      route: 'upgrade',
+      status: problem.status,
+      durationMs: Math.round(performance.now() - started),
+    });
   }
 }
 

@@ -17,6 +17,9 @@ import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.
 /** Exit status reported for a command that hit its deadline, as GNU `timeout` does. */
 export const TIMEOUT_EXIT_CODE = 124;
 
+/** Exit status reported for a command the agent stopped for bad stdin: killed (128 + SIGKILL). */
+export const STOPPED_EXIT_CODE = 137;
+
 /** Receives a command's output as it arrives, already capped. */
 export interface OutputObserver {
   /** The command started running (left the queue). */
@@ -49,6 +52,7 @@ export class Execution {
   private readonly caps: Record<OutputStream, CappedStream>;
   private record: ControlRecord | undefined;
   private expired = false;
+  private stopped = false;
   private settled = false;
   private resolveDone!: (outcome: ExecOutcome) => void;
   /** Resolves once when the command has ended. */
@@ -84,6 +88,11 @@ export class Execution {
   /** Marks the command as timed out: its exit code becomes 124 whatever bash reports. */
   markTimedOut(): void {
     this.expired = true;
+  }
+
+  /** Marks the command as stopped by the agent: its exit code becomes 137 (unless it timed out). */
+  markStopped(): void {
+    this.stopped = true;
   }
 
   /**
@@ -128,7 +137,7 @@ export class Execution {
     if (this.settled) return;
     this.settled = true;
     this.resolveDone({
-      exitCode: this.expired ? TIMEOUT_EXIT_CODE : status,
+      exitCode: this.expired ? TIMEOUT_EXIT_CODE : this.stopped ? STOPPED_EXIT_CODE : status,
       durationMs: Math.round(this.elapsedMs),
       truncated: this.caps.stdout.truncated || this.caps.stderr.truncated,
       truncatedStreams: { stdout: this.caps.stdout.truncated, stderr: this.caps.stderr.truncated },

@@ -11,18 +11,22 @@ import { performance } from 'node:perf_hooks';
 
 import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
+import { StdinClosedError, StdinError, type StdinFeed } from '../exec/stdin.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { BashProcess, type OutputStream } from './bash-process.js';
 import type { ControlProtocolError, ControlRecord } from './control-parser.js';
 import { Execution, type OutputObserver } from './execution.js';
 import { killCommandProcesses } from './processes.js';
+import type { StdinPipe, StdinPipes } from './stdin-pipe.js';
 import { settlesWithin } from './timing.js';
 import { sessionEnvInit, SHELL_INIT, type ShellCommand } from './wrapper.js';
 
-/** A command with its deadline. */
-export interface ExecRequest extends ShellCommand {
+/** A command with its deadline, and its stdin when it has one. */
+export interface ExecRequest extends Omit<ShellCommand, 'stdinPath'> {
   timeoutSeconds: number;
+  /** Bytes for the command's stdin (default /dev/null); fed through a FIFO while it runs. */
+  stdin?: StdinFeed;
 }
 
 /** What the caller gets back (the wire shape minus the output, which went to the observer). */
@@ -32,6 +36,8 @@ export interface ExecResult {
   truncated: boolean;
   timedOut: boolean;
   shellReset: boolean;
+  /** Set when the stdin feed carried invalid input; the command was stopped (see StdinError). */
+  stdinError?: string;
   /** Which streams lost bytes to the cap (not on the wire; encoders use it). */
   truncatedStreams: Record<OutputStream, boolean>;
 }
@@ -60,6 +66,8 @@ export interface ShellOptions {
   respawnRetryMs?: number;
   /** Clock of the progress tracking (ms); injected by tests. Default performance.now. */
   now?: () => number;
+  /** Where the stdin pipes of commands are made; required for commands with stdin. */
+  stdinPipes?: StdinPipes;
 }
 
 /** bash cannot be started, or the agent is shutting down (HTTP 503). */
@@ -97,6 +105,8 @@ interface Running {
   exec: Execution;
   bash: BashProcess;
   stopping: boolean;
+  /** What was wrong with the stdin feed, when it stopped the command. */
+  stdinError?: string;
 }
 
 /** See the module comment. */
@@ -221,10 +231,11 @@ export class PersistentShell {
       this.scheduleRespawn(this.respawnRetryMs);
       throw new ShellUnavailableError('bash is not available', { cause: err });
     });
+    const pipe = request.stdin ? await this.stdinPipe(bash.pid) : undefined;
     const shellReset = this.resetPending;
     this.resetPending = false;
     const running: Running = {
-      exec: new Execution(request, this.opts.outputCapBytes, observer),
+      exec: new Execution({ ...request, stdinPath: pipe?.path }, this.opts.outputCapBytes, observer),
       bash,
       stopping: false,
     };
@@ -232,16 +243,49 @@ export class PersistentShell {
     observer.onStart?.();
     bash.write(running.exec.script);
     const unwatch = this.watch(running, request.timeoutSeconds * 1000, signal);
+    if (pipe && request.stdin) this.feed(running, pipe, request.stdin);
     try {
       const outcome = await running.exec.done;
       const { exitCode, durationMs, truncated, timedOut, truncatedStreams } = outcome;
       this.opts.logger.debug('command finished', { exitCode, durationMs, truncated, timedOut, shellReset });
-      return { exitCode, durationMs, truncated, timedOut, shellReset, truncatedStreams };
+      const result: ExecResult = { exitCode, durationMs, truncated, timedOut, shellReset, truncatedStreams };
+      if (running.stdinError !== undefined) result.stdinError = running.stdinError;
+      return result;
     } finally {
       unwatch();
       this.current = undefined;
       this.markProgress();
+      await pipe?.close().catch((err: unknown) => {
+        this.opts.logger.warn('cannot remove a stdin pipe', { error: errorMessage(err) });
+      });
     }
+  }
+
+  private stdinPipe(readerPid: number): Promise<StdinPipe> {
+    if (!this.opts.stdinPipes) return Promise.reject(new Error('no stdin pipes configured'));
+    return this.opts.stdinPipes.create(readerPid);
+  }
+
+  /**
+   * Pumps the stdin feed into the command's pipe, then closes it (EOF). A feed that carries bad
+   * input stops the command as a cancellation would: a half-fed `patch` must not go on.
+   */
+  private feed(running: Running, pipe: StdinPipe, stdin: StdinFeed): void {
+    stdin.pump(pipe.write).then(
+      () => pipe.end(),
+      (err: unknown) => {
+        if (err instanceof StdinClosedError) return;
+        pipe.end();
+        if (err instanceof StdinError) {
+          running.stdinError = err.message;
+          running.exec.markStopped();
+          void this.stopCommand(running, 'stdin');
+          return;
+        }
+        // The request body broke off (the client went away): the cancellation stops the command.
+        this.opts.logger.debug('stdin feed ended early', { error: errorMessage(err) });
+      },
+    );
   }
 
   private markProgress(): void {
@@ -409,7 +453,7 @@ export class PersistentShell {
 }
 
 /** bash's start environment: `env` plus each session variable under its carrier name (see sessionEnvInit). */
-function withCarriers(
+export function withCarriers(
   env: NodeJS.ProcessEnv,
   sessionEnv: Readonly<Record<string, string>>,
 ): NodeJS.ProcessEnv {

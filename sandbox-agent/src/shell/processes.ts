@@ -222,3 +222,19 @@ export async function killSession(sid: number): Promise<number> {
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * SIGKILLs what is left of a process group whose leader has exited and been reaped: the members
+ * of group `pgid` that started no later than `beforeTicks` (the leader's exit). Once every member
+ * is gone the number can be reused by an unrelated group (after a PID wrap-around), so the group
+ * is never signalled as a whole here. Returns the number of signals sent.
+ */
+export async function killGroupLeftovers(pgid: number, beforeTicks: number): Promise<number> {
+  let sent = 0;
+  for (const p of await listProcesses()) {
+    if (p.pgid === pgid && p.startTicks <= beforeTicks && p.state !== 'Z' && p.state !== 'X') {
+      if (sendSignal(p.pid, 'SIGKILL')) sent++;
+    }
+  }
+  return sent;
+}

@@ -9,7 +9,8 @@
  * (`set -x`) or echoing (`set -v`) the wrapper cannot produce a false end-of-output.
  *
  * The user's command runs through `eval` in the main shell (so `cd`, `export`, functions and
- * aliases persist), with stdin from /dev/null (it cannot read the protocol) and fds 3, 8 and 9
+ * aliases persist), with stdin from /dev/null or its own FIFO (it cannot read the protocol, which
+ * is bash's stdin; see stdin-pipe.ts) and fds 3, 8 and 9
  * closed (it cannot write the control channel or the saved stdout/stderr). `set -m` puts each job
  * it starts in its own process group, which the timeout kill uses. Per-call env is a temporary
  * assignment prefix (`K='v' eval ...`), so it applies to that call only; a per-call cwd is undone
@@ -73,7 +74,9 @@ export interface ShellCommand {
   /** Directory for this call only (relative to the shell's current directory, or absolute). */
   cwd?: string;
   /** Variables for this call only. Names must match {@link ENV_NAME}. */
-  env?: Readonly<Record<string, string>>;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** A FIFO to read stdin from (default /dev/null). */
+  stdinPath?: string;
 }
 
 /** Valid variable names; validated before a name reaches the shell unquoted. */
@@ -94,9 +97,10 @@ export interface SentinelHalves {
 export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): string {
   const assignments = Object.entries(cmd.env ?? {}).map(([name, value]) => {
     if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
-    return `${name}=${shellQuote(value)} `;
+    return `${name}=${shellQuote(value ?? '')} `;
   });
-  const run = `__sbx_a; ${assignments.join('')}command eval ${shellQuote(cmd.command)} </dev/null 3>&- 8>&- 9>&-`;
+  const stdin = cmd.stdinPath === undefined ? '/dev/null' : shellQuote(cmd.stdinPath);
+  const run = `__sbx_a; ${assignments.join('')}command eval ${shellQuote(cmd.command)} <${stdin} 3>&- 8>&- 9>&-`;
   const body =
     cmd.cwd === undefined
       ? run

@@ -1,9 +1,10 @@
 /**
- * The entrypoint as the container runs it: main.ts bundled by esbuild into one file (which also
- * proves the bundle needs nothing but Node), started as a process.
+ * The entrypoint as the container runs it: main.ts bundled into one file by the image build's own
+ * bundler (test-e2e/images/scripts/bundle.mjs, which also proves the bundle needs nothing but
+ * Node), started as a process.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { build } from 'esbuild';
+import { promisify } from 'node:util';
 
 import { eventually, processesMatching, uniqueSleepSeconds } from './helpers/test-agent.js';
 
@@ -24,17 +25,12 @@ let bundle: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sbx-main-'));
   bundle = join(dir, 'sandbox-agent.mjs');
-  await build({
-    entryPoints: [join(here, '../../src/main.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: bundle,
-    logLevel: 'silent',
-    // Resolve the shared API package to its sources, as the tests do (no prior build needed).
-    alias: { '@sandbox-platform/api': join(here, '../../../crds/src/index.ts') },
-  });
+  await promisify(execFile)(process.execPath, [
+    join(here, '../../../test-e2e/images/scripts/bundle.mjs'),
+    join(here, '../../src/main.ts'),
+    bundle,
+    'sandbox-agent',
+  ]);
 }, 30_000);
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });

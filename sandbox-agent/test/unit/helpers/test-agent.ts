@@ -69,8 +69,15 @@ export class TestAgent {
     await rm(this.workspace, { recursive: true, force: true });
   }
 
-  /** Sends a request; `auth` false omits the token, a string replaces it. */
-  send(req: RawRequest, auth: boolean | string = true): Promise<RawResponse> {
+  /**
+   * Sends a request; `auth` false omits the token, a string replaces it. `ownConnection` opens a
+   * connection for this request alone (the shared pool has 4).
+   */
+  send(
+    req: RawRequest,
+    auth: boolean | string = true,
+    opts: { ownConnection?: boolean } = {},
+  ): Promise<RawResponse> {
     const headers: Record<string, string> = { ...req.headers };
     if (auth !== false) headers.authorization = `Bearer ${auth === true ? this.token : auth}`;
     return new Promise((resolve, reject) => {
@@ -81,7 +88,7 @@ export class TestAgent {
           method: req.method,
           path: req.path,
           headers,
-          agent: this.httpAgent,
+          agent: opts.ownConnection ? false : this.httpAgent,
         },
         (res) => {
           const chunks: Buffer[] = [];

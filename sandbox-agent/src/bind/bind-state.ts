@@ -1,0 +1,187 @@
+/**
+ * The bind state of a warm Pod's agent (docs/adr/0016-warm-pools.md). A warm agent starts unbound:
+ * it holds no token, so every authenticated route answers 401. It accepts exactly one bind: a
+ * request signed with the operator's bind key (whose public half it was given), naming this very
+ * Pod (namespace, name and UID), carrying the session token. From then on that token is the only
+ * one it accepts, and every further bind is refused; nothing ever unbinds it.
+ *
+ * The accepted request is kept, signature and all, in a file of the Pod's own emptyDir, so that a
+ * restarted agent container (restartPolicy Always) is bound again to the same session. On start
+ * the file is verified like a fresh bind: a file changed by anyone without the operator's private
+ * key (the sandbox's own user can write it) is refused, and the agent stays unbound, serving
+ * nobody: tampering can only break the tamperer's own session.
+ *
+ * Every refusal is the same 401 to the caller (no oracle for which check failed); the agent logs
+ * the cause, never the token.
+ */
+import { rename, writeFile, readFile } from 'node:fs/promises';
+import type { KeyObject } from 'node:crypto';
+
+import {
+  bindPayloadSchema,
+  bindRequestSchema,
+  bindVerifyKey,
+  verifyBindSignature,
+  type BindPayload,
+  type BindRequest,
+  type BindStatus,
+} from '@sandbox-platform/api';
+import { Ajv } from 'ajv';
+
+import { errorMessage, type Logger } from '../log.js';
+import type { BindConfig } from './bind-config.js';
+
+const ajv = new Ajv({ strict: true, allErrors: false, coerceTypes: false });
+/** Validates the shape of a bind request (the routes and the restore use it). */
+export const isBindRequest = ajv.compile<BindRequest>(bindRequestSchema);
+const validPayload = ajv.compile<BindPayload>(bindPayloadSchema);
+
+/** Namespace, name and UID of a Pod or a session. */
+export interface Identity {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** What the bind state needs. */
+export interface BindStateOptions {
+  /** The operator's bind verification key. */
+  readonly verifyKey: KeyObject;
+  /** This Pod, from the downward API. */
+  readonly pod: Identity;
+  /** Where the accepted bind is kept (an emptyDir of the Pod). */
+  readonly stateFile: string;
+  readonly logger: Logger;
+}
+
+/** Why a bind was refused (logged; the caller only sees 401). */
+export type BindRefusal = 'already-bound' | 'bad-signature' | 'malformed-payload' | 'other-pod';
+
+/** A refused bind: 401 to the caller, the reason in the agent log. */
+export class BindRefusedError extends Error {
+  override readonly name = 'BindRefusedError';
+
+  constructor(readonly reason: BindRefusal) {
+    super(`bind refused: ${reason}`);
+  }
+}
+
+/** The bound session and its token, once bound. */
+interface Bound {
+  readonly token: string;
+  readonly session: Identity;
+}
+
+/** One agent's bind state. */
+export class BindState {
+  private bound?: Bound;
+  /** A bind is being written: a concurrent one is refused as already bound. */
+  private binding = false;
+
+  constructor(private readonly opts: BindStateOptions) {}
+
+  /** The token to accept, once bound; undefined before (nothing is accepted then). */
+  token(): string | undefined {
+    return this.bound?.token;
+  }
+
+  /** The session served, once bound. */
+  status(): BindStatus | undefined {
+    return this.bound && { bound: true, session: this.bound.session };
+  }
+
+  /**
+   * Accepts the first valid bind; throws BindRefusedError for anything else (and for every bind
+   * after the first). The request is kept on disk before the token is accepted: an agent that
+   * could not keep it stays unbound (the operator then discards the Pod).
+   */
+  async bind(request: BindRequest): Promise<BindStatus> {
+    if (this.bound || this.binding) throw this.refuse('already-bound');
+    const bound = this.check(request);
+    this.binding = true;
+    try {
+      await this.keep(request);
+    } finally {
+      this.binding = false;
+    }
+    this.bound = bound;
+    this.opts.logger.info('bound to a session', {
+      namespace: bound.session.namespace,
+      session: bound.session.name,
+    });
+    return { bound: true, session: bound.session };
+  }
+
+  /**
+   * Restores the bind an earlier run of the agent in this Pod accepted. No file: unbound. A file
+   * that does not verify: unbound, with an error line (it was changed by someone without the key).
+   */
+  async restore(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.opts.stateFile, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw new Error(`cannot read the bind state ${this.opts.stateFile}`, { cause: err });
+    }
+    try {
+      const request = JSON.parse(text) as unknown;
+      if (!isBindRequest(request)) throw new BindRefusedError('malformed-payload');
+      this.bound = this.check(request);
+      this.opts.logger.info('restored the bind of an earlier run', {
+        namespace: this.bound.session.namespace,
+        session: this.bound.session.name,
+      });
+    } catch (err) {
+      this.opts.logger.error('the bind state does not verify; staying unbound', {
+        file: this.opts.stateFile,
+        error: err instanceof BindRefusedError ? err.reason : errorMessage(err),
+      });
+    }
+  }
+
+  /** Verifies the signature, then the payload's shape and the Pod it names. */
+  private check(request: BindRequest): Bound {
+    if (!verifyBindSignature(this.opts.verifyKey, request)) throw this.refuse('bad-signature');
+    let payload: unknown;
+    try {
+      payload = JSON.parse(request.payload);
+    } catch {
+      throw this.refuse('malformed-payload');
+    }
+    if (!validPayload(payload)) throw this.refuse('malformed-payload');
+    const { pod } = this.opts;
+    if (
+      payload.pod.namespace !== pod.namespace ||
+      payload.pod.name !== pod.name ||
+      payload.pod.uid !== pod.uid
+    )
+      throw this.refuse('other-pod');
+    const { namespace, name, uid } = payload.session;
+    return { token: payload.token, session: { namespace, name, uid } };
+  }
+
+  private refuse(reason: BindRefusal): BindRefusedError {
+    this.opts.logger.warn('bind refused', { reason });
+    return new BindRefusedError(reason);
+  }
+
+  /** Writes the request next to the state file, then renames it into place (all or nothing). */
+  private async keep(request: BindRequest): Promise<void> {
+    const temp = `${this.opts.stateFile}.tmp`;
+    await writeFile(temp, JSON.stringify(request), { mode: 0o600 });
+    await rename(temp, this.opts.stateFile);
+  }
+}
+
+/** The bind state of a warm Pod's agent, restored from an earlier run's file if there is one. */
+export async function openBindState(config: BindConfig, logger: Logger): Promise<BindState> {
+  const state = new BindState({
+    verifyKey: bindVerifyKey(config.key),
+    pod: config.pod,
+    stateFile: config.stateFile,
+    logger,
+  });
+  await state.restore();
+  return state;
+}

@@ -1,0 +1,181 @@
+/**
+ * One background process: a `bash -c` started by the agent (not by the persistent shell) in its
+ * own session and process group, its stdout and stderr read into rings, its exit recorded. It
+ * outlives the call that started it and every later call, until it is removed or the agent stops.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { constants } from 'node:os';
+
+import type { ProcessInfo } from '@sandbox-platform/api';
+
+import type { Logger } from '../log.js';
+import { errorMessage } from '../log.js';
+import { sendSignal } from '../shell/processes.js';
+import { OutputRing } from './output-ring.js';
+
+/** The output streams of a process. */
+export type ProcessStream = 'stdout' | 'stderr';
+
+/** After bash exited, how long its pipes may stay open (held by its leftovers) before it counts as exited. */
+export const DRAIN_AFTER_EXIT_MS = 500;
+
+/** How to start one. */
+export interface SpawnSpec {
+  id: string;
+  /** The command as the client sent it (for the process list). */
+  command: string;
+  cwd?: string;
+  bashPath: string;
+  /** The script bash runs (session env exports, cd, env, then the command). */
+  script: string;
+  /** bash's start directory (the workspace). */
+  workspace: string;
+  env: NodeJS.ProcessEnv;
+  outputBytes: number;
+  logger: Logger;
+}
+
+/** Thrown when bash cannot be started (no PID left, missing binary). */
+export class SpawnError extends Error {
+  override readonly name = 'SpawnError';
+}
+
+/** See the module comment. */
+export class ManagedProcess {
+  readonly startedAt = new Date();
+  readonly output: Record<ProcessStream, OutputRing>;
+  private exitStatus: { exitCode: number; signal?: string; at: Date } | undefined;
+  private reapedAt: Date | undefined;
+  private readonly listeners = new Set<() => void>();
+  private markExited!: () => void;
+  /** Resolves once the process counts as exited (bash ended, its pipes drained or the drain wait over). */
+  readonly exited: Promise<void> = new Promise((resolve) => (this.markExited = resolve));
+
+  private constructor(
+    private readonly spec: SpawnSpec,
+    private readonly child: ChildProcess,
+    /** bash's pid, also its process group and session id. */
+    readonly pid: number,
+  ) {
+    this.output = { stdout: new OutputRing(spec.outputBytes), stderr: new OutputRing(spec.outputBytes) };
+  }
+
+  /** Starts bash; rejects with {@link SpawnError} when it cannot be started. */
+  static start(spec: SpawnSpec): Promise<ManagedProcess> {
+    const child = spawn(spec.bashPath, ['--noprofile', '--norc', '-c', spec.script], {
+      cwd: spec.workspace,
+      env: spec.env,
+      // Its own session and process group: signals go to the group, and a shell reset of the
+      // persistent bash (which kills that bash's session) leaves it alone.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return new Promise((resolve, reject) => {
+      child.once('error', (err) =>
+        reject(new SpawnError(`cannot start bash: ${errorMessage(err)}`, { cause: err })),
+      );
+      child.once('spawn', () => {
+        const proc = new ManagedProcess(spec, child, child.pid ?? -1);
+        proc.wire();
+        resolve(proc);
+      });
+    });
+  }
+
+  get id(): string {
+    return this.spec.id;
+  }
+
+  /** When bash exited (reaped), once it has. */
+  get exitedAt(): Date | undefined {
+    return this.reapedAt;
+  }
+
+  /** True until the process counts as exited. */
+  get running(): boolean {
+    return this.exitStatus === undefined;
+  }
+
+  /** Registers a callback for new output and the exit; returns its removal. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Sends a signal to the whole process group; false when nothing is left to receive it. */
+  signal(name: NodeJS.Signals): boolean {
+    return sendSignal(-this.pid, name);
+  }
+
+  /** Stops reading its output (the process is being removed). */
+  detach(): void {
+    this.child.stdout?.destroy();
+    this.child.stderr?.destroy();
+    this.listeners.clear();
+  }
+
+  /** The process as the wire describes it. */
+  info(): ProcessInfo {
+    const info: ProcessInfo = {
+      id: this.spec.id,
+      pid: this.pid,
+      command: this.spec.command,
+      state: this.exitStatus ? 'exited' : 'running',
+      startedAt: this.startedAt.toISOString(),
+      stdout: { size: this.output.stdout.size, dropped: this.output.stdout.dropped },
+      stderr: { size: this.output.stderr.size, dropped: this.output.stderr.dropped },
+    };
+    if (this.spec.cwd !== undefined) info.cwd = this.spec.cwd;
+    if (this.exitStatus) {
+      info.exitCode = this.exitStatus.exitCode;
+      if (this.exitStatus.signal !== undefined) info.signal = this.exitStatus.signal;
+      info.exitedAt = this.exitStatus.at.toISOString();
+    }
+    return info;
+  }
+
+  private wire(): void {
+    const { child, spec } = this;
+    for (const stream of ['stdout', 'stderr'] as const) {
+      child[stream]?.on('data', (chunk: Buffer) => {
+        this.output[stream].append(chunk);
+        this.notify();
+      });
+      child[stream]?.on('error', (err) =>
+        spec.logger.debug('process pipe error', { id: spec.id, error: errorMessage(err) }),
+      );
+    }
+    child.on('error', (err) => spec.logger.warn('process error', { id: spec.id, error: errorMessage(err) }));
+    child.once('exit', (code, signal) => {
+      this.reapedAt = new Date();
+      const timer = setTimeout(() => this.finish(code, signal), DRAIN_AFTER_EXIT_MS);
+      child.once('close', () => {
+        clearTimeout(timer);
+        this.finish(code, signal);
+      });
+    });
+  }
+
+  private finish(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exitStatus) return;
+    this.exitStatus = {
+      exitCode: code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0),
+      at: new Date(),
+      ...(signal ? { signal } : {}),
+    };
+    this.spec.logger.info('process exited', {
+      id: this.spec.id,
+      pid: this.pid,
+      exitCode: this.exitStatus.exitCode,
+      signal: signal ?? undefined,
+    });
+    this.notify();
+    this.markExited();
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * The agent's background processes: started on request, listed, signalled, waited for, removed.
+ * They live only here (in the agent's memory) and end with the agent: the table is the one place
+ * that lists them, and stopping the agent stops them. Bounded: at most `maxProcesses` are held
+ * (running or exited and not yet removed), each with two output rings of `outputBytes`.
+ *
+ * Each process runs `bash --noprofile --norc -c` with the environment the persistent shell starts
+ * with (the agent's secrets removed, the session's env exported the same way), in the workspace
+ * or the requested directory, with stdin from /dev/null.
+ */
+import { randomBytes } from 'node:crypto';
+
+import type { ProcessInfo, ProcessStartRequest } from '@sandbox-platform/api';
+
+import { HttpProblem } from '../http/problem.js';
+import type { Logger } from '../log.js';
+import { errorMessage } from '../log.js';
+import { withCarriers } from '../shell/persistent-shell.js';
+import { killGroupLeftovers, ticksAgo } from '../shell/processes.js';
+import { settlesWithin } from '../shell/timing.js';
+import { ENV_NAME, sessionEnvInit, shellQuote } from '../shell/wrapper.js';
+import { ManagedProcess, SpawnError } from './managed-process.js';
+
+/** Options of {@link ProcessTable}. */
+export interface ProcessTableOptions {
+  bashPath: string;
+  workspace: string;
+  /** The shell's start environment (agent secrets already removed). */
+  env: NodeJS.ProcessEnv;
+  /** The session's env (spec.env), exported in each process's bash. */
+  sessionEnv: Readonly<Record<string, string>>;
+  /** Most processes held, running or exited. */
+  maxProcesses: number;
+  /** Ring size per output stream per process. */
+  outputBytes: number;
+  logger: Logger;
+  /** How long processes get after SIGTERM when the agent stops, before SIGKILL. Default 2 s. */
+  killGraceMs?: number;
+}
+
+/** See the module comment. */
+export class ProcessTable {
+  private readonly processes = new Map<string, ManagedProcess>();
+  /** Starts in flight: counted against the cap until their bash exists. */
+  private readonly reserved = new Set<symbol>();
+  private closing = false;
+
+  constructor(private readonly opts: ProcessTableOptions) {}
+
+  /** Starts a process; 409 too-many-processes when the table is full. */
+  async start(request: ProcessStartRequest): Promise<ManagedProcess> {
+    if (this.closing) throw new HttpProblem('shell-unavailable', 'the agent is shutting down');
+    this.checkRoom();
+    const { opts } = this;
+    const id = randomBytes(6).toString('hex');
+    // Held before the spawn resolves, so concurrent starts cannot overshoot the cap.
+    const placeholder = Symbol(id);
+    this.reserved.add(placeholder);
+    try {
+      const proc = await ManagedProcess.start({
+        id,
+        command: request.command,
+        cwd: request.cwd,
+        bashPath: opts.bashPath,
+        script: processScript(request, Object.keys(opts.sessionEnv)),
+        workspace: opts.workspace,
+        env: withCarriers(opts.env, opts.sessionEnv),
+        outputBytes: opts.outputBytes,
+        logger: opts.logger,
+      });
+      this.processes.set(id, proc);
+      opts.logger.info('process started', { id, pid: proc.pid });
+      return proc;
+    } catch (err) {
+      if (err instanceof SpawnError) throw new HttpProblem('shell-unavailable', err.message, { cause: err });
+      throw err;
+    } finally {
+      this.reserved.delete(placeholder);
+    }
+  }
+
+  private checkRoom(): void {
+    const held = this.processes.size + this.reserved.size;
+    if (held < this.opts.maxProcesses) return;
+    const exited = [...this.processes.values()].filter((p) => !p.running).length;
+    throw new HttpProblem(
+      'too-many-processes',
+      `the agent holds ${held} processes, its maximum (${exited} exited: remove them with DELETE /v1/processes/<id>)`,
+    );
+  }
+
+  /** Every process, oldest first. */
+  list(): ProcessInfo[] {
+    return [...this.processes.values()].map((p) => p.info());
+  }
+
+  /** The process with this id; 404 process-not-found otherwise. */
+  get(id: string): ManagedProcess {
+    const proc = this.processes.get(id);
+    if (!proc) throw new HttpProblem('process-not-found', `no process has the id "${truncate(id)}"`);
+    return proc;
+  }
+
+  /** Signals the process group; 409 process-exited when it has exited. */
+  signal(id: string, signal: NodeJS.Signals): ProcessInfo {
+    const proc = this.get(id);
+    if (!proc.running)
+      throw new HttpProblem('process-exited', `process ${id} has exited; it cannot be signalled`);
+    // A group already gone (ESRCH) is a process about to be recorded as exited: not an error.
+    proc.signal(signal);
+    this.opts.logger.info('process signalled', { id, signal });
+    return proc.info();
+  }
+
+  /** Waits up to `timeoutMs` (or until `abort`) for the exit; the answer's state says whether it came. */
+  async wait(id: string, timeoutMs: number, abort?: AbortSignal): Promise<ProcessInfo> {
+    const proc = this.get(id);
+    if (proc.running && timeoutMs > 0) {
+      const aborted = new Promise<void>((resolve) =>
+        abort?.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      await settlesWithin(Promise.race([proc.exited, aborted]), timeoutMs);
+    }
+    return proc.info();
+  }
+
+  /**
+   * Forgets an exited process (its output with it) and kills what it left behind in its process
+   * group; 409 process-running while it runs.
+   */
+  async remove(id: string): Promise<void> {
+    const proc = this.get(id);
+    if (proc.running) {
+      throw new HttpProblem(
+        'process-running',
+        `process ${id} is running; signal it and wait for its exit first`,
+      );
+    }
+    this.processes.delete(id);
+    proc.detach();
+    const killed = await killLeftovers(proc);
+    this.opts.logger.info('process removed', { id, leftoversKilled: killed });
+  }
+
+  /** Stops every process: SIGTERM to each group, SIGKILL after the grace. New starts are refused. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const all = [...this.processes.values()];
+    const running = all.filter((p) => p.running);
+    for (const proc of running) proc.signal('SIGTERM');
+    await settlesWithin(Promise.all(running.map((p) => p.exited)), this.opts.killGraceMs ?? 2000);
+    for (const proc of running) if (proc.running) proc.signal('SIGKILL');
+    for (const proc of all) {
+      proc.detach();
+      await killLeftovers(proc).catch((err: unknown) => {
+        this.opts.logger.warn('cannot kill what a process left', { id: proc.id, error: errorMessage(err) });
+      });
+    }
+    this.processes.clear();
+  }
+}
+
+/**
+ * The script of a process's bash: export the session env (as the persistent shell does), enter
+ * the directory (failing like `cd dir && command`), export the per-call env, run the command.
+ */
+export function processScript(request: ProcessStartRequest, sessionEnvNames: readonly string[]): string {
+  const lines = [sessionEnvInit(sessionEnvNames)];
+  if (request.cwd !== undefined) lines.push(`builtin cd -- ${shellQuote(request.cwd)} || builtin exit 1\n`);
+  for (const [name, value] of Object.entries(request.env ?? {})) {
+    if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
+    lines.push(`builtin export ${name}=${shellQuote(value ?? '')}\n`);
+  }
+  lines.push(`command eval ${shellQuote(request.command)}\n`);
+  return lines.join('');
+}
+
+/** Kills what an exited process left in its group (see killGroupLeftovers); 0 while it runs. */
+async function killLeftovers(proc: ManagedProcess): Promise<number> {
+  const exitedAt = proc.exitedAt;
+  if (exitedAt === undefined) return 0;
+  return killGroupLeftovers(proc.pid, (await ticksAgo(Date.now() - exitedAt.getTime())) + 1);
+}
+
+function truncate(id: string): string {
+  return id.length > 64 ? `${id.slice(0, 64)}...` : id;
+}
