@@ -15,6 +15,8 @@ LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables ipset
 # NetworkPolicies but enforces none (the isolation e2e must then fail: make test-isolation-unenforced).
 LOCALKUBE_NETWORK_POLICY ?= true
 LOCALKUBE_GVISOR ?= true
+# kubelet podPidsLimit (processes and threads per pod); 0 = unlimited, only to show the PID test fails.
+LOCALKUBE_POD_PIDS_LIMIT ?= 1024
 LOCALKUBE_ADDONS := test-e2e/localkube/addons/build.sh
 
 .PHONY: localkube
@@ -47,7 +49,7 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
 	@node_flags=""; \
 	if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
-	  node_flags="--network-policy=$(LOCALKUBE_NETWORK_POLICY)"; \
+	  node_flags="--network-policy=$(LOCALKUBE_NETWORK_POLICY) --pod-pids-limit=$(LOCALKUBE_POD_PIDS_LIMIT)"; \
 	  if [ "$(LOCALKUBE_NETWORK_POLICY)" = true ]; then \
 	    node_flags="$$node_flags --kube-router=$$($(LOCALKUBE_ADDONS) kube-router)/kube-router"; fi; \
 	  if [ "$(LOCALKUBE_GVISOR)" = true ]; then node_flags="$$node_flags --runsc=$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi; \
@@ -91,7 +93,7 @@ test-localkube: ## gofmt, go vet and the Go unit tests of localkube (host cleanu
 	cd $(LOCALKUBE_SRC) && nice go vet . && nice go test -count=1 .
 
 .PHONY: test-isolation-unenforced
-test-isolation-unenforced: node-deps ## Prove the isolation e2e can fail: rerun its matrix on a cluster started without the enforcer (restarts the cluster twice)
+test-isolation-unenforced: node-deps ## Prove the isolation e2e can fail: rerun the matrix and the PID-limit spec on a cluster without the enforcer and without podPidsLimit (restarts the cluster twice)
 	test-e2e/specs/isolation/unenforced.sh
 
 # Isolation benchmark knobs: interleaved rounds, exec calls per mode per round, sessions per runtime.

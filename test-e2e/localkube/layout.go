@@ -27,8 +27,8 @@ const (
 	clusterDomain = "cluster.local"
 	// clusterDNSIP is the fixed ClusterIP of the kube-dns Service (CoreDNS) the kubelet hands pods.
 	clusterDNSIP = "198.19.0.10"
-	// podPidsLimit bounds the processes and threads of each pod (kubelet podPidsLimit).
-	podPidsLimit = 1024
+	// defaultPodPidsLimit bounds the processes and threads of each pod (kubelet podPidsLimit).
+	defaultPodPidsLimit = 1024
 	// containerdNamespace is the namespace the CRI plugin and the image importer share.
 	containerdNamespace = "k8s.io"
 )

@@ -21,6 +21,7 @@ type nodeOptions struct {
 	networkPolicy bool   // run kube-router's policy controller
 	kubeRouter    string // its binary (built by addons/build.sh kube-router)
 	runsc         string // gVisor's runsc ("" = no gVisor runtime)
+	podPidsLimit  int    // kubelet podPidsLimit (0 = none: only to show the PID limit test fails)
 }
 
 // validate checks the add-on binaries exist, with a message saying how to build them. It runs

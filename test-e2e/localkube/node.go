@@ -130,7 +130,7 @@ func (n *node) writeConfigs(cniBinDir, runcPath string) error {
 	if err := writeFileAtomic(filepath.Join(n.l.cniConfDir(), "10-localkube.conflist"), cni, 0o644); err != nil {
 		return err
 	}
-	kubelet, err := kubeletConfig(n.l, n.p)
+	kubelet, err := kubeletConfig(n.l, n.p, n.opts.podPidsLimit)
 	if err != nil {
 		return fmt.Errorf("encode kubelet config: %w", err)
 	}

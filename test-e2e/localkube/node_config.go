@@ -103,7 +103,10 @@ func cniConfig(l layout) ([]byte, error) {
 
 // kubeletConfig is the KubeletConfiguration. Every setting that departs from the defaults is
 // explained in docs/localkube.md ("Kubelet settings").
-func kubeletConfig(l layout, p *pki) ([]byte, error) {
+func kubeletConfig(l layout, p *pki, pidsLimit int) ([]byte, error) {
+	if pidsLimit <= 0 {
+		pidsLimit = -1 // the kubelet's "unlimited"
+	}
 	return json.MarshalIndent(map[string]any{
 		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
 		"kind":               "KubeletConfiguration",
@@ -132,7 +135,7 @@ func kubeletConfig(l layout, p *pki) ([]byte, error) {
 		"resolvConf": "/etc/resolv.conf",
 		// Processes and threads per pod: a fork bomb in a sandbox stops at this, not at the
 		// node's pid_max (32768 here); docs/localkube.md says why 1024.
-		"podPidsLimit":                     podPidsLimit,
+		"podPidsLimit":                     pidsLimit,
 		"podLogsDir":                       l.podLogsDir(),
 		"volumePluginDir":                  filepath.Join(l.kubeletDir(), "volume-plugins"),
 		"imageGCHighThresholdPercent":      100,

@@ -41,6 +41,7 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the cluster to become ready")
 	fs.BoolVar(&f.node.networkPolicy, "network-policy", true, "enforce NetworkPolicies with kube-router's policy controller (cluster profile; needs --kube-router)")
 	fs.StringVar(&f.node.kubeRouter, "kube-router", "", "path of the kube-router binary (test-e2e/localkube/addons/build.sh kube-router)")
+	fs.IntVar(&f.node.podPidsLimit, "pod-pids-limit", defaultPodPidsLimit, "kubelet podPidsLimit: processes and threads per pod (0 = unlimited)")
 	fs.StringVar(&f.node.runsc, "runsc", "", "path of gVisor's runsc: registers the runtime and RuntimeClass "+gvisorRuntimeClass+" (empty: no gVisor)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
