@@ -64,6 +64,11 @@ export class Sessions {
     await this.custom.deleteNamespacedCustomObject(this.at(name));
   }
 
+  /** Sets spec.suspend (merge patch), as kubectl or the gateway's suspend and resume calls do. */
+  async setSuspend(name: string, suspend: boolean): Promise<void> {
+    await this.custom.patchNamespacedCustomObject({ ...this.at(name), body: { spec: { suspend } } }, MERGE);
+  }
+
   /** Writes the activity annotation, as the gateway does. */
   async touch(name: string, at: Date = new Date()): Promise<void> {
     await this.custom.patchNamespacedCustomObject(
