@@ -53,14 +53,17 @@ else
     ldflags="$ldflags -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
   done
   start=$(date +%s)
-  (cd "$here" && nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "$ldflags" -o "$bin.tmp" .) &
+  # A per-process temp name: two builds of the same key (parallel integration suites) must not
+  # move each other's output away.
+  tmp="$bin.tmp.$$"
+  (cd "$here" && nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "$ldflags" -o "$tmp" .) &
   build_pid=$!
   while kill -0 "$build_pid" 2>/dev/null; do
     sleep 15
     kill -0 "$build_pid" 2>/dev/null && say "  still compiling ($(( $(date +%s) - start )) s)..."
   done
-  wait "$build_pid" || fail "go build failed (see above)"
-  mv "$bin.tmp" "$bin"
+  wait "$build_pid" || { rm -f "$tmp"; fail "go build failed (see above)"; }
+  mv "$tmp" "$bin"
   say "built in $(( $(date +%s) - start )) s: $bin ($(du -m "$bin" | cut -f1) MB)"
 fi
 mkdir -p "$here/bin"

@@ -46,11 +46,12 @@ for name in "$@"; do
   if [ -f "$out/.complete" ]; then
     say "$name up to date (cache key $key)"
   else
-    rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+    tmp="$out.tmp.$$" # per process: parallel builds of the same key must not clobber each other
+    rm -rf "$tmp" && mkdir -p "$tmp"
     say "building $name from $(sed -n 's/^require \([^ (]*\) \(v[^ ]*\)$/\1 \2/p' "$dir/go.mod" | head -1) (first time: 4-7 min of CPU on 2 cores; warm Go cache: seconds)..."
     start=$(date +%s)
     while read -r bin pkg; do
-      (cd "$dir" && CGO_ENABLED=0 nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "-s -w" -o "$out.tmp/$bin" "$pkg") &
+      (cd "$dir" && CGO_ENABLED=0 nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "-s -w" -o "$tmp/$bin" "$pkg") &
       pid=$!
       while kill -0 "$pid" 2>/dev/null; do
         sleep 15
@@ -58,8 +59,8 @@ for name in "$@"; do
       done
       wait "$pid" || fail "go build of $bin ($pkg) failed (see above)"
     done <<<"$list"
-    touch "$out.tmp/.complete"
-    rm -rf "$out" && mv "$out.tmp" "$out"
+    touch "$tmp/.complete"
+    if [ -f "$out/.complete" ]; then rm -rf "$tmp"; else rm -rf "$out" && mv "$tmp" "$out"; fi
     say "built $name in $(($(date +%s) - start)) s: $out"
   fi
   echo "$out"
