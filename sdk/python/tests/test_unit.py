@@ -106,6 +106,48 @@ class TestRequests:
         assert script.requests == []
 
 
+class TestSuspendResume:
+    def test_posts_suspend_and_resume_with_wait_and_reads_the_session(self) -> None:
+        suspended = {**SESSION, "ready": False, "reason": "Suspended", "suspended": True, "persistentWorkspace": True}
+        c, script = client([httpx.Response(200, json=suspended), httpx.Response(200, json=SESSION)], namespace="ns")
+        s = c.suspend_session("s1")
+        assert (s.suspended, s.persistent_workspace, s.reason) == (True, True, "Suspended")
+        assert c.resume_session("s1", wait=20).suspended is False
+        first, second = script.requests
+        assert (first.method, str(first.url), json.loads(first.content)) == (
+            "POST", "http://gw.test/v1/sessions/s1/suspend?namespace=ns", {})
+        assert (str(second.url), json.loads(second.content)) == (
+            "http://gw.test/v1/sessions/s1/resume?namespace=ns", {"waitSeconds": 20})
+
+    def test_both_are_retried(self) -> None:
+        c, script = client([refused(), httpx.Response(200, json=SESSION), refused(), httpx.Response(200, json=SESSION)])
+        c.suspend_session("s1")
+        c.resume_session("s1")
+        assert [r.url.path for r in script.requests] == [
+            "/v1/sessions/s1/suspend", "/v1/sessions/s1/suspend", "/v1/sessions/s1/resume", "/v1/sessions/s1/resume"]
+
+    def test_a_resume_not_ready_in_time_is_unavailable_with_the_reason(self) -> None:
+        c, _ = client([problem(503, "session-not-ready", reason="PodPending")], max_retries=0)
+        with pytest.raises(sp.UnavailableError) as info:
+            c.resume_session("s1", wait=1)
+        assert (info.value.code, info.value.reason) == ("session-not-ready", "PodPending")
+
+    def test_create_sends_persistent_workspace_and_suspend_policy(self) -> None:
+        c, script = client([httpx.Response(201, json=SESSION)])
+        c.create_session("s1", persistent_workspace=True, shutdown_policy="Suspend")
+        assert json.loads(script.requests[0].content) == {
+            "name": "s1", "persistentWorkspace": True, "shutdownPolicy": "Suspend"}
+
+    @pytest.mark.anyio
+    async def test_async_suspend_and_resume(self) -> None:
+        script = Script([httpx.Response(200, json=SESSION), httpx.Response(200, json=SESSION)])
+        async with sp.AsyncClient("http://gw.test", "k", transport=httpx.MockTransport(script)) as c:
+            await c.suspend_session("s1")
+            await c.resume_session("s1", wait=5)
+        assert [r.url.path for r in script.requests] == ["/v1/sessions/s1/suspend", "/v1/sessions/s1/resume"]
+        assert json.loads(script.requests[1].content) == {"waitSeconds": 5}
+
+
 class TestErrors:
     @pytest.mark.parametrize(
         ("response", "cls", "code"),

@@ -21,6 +21,7 @@ import type {
   ExecResult,
   ExecStreamEvent,
   OutputEncoding,
+  ResumeRequest,
   Session,
   WriteFileResult,
 } from './types.js';
@@ -167,6 +168,36 @@ export class SandboxClient {
       }
       await sleep(interval, opts.signal);
     }
+  }
+
+  /**
+   * Suspends a session: its Pod is deleted; its workspace (persistent workspaces), Secret and token
+   * are kept. Idempotent (retried). The next exec, file or MCP call resumes it, as does resumeSession.
+   */
+  async suspendSession(name: string, opts?: string | CallOptions): Promise<Session> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: `/v1/sessions/${seg(name)}/suspend`,
+      body: jsonBody({}),
+      idempotent: true,
+    });
+    return readJson<Session>(ok, this.http.maxResponseBytes);
+  }
+
+  /**
+   * Resumes a suspended session (a new Pod on the same workspace); a session that is not suspended
+   * is returned as it is. With `waitSeconds` the gateway answers once it is Ready. Idempotent
+   * (retried). Not needed before an exec: an exec (or file call) resumes the session itself.
+   */
+  async resumeSession(name: string, req: ResumeRequest = {}, opts?: string | CallOptions): Promise<Session> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: `/v1/sessions/${seg(name)}/resume`,
+      body: jsonBody(req),
+      idempotent: true,
+      timeoutMs: ((req.waitSeconds ?? 0) + EXEC_MARGIN_S) * 1000,
+    });
+    return readJson<Session>(ok, this.http.maxResponseBytes);
   }
 
   /** Runs a command and returns its result; a non-zero exit is a normal result (check exitCode). Never retried. */

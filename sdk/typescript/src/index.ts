@@ -44,6 +44,7 @@ export type {
   ExecTransport,
   OutputEncoding,
   Problem,
+  ResumeRequest,
   Session,
   ShutdownPolicy,
   WriteFileResult,

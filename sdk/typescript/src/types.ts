@@ -9,8 +9,11 @@ export type OutputEncoding = 'utf-8' | 'base64';
 /** How the gateway reaches a session: its in-pod agent, or pods/exec through the API server. */
 export type ExecTransport = 'Agent' | 'KubernetesExec';
 
-/** What happens to a collected session: deleted, or kept with Ready=False. */
-export type ShutdownPolicy = 'Delete' | 'Retain';
+/**
+ * What happens to an idle or expired session: deleted; kept with Ready=False; or (idle only,
+ * persistent workspaces only) suspended, to be resumed by the next call.
+ */
+export type ShutdownPolicy = 'Delete' | 'Retain' | 'Suspend';
 
 /** A session as the gateway returns it. */
 export interface Session {
@@ -29,6 +32,13 @@ export interface Session {
   idleTimeoutSeconds?: number;
   maxLifetimeSeconds?: number;
   shutdownPolicy?: ShutdownPolicy;
+  /**
+   * True while the session is suspended (spec.suspend): no Pod; the workspace and token are kept.
+   * Any exec, file or MCP call resumes it (or resumeSession). Absent from gateways before 0.2.
+   */
+  suspended?: boolean;
+  /** True when /workspace lives on a PersistentVolumeClaim (it survives suspension). */
+  persistentWorkspace?: boolean;
   lastActivityTime?: string;
   expiresAt?: string;
 }
@@ -44,6 +54,20 @@ export interface CreateSessionRequest {
   maxLifetimeSeconds?: number;
   shutdownPolicy?: ShutdownPolicy;
   execTransport?: ExecTransport;
+  /**
+   * Keep /workspace (= HOME) on a PersistentVolumeClaim of the cluster's default StorageClass, so
+   * it survives suspension and Pod loss. Needed by shutdownPolicy Suspend.
+   */
+  persistentWorkspace?: boolean;
+}
+
+/** POST /v1/sessions/{name}/resume body. */
+export interface ResumeRequest {
+  /**
+   * Seconds the gateway waits for the resumed session to be Ready before answering (0, the
+   * default: answer at once); 503 session-not-ready (UnavailableError) when it is not Ready by then.
+   */
+  waitSeconds?: number;
 }
 
 /** Exec request body (buffered and streaming). */

@@ -74,6 +74,7 @@ class Client:
         max_lifetime: Optional[int] = None,
         shutdown_policy: Optional[str] = None,
         exec_transport: Optional[str] = None,
+        persistent_workspace: Optional[bool] = None,
         namespace: Optional[str] = None,
     ) -> Session:
         """Creates the session, or returns the one of that name (``created`` tells which).
@@ -89,6 +90,7 @@ class Client:
             max_lifetime=max_lifetime,
             shutdown_policy=shutdown_policy,
             exec_transport=exec_transport,
+            persistent_workspace=persistent_workspace,
         )
         response, data = self._json("POST", "/v1/sessions", namespace, json=body, idempotent=name is not None)
         return Session.from_json(data, created=response.status_code == 201)
@@ -113,6 +115,26 @@ class Client:
                 return
             raise
         response.close()
+
+    def suspend_session(self, name: str, *, namespace: Optional[str] = None) -> Session:
+        """Suspends a session: its Pod goes; its workspace, Secret and token stay. Idempotent (retried).
+
+        The next exec or file call resumes it, as does :meth:`resume_session`.
+        """
+        _, data = self._json("POST", f"{core.session_path(core.check_name(name))}/suspend", namespace,
+                             json={}, idempotent=True)
+        return Session.from_json(data)
+
+    def resume_session(self, name: str, *, wait: Optional[int] = None, namespace: Optional[str] = None) -> Session:
+        """Resumes a suspended session (a new Pod on the same workspace). Idempotent (retried).
+
+        ``wait``: seconds the gateway waits for it to be Ready before answering (default: answer at
+        once); :class:`UnavailableError` (``session-not-ready``) when it is not Ready by then.
+        """
+        _, data = self._json("POST", f"{core.session_path(core.check_name(name))}/resume", namespace,
+                             json=core.resume_body(wait), idempotent=True,
+                             timeout=core.resume_timeout(self._settings, wait))
+        return Session.from_json(data)
 
     def wait_until_ready(
         self, name: str, *, timeout: float = 120.0, interval: float = 1.0, namespace: Optional[str] = None

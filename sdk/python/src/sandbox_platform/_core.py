@@ -116,6 +116,7 @@ def create_body(name: Optional[str], **fields: Any) -> dict[str, Any]:
         "max_lifetime": "maxLifetimeSeconds",
         "shutdown_policy": "shutdownPolicy",
         "exec_transport": "execTransport",
+        "persistent_workspace": "persistentWorkspace",
     }
     body: dict[str, Any] = {} if name is None else {"name": name}
     for key, value in fields.items():
@@ -147,6 +148,16 @@ def exec_timeout(settings: Settings, timeout: Optional[int], wait: Optional[int]
     """The client deadline of an exec: the command's timeout plus its readiness wait plus a margin."""
     total = (timeout or _MAX_EXEC_TIMEOUT) + (_MAX_WAIT if wait is None else wait) + _EXEC_MARGIN
     return httpx.Timeout(total, connect=min(10.0, settings.timeout))
+
+
+def resume_body(wait: Optional[int]) -> dict[str, Any]:
+    """POST /v1/sessions/{name}/resume body."""
+    return {} if wait is None else {"waitSeconds": wait}
+
+
+def resume_timeout(settings: Settings, wait: Optional[int]) -> httpx.Timeout:
+    """The client deadline of a resume: the gateway's readiness wait plus a margin."""
+    return httpx.Timeout((wait or 0) + _EXEC_MARGIN, connect=min(10.0, settings.timeout))
 
 
 def to_bytes(data: Body) -> bytes:

@@ -38,6 +38,11 @@ class Session:
     max_lifetime: Optional[int] = None
     """Lifetime in seconds."""
     shutdown_policy: Optional[str] = None
+    """``Delete``, ``Retain`` or ``Suspend``."""
+    suspended: bool = False
+    """True while suspended: no Pod; the workspace and token are kept; the next call resumes it."""
+    persistent_workspace: bool = False
+    """True when /workspace lives on a PersistentVolumeClaim (it survives suspension)."""
     last_activity_time: Optional[str] = None
     expires_at: Optional[str] = None
     created: bool = False
@@ -59,6 +64,8 @@ class Session:
                 idle_timeout=data.get("idleTimeoutSeconds"),
                 max_lifetime=data.get("maxLifetimeSeconds"),
                 shutdown_policy=data.get("shutdownPolicy"),
+                suspended=bool(data.get("suspended", False)),
+                persistent_workspace=bool(data.get("persistentWorkspace", False)),
                 last_activity_time=data.get("lastActivityTime"),
                 expires_at=data.get("expiresAt"),
                 created=created,

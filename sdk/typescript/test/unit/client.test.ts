@@ -107,6 +107,50 @@ describe('requests', () => {
   });
 });
 
+describe('suspend and resume', () => {
+  it('POSTs suspend and resume (with waitSeconds) and returns the session', async () => {
+    const suspended = { ...SESSION, ready: false, reason: 'Suspended', suspended: true };
+    const { fake, c } = client([json(200, suspended), json(200, SESSION)], { namespace: 'team-a' });
+    expect(await c.suspendSession('s1')).toEqual(suspended);
+    expect(await c.resumeSession('s1', { waitSeconds: 20 })).toEqual(SESSION);
+    expect(fake.calls.map((r) => `${r.method} ${r.url.pathname}${r.url.search} ${r.body ?? ''}`)).toEqual([
+      'POST /v1/sessions/s1/suspend?namespace=team-a {}',
+      'POST /v1/sessions/s1/resume?namespace=team-a {"waitSeconds":20}',
+    ]);
+  });
+
+  it('retries both (idempotent: the same patch twice is one suspension)', async () => {
+    const { fake, c } = client([refused(), json(200, SESSION), refused(), json(200, SESSION)]);
+    await c.suspendSession('s1');
+    await c.resumeSession('s1');
+    expect(fake.calls.map((r) => r.url.pathname)).toEqual([
+      '/v1/sessions/s1/suspend',
+      '/v1/sessions/s1/suspend',
+      '/v1/sessions/s1/resume',
+      '/v1/sessions/s1/resume',
+    ]);
+  });
+
+  it('a resume that is not Ready within waitSeconds is UnavailableError with the reason', async () => {
+    const { c } = client([problem(503, 'session-not-ready', { reason: 'PodPending', retryAfter: '0' })], {
+      retries: 0,
+    });
+    const err = await c.resumeSession('s1', { waitSeconds: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect(err).toMatchObject({ code: 'session-not-ready', reason: 'PodPending' });
+  });
+
+  it('sends persistentWorkspace and shutdownPolicy Suspend on create', async () => {
+    const { fake, c } = client([json(201, SESSION)]);
+    await c.createSession({ name: 's1', persistentWorkspace: true, shutdownPolicy: 'Suspend' });
+    expect(JSON.parse(fake.calls[0]?.body ?? '')).toEqual({
+      name: 's1',
+      persistentWorkspace: true,
+      shutdownPolicy: 'Suspend',
+    });
+  });
+});
+
 describe('typed errors from problem+json', () => {
   it.each([
     [problem(401, 'unauthorized'), AuthenticationError, 'unauthorized'],
