@@ -5,7 +5,7 @@ import { completionCommand } from './commands/completion.js';
 import { config } from './commands/config.js';
 import { cp } from './commands/cp.js';
 import { exec } from './commands/exec.js';
-import { create, get, remove, wait } from './commands/sessions.js';
+import { create, get, remove, resume, suspend, wait } from './commands/sessions.js';
 import { UsageError } from './errors.js';
 import type { Context } from './io.js';
 
@@ -47,7 +47,8 @@ async function shell(ctx: Context): Promise<number> {
 export const COMMANDS: Command[] = [
   {
     name: 'create',
-    usage: 'create [NAME] [--image I] [--env K=V]... [--idle-timeout 30m] [--max-lifetime 8h] [--wait]',
+    usage:
+      'create [NAME] [--image I] [--env K=V]... [--idle-timeout 30m] [--max-lifetime 8h] [--persistent-workspace] [--wait]',
     summary: 'Create a session, or get it when one of that name exists',
     flags: {
       image: { type: 'string' },
@@ -56,6 +57,7 @@ export const COMMANDS: Command[] = [
       'max-lifetime': timeout,
       transport: { type: 'string' },
       'shutdown-policy': { type: 'string' },
+      'persistent-workspace': { type: 'boolean' },
       wait: { type: 'boolean' },
       timeout,
     },
@@ -65,7 +67,8 @@ export const COMMANDS: Command[] = [
       '--idle-timeout D      idle time before the session is collected (e.g. 30m)',
       '--max-lifetime D      lifetime of the session (e.g. 8h)',
       '--transport T         Agent (default) or KubernetesExec',
-      '--shutdown-policy P   Delete (default) or Retain',
+      '--shutdown-policy P   Delete (default), Retain, or Suspend (suspend when idle; needs --persistent-workspace)',
+      '--persistent-workspace  keep /workspace (= HOME) on a PersistentVolumeClaim: it survives suspension',
       '--wait                wait until it is Ready (up to --timeout, default 120s)',
     ],
     run: create,
@@ -85,6 +88,21 @@ export const COMMANDS: Command[] = [
     summary: 'Delete sessions',
     flags: {},
     run: remove,
+  },
+  {
+    name: 'suspend',
+    usage: 'suspend NAME...',
+    summary: 'Suspend sessions: the Pod goes, the workspace and token stay (the next exec resumes)',
+    flags: {},
+    run: suspend,
+  },
+  {
+    name: 'resume',
+    usage: 'resume NAME... [--wait 30s]',
+    summary: 'Resume suspended sessions (exec and cp resume them too)',
+    flags: { wait: { type: 'string' } },
+    flagHelp: ['--wait D      answer once the session is Ready, waiting up to D (default: at once)'],
+    run: resume,
   },
   {
     name: 'exec',
@@ -138,7 +156,18 @@ export const COMMANDS: Command[] = [
 ];
 
 /** Commands whose positionals are session names (for completion). */
-export const SESSION_COMMANDS = ['get', 'list', 'ls', 'delete', 'rm', 'exec', 'wait', 'shell'];
+export const SESSION_COMMANDS = [
+  'get',
+  'list',
+  'ls',
+  'delete',
+  'rm',
+  'suspend',
+  'resume',
+  'exec',
+  'wait',
+  'shell',
+];
 
 const completion = completionCommand({
   commands: [...COMMANDS.flatMap((c) => [c.name, ...(c.aliases ?? [])]), 'version', 'help'],

@@ -1,4 +1,4 @@
-/** Session commands: create, get/list, delete, wait. */
+/** Session commands: create, get/list, delete, suspend, resume, wait. */
 import type { CreateSessionRequest, ExecTransport, ShutdownPolicy } from '@sandbox-platform/client';
 
 import { UsageError } from '../errors.js';
@@ -40,8 +40,9 @@ function createRequest(ctx: Context, name: string | undefined): CreateSessionReq
   if (typeof f.transport === 'string')
     req.execTransport = oneOf(f.transport, ['Agent', 'KubernetesExec'], '--transport');
   if (typeof f['shutdown-policy'] === 'string') {
-    req.shutdownPolicy = oneOf(f['shutdown-policy'], ['Delete', 'Retain'], '--shutdown-policy');
+    req.shutdownPolicy = oneOf(f['shutdown-policy'], ['Delete', 'Retain', 'Suspend'], '--shutdown-policy');
   }
+  if (f['persistent-workspace'] === true) req.persistentWorkspace = true;
   return req;
 }
 
@@ -71,6 +72,35 @@ export async function remove(ctx: Context): Promise<number> {
   for (const name of ctx.args) {
     await client.deleteSession(name, { signal: ctx.io.signal });
     await write(ctx.io.stdout, `session "${name}" deleted\n`);
+  }
+  return 0;
+}
+
+/** `suspend NAME...`: the Pods go; workspaces and tokens stay. */
+export async function suspend(ctx: Context): Promise<number> {
+  if (ctx.args.length === 0) throw new UsageError('suspend needs at least one session NAME');
+  const client = ctx.client();
+  for (const name of ctx.args) {
+    const session = await client.suspendSession(name, { signal: ctx.io.signal });
+    if (ctx.settings.output === 'table') await write(ctx.io.stdout, `session "${name}" suspended\n`);
+    else await write(ctx.io.stdout, render(ctx.settings.output, session));
+  }
+  return 0;
+}
+
+/** `resume NAME... [--wait D]`: a new Pod on the same workspace; with --wait, until it is Ready. */
+export async function resume(ctx: Context): Promise<number> {
+  if (ctx.args.length === 0) throw new UsageError('resume needs at least one session NAME');
+  const w = ctx.flags.wait;
+  const waitSeconds = typeof w === 'string' ? seconds(w, '--wait') : undefined;
+  const client = ctx.client();
+  for (const name of ctx.args) {
+    const session = await client.resumeSession(name, waitSeconds === undefined ? {} : { waitSeconds }, {
+      signal: ctx.io.signal,
+    });
+    if (ctx.settings.output === 'table') {
+      await write(ctx.io.stdout, `session "${name}" ${session.ready ? 'resumed and ready' : 'resuming'}\n`);
+    } else await write(ctx.io.stdout, render(ctx.settings.output, session));
   }
   return 0;
 }
