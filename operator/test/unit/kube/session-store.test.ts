@@ -60,11 +60,15 @@ class StubApi {
   /** JsonClient.mergePatch: the status write. */
   async mergePatch(
     path: string,
-    body: { metadata?: { resourceVersion?: string }; status: unknown },
+    body: { metadata?: { resourceVersion?: string }; status?: unknown; spec?: unknown },
   ): Promise<unknown> {
-    this.calls.push(`patch ${path} rv=${body.metadata?.resourceVersion ?? '(none)'}`);
+    const spec = body.spec === undefined ? '' : ` spec=${JSON.stringify(body.spec)}`;
+    this.calls.push(`patch ${path} rv=${body.metadata?.resourceVersion ?? '(none)'}${spec}`);
     if (this.patchError) throw this.patchError;
-    return session(version('77'), (s) => (s.status = body.status as SandboxSession['status']));
+    return session(version('77'), (s) => {
+      if (body.status !== undefined) s.status = body.status as SandboxSession['status'];
+      if (body.spec !== undefined) s.spec = { ...s.spec, ...(body.spec as SandboxSession['spec']) };
+    });
   }
 
   async create(): Promise<unknown> {
@@ -161,5 +165,24 @@ describe('createSessionStore', () => {
     await expect(store(['team-a']).patchStatus(KEY, { phase: 'Pending' }, '8')).rejects.toMatchObject({
       code: 500,
     });
+  });
+
+  it('suspends with a merge patch of spec.suspend onto the given resourceVersion, written through', async () => {
+    cache.observe(session(version('8')));
+    const updated = await store(['team-a']).suspend(KEY, '8');
+    expect(updated).toMatchObject({ spec: { suspend: true }, metadata: { resourceVersion: '77' } });
+    expect(api.calls).toEqual([
+      'patch /apis/sandbox.dev/v1alpha1/namespaces/team-a/sandboxsessions/demo rv=8 spec={"suspend":true}',
+    ]);
+    expect(cache.get('team-a/demo')?.spec.suspend).toBe(true);
+  });
+
+  it('a suspend refused with 409 (a racing activity stamp) is ConflictError and holds the cache back; 404 is gone', async () => {
+    cache.observe(session(version('8')));
+    api.patchError = apiError(409);
+    await expect(store(['team-a']).suspend(KEY, '8')).rejects.toBeInstanceOf(ConflictError);
+    expect(cache.get('team-a/demo')).toBeUndefined();
+    api.patchError = apiError(404);
+    await expect(store(['team-a']).suspend(KEY, '8')).resolves.toBe('gone');
   });
 });
