@@ -151,6 +151,24 @@ export const ENV_SCHEMA = {
         "session's resume) before Ready says WorkspaceNotBound instead of WorkspacePending; a " +
         'provisioner normally binds it within seconds of the Pod being scheduled.',
     },
+    POOL_AGENT_PORT: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 65535,
+      default: 8090,
+      description:
+        "Port of a warm Pod's agent the operator binds it on (docs/adr/0016); the agent image's port " +
+        '(8090). The chart opens it to the operator in the sandbox NetworkPolicy.',
+    },
+    POOL_BIND_TIMEOUT_MS: {
+      type: 'integer',
+      minimum: 50,
+      maximum: 60000,
+      default: 2000,
+      description:
+        'Deadline of one bind call to a warm Pod; a Pod that does not answer in time is deleted and ' +
+        'the session takes another warm Pod or is created cold.',
+    },
     BACKOFF_BASE_MS: {
       type: 'integer',
       minimum: 10,
@@ -326,6 +344,8 @@ export interface OperatorConfig {
   readonly waitRequeueMs: number;
   /** WORKSPACE_BIND_TIMEOUT_SECONDS in ms. */
   readonly workspaceBindTimeoutMs: number;
+  /** Warm pools: POOL_AGENT_PORT and POOL_BIND_TIMEOUT_MS. */
+  readonly pool: { readonly agentPort: number; readonly bindTimeoutMs: number };
   /** BACKOFF_BASE_MS and BACKOFF_MAX_SECONDS. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number; readonly jitter: number };
   /** API_TIMEOUT_SECONDS in ms. */
@@ -411,6 +431,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     requeueFloorMs: p.REQUEUE_FLOOR_MS,
     waitRequeueMs: p.WAIT_REQUEUE_SECONDS * 1000,
     workspaceBindTimeoutMs: p.WORKSPACE_BIND_TIMEOUT_SECONDS * 1000,
+    pool: { agentPort: p.POOL_AGENT_PORT, bindTimeoutMs: p.POOL_BIND_TIMEOUT_MS },
     backoff: { baseMs: p.BACKOFF_BASE_MS, maxMs: p.BACKOFF_MAX_SECONDS * 1000, jitter: 0.2 },
     apiTimeoutMs: p.API_TIMEOUT_SECONDS * 1000,
     leaderElection: p.LEADER_ELECT ? leaderElection(p) : undefined,

@@ -5,7 +5,7 @@
 import { getHeapStatistics } from 'node:v8';
 
 import * as k8s from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION, readMasterKeyFile } from '@sandbox-platform/api';
+import { GROUP, PLURAL, VERSION, bindSigner, readMasterKeyFile } from '@sandbox-platform/api';
 
 import { ConfigError, loadConfig, type OperatorConfig } from './config.js';
 import { systemClock } from './controller/clock.js';
@@ -36,6 +36,7 @@ import { SessionChangeFilter } from './kube/session-change-filter.js';
 import { createSessionStore } from './kube/session-store.js';
 import type { ClaimView, PodView, SecretView } from './kube/views.js';
 import { WorkQueue } from './kube/work-queue.js';
+import { PoolController } from './pool/pool-controller.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { Workload } from './runtime/workload.js';
 import { startHttpServer, stopHttpServer } from './telemetry/http-server.js';
@@ -91,6 +92,18 @@ async function main(): Promise<void> {
     held: () => queue.depth > 0 || queue.inFlight > 0,
   });
   const cache = new SessionCache();
+  // Warm pools (docs/adr/0016): informers start with the others, claims run in the session reconcile.
+  const pools = new PoolController({
+    kc,
+    clients,
+    namespaces: config.watchNamespaces,
+    podOptions: config.pod,
+    signer: bindSigner(masterKey),
+    bind: { port: config.pool.agentPort, timeoutMs: config.pool.bindTimeoutMs },
+    backoff: config.backoff,
+    registry: metrics.registry,
+    logger,
+  });
   const deps: ControllerDeps = {
     // A session watch that stopped delivering (kube/watch-lag.ts) is not repaired in place (dot-i
     // cannot re-watch without exiting): stop gracefully, hand the Lease over, and let the restart
@@ -119,10 +132,11 @@ async function main(): Promise<void> {
     logger,
     otherWork: () => queue.depth + Math.max(0, queue.inFlight - 1),
     statusDeferral: new StatusDeferral(),
+    pools: pools.claims,
   };
   const filter = new SessionChangeFilter();
   const workload = new Workload({
-    informers: informers.all,
+    informers: [...informers.all, pools],
     queue,
     events,
     resync: new Resync({

@@ -20,8 +20,9 @@ import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
 export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
   if (!scope.secret || (hasPersistentWorkspace(scope.session) && !scope.claim)) return {};
   const { namespace, name } = scope.ref;
-  const childName = podName(name);
-  const existing = deps.pods.cached(namespace, childName) ?? (await createPod(scope, deps, childName));
+  const childName = podNameOf(scope);
+  const existing =
+    scope.pod ?? deps.pods.cached(namespace, childName) ?? (await createPod(scope, deps, childName));
   switch (classifyChild(existing.metadata, scope.session)) {
     case 'owned':
       scope.pod = existing;
@@ -46,8 +47,13 @@ export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<Pha
   }
 }
 
+/** A Pod bound from a pool (claim-phase.ts) is named after its pool; any other is podName(name). */
+function podNameOf(scope: Scope): string {
+  return scope.pod?.metadata.name ?? podName(scope.ref.name);
+}
+
 async function createPod(scope: Scope, deps: ControllerDeps, childName: string): Promise<PodView> {
-  const body = buildPod(scope.session, scope.ref, deps.podOptions);
+  const body = buildPod(scope.podSource ?? scope.session, scope.ref, deps.podOptions);
   try {
     const created = await deps.pods.create(scope.ref.namespace, body);
     scope.created = true;

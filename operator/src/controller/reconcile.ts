@@ -8,7 +8,8 @@
  * sessions are queued or being reconciled, up to a bound (status-deferral.ts): Secrets and Pods
  * first, status after.
  *
- *   live session:       ensureSecret -> ensureWorkspace -> ensurePod (provisioning; stops at the
+ *   live session:       ensureSecret -> ensureWorkspace -> claimPooledPod (a warm Pod of a pool,
+ *                       docs/adr/0016) -> ensurePod (provisioning; stops at the
  *                       first halt or error) -> expireIfDue (always runs, so a session stuck in
  *                       provisioning is still collected at its deadline)
  *   suspended session:  suspendPod -> ensureSecret -> ensureWorkspace (the Pod goes first; the
@@ -21,6 +22,7 @@ import { REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 import { isConflict, isQuotaRefused } from '../kube/errors.js';
 import { sessionRef } from '../resources/metadata.js';
 import { removeChildren } from './children-phase.js';
+import { claimPooledPod } from './claim-phase.js';
 import { isNameConflict } from './errors.js';
 import { expireIfDue } from './lifecycle-phase.js';
 import { ensurePod } from './pod-phase.js';
@@ -90,7 +92,7 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
   const provision = await runPhases(
     isSuspended(scope.session)
       ? [suspendPod, ensureSecret, ensureWorkspace]
-      : [ensureSecret, ensureWorkspace, ensurePod],
+      : [ensureSecret, ensureWorkspace, claimPooledPod, ensurePod],
     scope,
     deps,
   );

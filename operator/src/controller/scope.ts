@@ -19,6 +19,7 @@ import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';
 import type { SessionRef } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
+import type { PoolClaimer } from './claim-phase.js';
 import type { Clock } from './clock.js';
 import type { ExpiryReason } from './lifecycle.js';
 import type { ReconcileObserver } from './observer.js';
@@ -68,6 +69,11 @@ export interface ControllerDeps {
    */
   readonly otherWork: () => number;
   readonly statusDeferral: StatusDeferral;
+  /**
+   * Warm pools (pool/claims.ts; docs/adr/0016): binds a new session to a warm Pod. Undefined:
+   * every session is created cold.
+   */
+  readonly pools?: PoolClaimer;
 }
 
 /** What the reconcile of one session has learned so far. */
@@ -86,8 +92,16 @@ export interface Scope {
   created: boolean;
   /** The session's own Secret, once ensured. */
   secret?: SecretView;
-  /** The session's own Pod, once ensured (may be failing or terminating). */
+  /**
+   * The session's own Pod, once ensured (may be failing or terminating); set by the claim phase
+   * for a Pod bound from a pool (named after the pool, not the session).
+   */
   pod?: PodView;
+  /**
+   * What a cold Pod of the session is built from when not the session itself: the session with
+   * its pool's template as spec (claim-phase.ts), so a pooled session is the same sandbox warm or cold.
+   */
+  podSource?: SandboxSession;
   /** The session's own workspace claim, once ensured (persistent workspaces only). */
   claim?: ClaimView;
   /** What is wrong with the workspace claim while it is not bound. */

@@ -175,7 +175,8 @@ function times(inputs: StatusInputs): SandboxSessionStatus {
  */
 function childFields(name: string, pod: PodView | undefined, suspended: boolean): SandboxSessionStatus {
   return {
-    podName: suspended ? undefined : podName(name),
+    // A Pod bound from a pool keeps its own name (docs/adr/0016); a missing one will be podName(name).
+    podName: suspended ? undefined : (pod?.metadata.name ?? podName(name)),
     secretName: secretName(name),
     podIP: pod && !pod.metadata.deletionTimestamp ? pod.podIP : undefined,
     nodeName: pod?.nodeName,

@@ -13,7 +13,8 @@ import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
 /** Deletes the owned Pod if it still exists and is not being deleted already. */
 export async function suspendPod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
   const { namespace, name } = scope.ref;
-  const pod = scope.pod ?? deps.pods.cached(namespace, podName(name));
+  // status.podName: a Pod bound from a pool is named after its pool (docs/adr/0016).
+  const pod = scope.pod ?? deps.pods.cached(namespace, scope.session.status?.podName ?? podName(name));
   scope.pod = undefined;
   if (!pod || classifyChild(pod.metadata, scope.session) !== 'owned' || pod.metadata.deletionTimestamp) {
     return {};

@@ -1,0 +1,153 @@
+/**
+ * claimPooledPod: a session that has no Pod yet is bound to a warm Pod of its pool (spec.poolRef,
+ * or the namespace's default pool) instead of getting one created (docs/adr/0016-warm-pools.md).
+ * Runs after ensureSecret and before ensurePod, which then treats the bound Pod like any Pod of the
+ * session (ended: deleted and replaced; being deleted: waited for).
+ *
+ *   - a pool Pod already bound to the session (status.podName, or found by its controller
+ *     ownerReference after the operator died between the claim and the status write) is used;
+ *     when the status does not record it, the agent is asked which session it serves, and bound
+ *     now if the claim got no further; a Pod that serves another session is deleted;
+ *   - a Pod created cold for the session (sbs-<name>) is left to ensurePod;
+ *   - otherwise the pool is asked for a warm Pod: claimed (one patch with a resourceVersion
+ *     precondition) and bound (one signed call to its agent); when none is available, the
+ *     session is created cold, from the pool's template (Events PoolEmpty, PoolNotFound).
+ */
+import {
+  podName,
+  POOL_EVENT_REASONS,
+  deriveToken,
+  type SandboxSession,
+  type SandboxSessionSpec,
+} from '@sandbox-platform/api';
+
+import type { PodView } from '../kube/views.js';
+import type { SessionRef } from '../resources/metadata.js';
+import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+
+/** Which pool a session without a Pod takes from. */
+export type PoolChoice =
+  | { readonly kind: 'none' }
+  /** spec.poolRef names a pool that does not exist (or is being deleted). */
+  | { readonly kind: 'missing'; readonly name: string }
+  /**
+   * The pool, and the spec a cold Pod of the session is built from: the session's spec with the
+   * pool's template in place of every Pod-shaping field.
+   */
+  | { readonly kind: 'pool'; readonly name: string; readonly coldSpec: SandboxSessionSpec };
+
+/** What the agent of a bound but unrecorded Pod said. */
+export type Confirmation = 'bound' | 'lost' | 'unknown';
+
+/** The outcome of a claim. */
+export interface Claim {
+  /** The warm Pod now bound to the session; undefined: none was, create the session cold. */
+  readonly pod?: PodView;
+  /** Pods whose bind failed (deleted), for the BindFailed Event. */
+  readonly failed: readonly string[];
+}
+
+/** The pool side of the claim, implemented in pool/claims.ts. */
+export interface PoolClaimer {
+  /** The pool Pod whose controller is this session, if any. */
+  boundPod(session: SandboxSession): PodView | undefined;
+  /** Asks the agent of a bound Pod whether it serves the session; binds it if the claim stopped short. */
+  confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation>;
+  /** Deletes a Pod bound to the session that cannot serve it. */
+  discard(pod: PodView): Promise<void>;
+  /** The pool the session takes from. */
+  choose(session: SandboxSession): PoolChoice;
+  /** Claims and binds a warm Pod of the pool for the session. */
+  claim(pool: string, session: SandboxSession, ref: SessionRef, token: string): Promise<Claim>;
+}
+
+/** The claim phase. */
+export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
+  const pools = deps.pools;
+  if (!pools || !scope.secret) return {};
+  const { namespace, name } = scope.ref;
+  const bound = pools.boundPod(scope.session);
+  if (bound) return useBound(scope, deps, pools, bound);
+  if (deps.pods.cached(namespace, podName(name))) return {};
+  const choice = pools.choose(scope.session);
+  if (choice.kind === 'none') return {};
+  if (choice.kind === 'missing') {
+    event(scope, deps, {
+      type: 'Warning',
+      reason: POOL_EVENT_REASONS.poolNotFound,
+      note: `SandboxPool ${choice.name} does not exist; creating the Pod cold`,
+    });
+    return {};
+  }
+  scope.podSource = { ...scope.session, spec: choice.coldSpec };
+  const claim = await pools.claim(
+    choice.name,
+    scope.session,
+    scope.ref,
+    deriveToken(deps.masterKey, scope.ref),
+  );
+  for (const pod of claim.failed)
+    event(scope, deps, {
+      type: 'Warning',
+      reason: POOL_EVENT_REASONS.bindFailed,
+      note: `Binding warm Pod ${pod} failed; it is deleted`,
+    });
+  if (!claim.pod) {
+    event(scope, deps, {
+      type: 'Normal',
+      reason: POOL_EVENT_REASONS.poolEmpty,
+      note: `SandboxPool ${choice.name} has no available warm Pod; creating the Pod cold`,
+    });
+    return {};
+  }
+  scope.pod = claim.pod;
+  scope.created = true;
+  deps.logger.info('bound warm pod', {
+    namespace,
+    session: name,
+    pool: choice.name,
+    pod: claim.pod.metadata.name,
+  });
+  event(scope, deps, {
+    type: 'Normal',
+    reason: POOL_EVENT_REASONS.boundFromPool,
+    note: `Bound warm Pod ${claim.pod.metadata.name} of SandboxPool ${choice.name}`,
+  });
+  return {};
+}
+
+/** A pool Pod bound to the session: confirmed by the status, or by its agent. */
+async function useBound(
+  scope: Scope,
+  deps: ControllerDeps,
+  pools: PoolClaimer,
+  pod: PodView,
+): Promise<PhaseResult> {
+  if (scope.session.status?.podName !== pod.metadata.name && !pod.metadata.deletionTimestamp) {
+    const verdict = await pools.confirm(pod, scope.ref, deriveToken(deps.masterKey, scope.ref));
+    if (verdict === 'lost') {
+      deps.logger.warn('bound warm pod does not serve its session; deleting it', {
+        namespace: scope.ref.namespace,
+        session: scope.ref.name,
+        pod: pod.metadata.name,
+      });
+      await pools.discard(pod);
+      return { requeueAfterMs: deps.waitRequeueMs };
+    }
+    if (verdict === 'unknown') {
+      // Not scope.pod: an unconfirmed Pod must not make the session Ready.
+      scope.waiting = `Waiting for the agent of warm Pod ${pod.metadata.name} to confirm its bind`;
+      return { requeueAfterMs: deps.waitRequeueMs, halt: true };
+    }
+  }
+  scope.pod = pod;
+  return {};
+}
+
+function event(
+  scope: Scope,
+  deps: ControllerDeps,
+  e: { type: 'Normal' | 'Warning'; reason: string; note: string },
+): void {
+  deps.events.record(scope.session, { ...e, action: 'Bind' });
+}

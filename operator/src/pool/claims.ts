@@ -1,0 +1,163 @@
+/**
+ * The pool side of claiming (the PoolClaimer of controller/claim-phase.ts; docs/adr/0016).
+ *
+ * A claim picks an available warm Pod from the index (Ready, current template, not being deleted,
+ * not being claimed by another reconcile of this process), moves it to the session with one patch
+ * carrying the resourceVersion seen (409: another claim or the pool's delete won; the next one is
+ * tried), and binds it with one signed call to its agent. A Pod whose bind fails is deleted: it is
+ * the session's by then, never returned to the pool. At most MAX_ATTEMPTS Pods are tried; then the
+ * session is created cold.
+ */
+import { POOL_KIND, type BindPayload, type BindSigner, type SandboxSession } from '@sandbox-platform/api';
+
+import type { Claim, Confirmation, PoolChoice, PoolClaimer } from '../controller/claim-phase.js';
+import { isPodReady } from '../controller/pod-readiness.js';
+import type { PodView } from '../kube/views.js';
+import type { SessionRef } from '../resources/metadata.js';
+import type { Logger } from '../telemetry/log-port.js';
+import type { BindClient } from './bind-client.js';
+import { defaultPool, fitsTemplate } from './eligibility.js';
+import type { PoolIndex } from './pool-index.js';
+import type { PoolWriter } from './pool-kube.js';
+import type { PoolMetrics } from './pool-metrics.js';
+import { templateSpec } from './pool-pod.js';
+import { isAvailable } from './pool-status.js';
+import type { PoolPodView, PoolView } from './pool-view.js';
+
+/** Warm Pods tried for one session before it is created cold. */
+export const MAX_ATTEMPTS = 3;
+
+/** What the claimer needs. */
+export interface PoolClaimsDeps {
+  readonly index: PoolIndex;
+  readonly writer: PoolWriter;
+  readonly bind: BindClient;
+  readonly signer: BindSigner;
+  /** The current template hash of a pool. */
+  readonly hashOf: (pool: PoolView) => string;
+  readonly metrics: PoolMetrics;
+  readonly logger: Logger;
+  /** Wakes the pool's reconcile (a claim took one of its warm Pods: refill). */
+  readonly wake: (namespace: string, pool: string) => void;
+  readonly now?: () => number;
+}
+
+/** The claimer. */
+export class PoolClaims implements PoolClaimer {
+  /** UIDs of warm Pods a reconcile of this process is claiming right now. */
+  private readonly reserved = new Set<string>();
+
+  constructor(private readonly d: PoolClaimsDeps) {}
+
+  boundPod(session: SandboxSession): PodView | undefined {
+    const uid = session.metadata.uid;
+    return uid ? this.d.index.boundTo(uid) : undefined;
+  }
+
+  choose(session: SandboxSession): PoolChoice {
+    const namespace = session.metadata.namespace ?? '';
+    const named = session.spec.poolRef?.name;
+    const pool = named ? this.d.index.pool(namespace, named) : defaultPool(this.d.index.poolsIn(namespace));
+    if (named && (!pool || pool.metadata.deletionTimestamp)) return { kind: 'missing', name: named };
+    if (!pool || (!named && !fitsTemplate(session.spec, pool))) return { kind: 'none' };
+    return { kind: 'pool', name: pool.metadata.name, coldSpec: templateSpec(pool, session.spec) };
+  }
+
+  async claim(poolName: string, session: SandboxSession, ref: SessionRef, token: string): Promise<Claim> {
+    const now = this.d.now ?? Date.now;
+    const started = now();
+    const pool = this.d.index.pool(ref.namespace, poolName);
+    const failed: string[] = [];
+    const tried = new Set<string>();
+    for (let attempt = 0; pool && attempt < MAX_ATTEMPTS; attempt++) {
+      const candidate = this.pick(pool, tried);
+      if (!candidate) break;
+      tried.add(candidate.metadata.uid);
+      const pod = await this.tryOne(candidate, ref, token, failed);
+      if (pod) {
+        this.d.metrics.claimed(ref.namespace, poolName, 'hit', (now() - started) / 1000);
+        return { pod, failed };
+      }
+    }
+    this.d.metrics.claimed(ref.namespace, poolName, 'miss');
+    return { failed };
+  }
+
+  async confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation> {
+    if (!pod.podIP || !isPodReady(pod)) return 'unknown';
+    const status = await this.d.bind.status(pod.podIP, token);
+    if (typeof status === 'object') return status.session.uid === ref.uid ? 'bound' : 'lost';
+    if (status === 'failed') return 'unknown';
+    // Refused: not bound to this session. Bound now if the claim stopped before its bind.
+    const outcome = await this.d.bind.bind(pod.podIP, this.d.signer.sign(payload(pod, ref, token)));
+    if (outcome === 'bound') return 'bound';
+    return outcome === 'refused' ? 'lost' : 'unknown';
+  }
+
+  async discard(pod: PodView): Promise<void> {
+    await this.d.writer.deletePod(pod, false);
+  }
+
+  /** An available warm Pod not reserved by another claim nor tried by this one. */
+  private pick(pool: PoolView, tried: Set<string>): PoolPodView | undefined {
+    const hash = this.d.hashOf(pool);
+    return this.d.index
+      .warmPods(pool)
+      .find(
+        (p) =>
+          isAvailable(p, hash) &&
+          p.metadata.controller?.kind === POOL_KIND &&
+          !this.reserved.has(p.metadata.uid) &&
+          !tried.has(p.metadata.uid),
+      );
+  }
+
+  /** Claims and binds one Pod; undefined when it could not be (the reason is counted and logged). */
+  private async tryOne(
+    candidate: PoolPodView,
+    ref: SessionRef,
+    token: string,
+    failed: string[],
+  ): Promise<PoolPodView | undefined> {
+    const { uid, name, namespace } = candidate.metadata;
+    const pool = candidate.pool ?? '';
+    this.reserved.add(uid);
+    try {
+      const claimed = await this.d.writer.claimPod(candidate, ref);
+      if (claimed === 'conflict' || claimed === 'gone') {
+        this.d.metrics.claimed(namespace, pool, 'conflict');
+        return undefined;
+      }
+      this.d.index.applyPod(claimed, 'updated');
+      this.d.wake(namespace, pool);
+      const outcome = await this.d.bind.bind(
+        claimed.podIP ?? candidate.podIP ?? '',
+        this.d.signer.sign(payload(claimed, ref, token)),
+      );
+      if (outcome === 'bound') return claimed;
+      failed.push(name);
+      this.d.metrics.claimed(namespace, pool, 'bind_failed');
+      this.d.logger.warn('bind of a claimed warm pod failed; deleting it', {
+        namespace,
+        session: ref.name,
+        pod: name,
+        outcome,
+      });
+      await this.d.writer.deletePod(claimed, false);
+      return undefined;
+    } finally {
+      this.reserved.delete(uid);
+    }
+  }
+}
+
+/** The bind payload of a Pod for a session. */
+function payload(pod: PodView, ref: SessionRef, token: string): BindPayload {
+  const { namespace, name, uid } = pod.metadata;
+  return {
+    version: 1,
+    pod: { namespace, name, uid },
+    session: { namespace: ref.namespace, name: ref.name, uid: ref.uid },
+    token,
+  };
+}

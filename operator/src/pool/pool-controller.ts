@@ -1,0 +1,198 @@
+/**
+ * The warm pool controller (docs/adr/0016-warm-pools.md): two informers (SandboxPools, and Pods
+ * labelled sandbox.dev/pool) feeding the pool index, and a work queue of pool keys running
+ * reconcilePool. It is part of the leader's workload (runtime/workload.ts): started with the other
+ * informers, before the session queue runs, so a claim always reads a synced index; stopped after
+ * the session queue drained.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { GROUP, POOL_LABELS, POOL_PLURAL, VERSION, type BindSigner } from '@sandbox-platform/api';
+
+import type { BackoffOptions } from '../kube/backoff.js';
+import type { JsonClient } from '../kube/json-client.js';
+import { OwnedInformer, type ListPage } from '../kube/owned-informer.js';
+import { WorkQueue } from '../kube/work-queue.js';
+import type { PodBuildOptions } from '../resources/pod-options.js';
+import type { Logger } from '../telemetry/log-port.js';
+import { errorFields } from '../telemetry/logger.js';
+import { createBindClient, type BindClient } from './bind-client.js';
+import { PoolClaims } from './claims.js';
+import { PoolIndex } from './pool-index.js';
+import { createPoolWriter, type PoolWriter } from './pool-kube.js';
+import { PoolMetrics } from './pool-metrics.js';
+import { templateHash, type PoolPodOptions } from './pool-pod.js';
+import { reconcilePool } from './pool-reconcile.js';
+import { projectPool, projectPoolPod, type PoolPodView, type PoolView } from './pool-view.js';
+
+/** Settings of the pool controller. */
+export interface PoolControllerOptions {
+  readonly kc: k8s.KubeConfig;
+  readonly clients: {
+    readonly core: k8s.CoreV1Api;
+    readonly custom: k8s.CustomObjectsApi;
+    readonly json: JsonClient;
+  };
+  /** Watched namespaces; empty: all. */
+  readonly namespaces: readonly string[];
+  readonly podOptions: PodBuildOptions;
+  readonly signer: BindSigner;
+  /** Port of the agents (AGENT_PORT) and deadline of one bind call. */
+  readonly bind: { readonly port: number; readonly timeoutMs: number };
+  readonly backoff: BackoffOptions;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  /** Overrides for tests: the bind client and the writer. */
+  readonly bindClient?: BindClient;
+  readonly writer?: PoolWriter;
+}
+
+/** Workers of the pool queue: pools are few, and a pass is a handful of writes. */
+const POOL_CONCURRENCY = 2;
+/** Warm Pods created per pass of one pool (a large pool fills in several passes). */
+const MAX_CREATES_PER_PASS = 10;
+
+/** The controller. */
+export class PoolController {
+  /** The claimer the session reconcile uses (ControllerDeps.pools). */
+  readonly claims: PoolClaims;
+  readonly index = new PoolIndex();
+  private readonly informers: Array<OwnedInformer<PoolView> | OwnedInformer<PoolPodView>> = [];
+  private readonly queue: WorkQueue;
+  private readonly hashes = new Map<string, { generation: number; hash: string }>();
+  private readonly podOptions: PoolPodOptions;
+
+  constructor(private readonly opts: PoolControllerOptions) {
+    const writer = opts.writer ?? createPoolWriter(opts.clients);
+    const metrics = new PoolMetrics(opts.registry);
+    this.podOptions = { podOptions: opts.podOptions, bindKeyHex: opts.signer.publicKeyHex };
+    const hashOf = (pool: PoolView): string => this.hashOf(pool);
+    this.queue = new WorkQueue({
+      concurrency: POOL_CONCURRENCY,
+      backoff: opts.backoff,
+      handler: (key) => {
+        const [namespace = '', name = ''] = key.split('/');
+        return reconcilePool(namespace, name, {
+          index: this.index,
+          writer,
+          podOptions: this.podOptions,
+          hashOf,
+          metrics,
+          logger: opts.logger,
+          now: () => new Date(),
+          maxCreatesPerPass: MAX_CREATES_PER_PASS,
+        });
+      },
+      hooks: {
+        onError: (key, err, attempt, delayMs) =>
+          opts.logger.error('pool reconcile failed; retrying', {
+            pool: key,
+            attempt,
+            retryInMs: delayMs,
+            ...errorFields(err),
+          }),
+      },
+    });
+    this.claims = new PoolClaims({
+      index: this.index,
+      writer,
+      bind: opts.bindClient ?? createBindClient(opts.bind),
+      signer: opts.signer,
+      hashOf,
+      metrics,
+      logger: opts.logger,
+      wake: (namespace, pool) => this.queue.add(`${namespace}/${pool}`),
+    });
+    for (const ns of opts.namespaces.length > 0 ? opts.namespaces : ['']) {
+      this.informers.push(this.poolInformer(ns), this.podInformer(ns));
+    }
+  }
+
+  /** Starts the informers (resolves once both listed), then queues every pool. */
+  async start(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.start()));
+    this.opts.logger.info('pool controller started', { pools: this.poolKeys().length });
+    for (const key of this.poolKeys()) this.queue.add(key);
+  }
+
+  /** Stops the queue (in-flight passes finish) and the informers. */
+  async stop(): Promise<void> {
+    await this.queue.shutdown(5000);
+    await Promise.all(this.informers.map((i) => i.stop()));
+  }
+
+  /** The template hash of a pool, computed once per generation. */
+  private hashOf(pool: PoolView): string {
+    const key = `${pool.metadata.namespace}/${pool.metadata.name}/${pool.metadata.uid}`;
+    const cached = this.hashes.get(key);
+    if (cached?.generation === pool.metadata.generation) return cached.hash;
+    const hash = templateHash(pool, this.podOptions);
+    this.hashes.set(key, { generation: pool.metadata.generation, hash });
+    return hash;
+  }
+
+  private poolKeys(): string[] {
+    const keys = new Set<string>();
+    for (const ns of this.opts.namespaces.length > 0 ? this.opts.namespaces : [undefined]) {
+      for (const pool of ns === undefined ? this.index.allPools() : this.index.poolsIn(ns))
+        keys.add(`${pool.metadata.namespace}/${pool.metadata.name}`);
+    }
+    return [...keys];
+  }
+
+  private poolInformer(ns: string): OwnedInformer<PoolView> {
+    const { custom } = this.opts.clients;
+    const path = `/apis/${GROUP}/${VERSION}/${ns ? `namespaces/${ns}/` : ''}${POOL_PLURAL}`;
+    return new OwnedInformer<PoolView>({
+      kc: this.opts.kc,
+      path,
+      labelSelector: '',
+      resource: ns ? `${POOL_PLURAL} in ${ns}` : POOL_PLURAL,
+      logger: this.opts.logger,
+      listPage: async (labelSelector, limit, _continue) =>
+        (await (ns
+          ? custom.listNamespacedCustomObject({
+              group: GROUP,
+              version: VERSION,
+              namespace: ns,
+              plural: POOL_PLURAL,
+              limit,
+              _continue,
+            })
+          : custom.listClusterCustomObject({
+              group: GROUP,
+              version: VERSION,
+              plural: POOL_PLURAL,
+              limit,
+              _continue,
+            }))) as ListPage,
+      project: projectPool,
+      onChange: (view, change) => {
+        this.index.applyPool(view, change);
+        if (change === 'deleted')
+          this.hashes.delete(`${view.metadata.namespace}/${view.metadata.name}/${view.metadata.uid}`);
+        this.queue.add(`${view.metadata.namespace}/${view.metadata.name}`);
+      },
+    });
+  }
+
+  private podInformer(ns: string): OwnedInformer<PoolPodView> {
+    const { core } = this.opts.clients;
+    return new OwnedInformer<PoolPodView>({
+      kc: this.opts.kc,
+      path: `/api/v1/${ns ? `namespaces/${ns}/` : ''}pods`,
+      labelSelector: POOL_LABELS.pool,
+      resource: ns ? `pool pods in ${ns}` : 'pool pods',
+      logger: this.opts.logger,
+      listPage: (labelSelector, limit, _continue) =>
+        ns
+          ? core.listNamespacedPod({ namespace: ns, labelSelector, limit, _continue })
+          : core.listPodForAllNamespaces({ labelSelector, limit, _continue }),
+      project: projectPoolPod,
+      onChange: (view, change) => {
+        this.index.applyPod(view, change);
+        if (view.pool) this.queue.add(`${view.metadata.namespace}/${view.pool}`);
+      },
+    });
+  }
+}

@@ -1,0 +1,278 @@
+/**
+ * The claim phase through the real reconcile driver, over the fake cluster and the fake pool world
+ * (docs/adr/0016): a warm Pod is bound instead of a Pod created; none available is cold from the
+ * template; a bound Pod never goes to a second session; conflicts and failed binds move on; a claim
+ * cut short by a crash is finished or discarded; a pooled session's Pod is handled like any other.
+ */
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { deriveToken } from '@sandbox-platform/api';
+
+import { reconcile } from '../../../src/controller/reconcile.js';
+import type { ControllerDeps } from '../../../src/controller/scope.js';
+import type { PoolPodOptions } from '../../../src/pool/pool-pod.js';
+import { FakeCluster } from '../../fakes/fake-cluster.js';
+import { FakePools } from '../../fakes/fake-pools.js';
+import { FakeClock, MASTER_KEY, controllerDeps } from '../../fakes/fakes.js';
+import { session, uid, named, withSpec } from '../../fixtures/sessions.js';
+
+let cluster: FakeCluster;
+let pools: FakePools;
+let deps: ControllerDeps;
+let opts: PoolPodOptions;
+
+beforeEach(() => {
+  cluster = new FakeCluster();
+  pools = new FakePools(cluster);
+  const base = controllerDeps(cluster, new FakeClock(Date.parse('2030-01-01T00:00:10Z')));
+  opts = pools.podOptions(base.podOptions);
+  deps = { ...base, pools: pools.claims(opts) };
+});
+
+const poolRef = (name: string) => withSpec({ poolRef: { name } });
+const key = (name = 'demo') => ({ namespace: 'team-a', name });
+const tokenOf = (name: string, u: string) => deriveToken(MASTER_KEY, { namespace: 'team-a', name, uid: u });
+const ready = (s: ReturnType<typeof cluster.session>) =>
+  s?.status?.conditions?.find((c) => c.type === 'Ready');
+const claims = (result: string) =>
+  pools.metrics.claims.get().then((m) => m.values.find((v) => v.labels.result === result)?.value ?? 0);
+
+describe('a session naming a pool with an available warm Pod', () => {
+  it('is bound to it: no Pod created, status names the warm Pod, Ready at once, token handed over', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'patchStatus demo']);
+    expect(pools.ops).toEqual(['claimPod warm-aaaaaaaaaa -> demo', 'bind warm-aaaaaaaaaa']);
+    const s = cluster.session()!;
+    expect(s.status).toMatchObject({ podName: 'warm-aaaaaaaaaa', podIP: '198.18.1.1', phase: 'Ready' });
+    expect(ready(s)).toMatchObject({ status: 'True', reason: 'SandboxReady' });
+    expect(pools.bound.get('warm-aaaaaaaaaa')).toMatchObject({
+      session: { namespace: 'team-a', name: 'demo', uid: 'uid-1' },
+      token: tokenOf('demo', 'uid-1'),
+      pod: { name: 'warm-aaaaaaaaaa', uid: 'pod-warm-aaaaaaaaaa' },
+    });
+    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'BoundFromPool', 'Ready']);
+    expect(pools.woken).toEqual(['team-a/warm']);
+    expect(await claims('hit')).toBe(1);
+  });
+
+  it('does nothing more on the next reconcile (the status records the Pod)', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    pools.ops.length = 0;
+    cluster.writes.length = 0;
+    await reconcile(key(), deps);
+    expect([cluster.writes, pools.ops]).toEqual([[], []]);
+  });
+});
+
+describe('a bound Pod', () => {
+  it('never goes to a second session: with one warm Pod, the second session is created cold', async () => {
+    const pool = pools.putPool('warm', { template: { image: 'tmpl:1' } });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    cluster.putSession(session(named('other'), uid('uid-2'), poolRef('warm')));
+    await reconcile(key(), deps);
+    await reconcile(key('other'), deps);
+    expect(cluster.session('team-a', 'other')?.status?.podName).toBe('sbs-other');
+    expect(cluster.pods.get('team-a/sbs-other')?.body.spec?.containers[0]?.image).toBe('tmpl:1');
+    expect(pools.ops.filter((o) => o.startsWith('claimPod'))).toEqual(['claimPod warm-aaaaaaaaaa -> demo']);
+    expect(cluster.eventReasons()).toContain('PoolEmpty');
+    expect(await claims('miss')).toBe(1);
+  });
+
+  it('that ended is deleted with its session UID precondition, and the session takes another warm Pod', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    const bound = pools.index.pod('team-a', 'warm-aaaaaaaaaa')!;
+    pools.store({ ...bound, phase: 'Failed', metadata: { ...bound.metadata, resourceVersion: '99999' } });
+    await reconcile(key(), deps);
+    expect(cluster.writes).toContain('deletePod warm-aaaaaaaaaa');
+    pools.index.applyPod(bound, 'deleted');
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('warm-bbbbbbbbbb');
+  });
+
+  it('is deleted when its session is suspended', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    cluster.touchSession('team-a', 'demo', (s) => (s.spec.suspend = true));
+    await reconcile(key(), deps);
+    expect(cluster.writes).toContain('deletePod warm-aaaaaaaaaa');
+  });
+});
+
+describe('claims that do not go through', () => {
+  it('moves on to the next warm Pod after a conflict (claimed or deleted by someone else)', async () => {
+    const pool = pools.putPool('warm', { replicas: 2 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.conflictOnClaim.add('warm-aaaaaaaaaa');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('warm-bbbbbbbbbb');
+    expect(await claims('conflict')).toBe(1);
+  });
+
+  it('deletes a claimed Pod whose bind fails (never back to the pool) and tries the next', async () => {
+    const pool = pools.putPool('warm', { replicas: 2 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.behaviour.set('warm-aaaaaaaaaa', 'refuse');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual([
+      'claimPod warm-aaaaaaaaaa -> demo',
+      'bind warm-aaaaaaaaaa',
+      'deletePod warm-aaaaaaaaaa',
+      'claimPod warm-bbbbbbbbbb -> demo',
+      'bind warm-bbbbbbbbbb',
+    ]);
+    expect(cluster.session()?.status?.podName).toBe('warm-bbbbbbbbbb');
+    expect(cluster.eventReasons()).toContain('BindFailed');
+    expect(await claims('bind_failed')).toBe(1);
+  });
+
+  it('creates the session cold from the template after three failed binds', async () => {
+    const pool = pools.putPool('warm', { replicas: 3, template: { image: 'tmpl:1' } });
+    for (const n of ['a', 'b', 'c']) {
+      pools.putWarm(pool, `warm-${n.repeat(10)}`, opts);
+      pools.behaviour.set(`warm-${n.repeat(10)}`, 'silent');
+    }
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('sbs-demo');
+    expect(pools.ops.filter((o) => o.startsWith('deletePod'))).toHaveLength(3);
+  });
+
+  it('ignores warm Pods that are not Ready, outdated or being deleted', async () => {
+    const pool = pools.putPool('warm', { replicas: 3 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts, false);
+    const old = pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.store({ ...old, templateHash: 'outdated' });
+    const going = pools.putWarm(pool, 'warm-cccccccccc', opts);
+    pools.store({ ...going, metadata: { ...going.metadata, deletionTimestamp: '2030-01-01T00:00:00Z' } });
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual([]);
+    expect(cluster.session()?.status?.podName).toBe('sbs-demo');
+  });
+
+  it('creates the session cold from its own spec when the named pool does not exist (Warning PoolNotFound)', async () => {
+    cluster.putSession(session(poolRef('nowhere')));
+    await reconcile(key(), deps);
+    expect(cluster.writes).toContain('createPod sbs-demo');
+    expect(cluster.eventReasons()).toContain('PoolNotFound');
+  });
+});
+
+describe('the namespace default pool', () => {
+  it('binds a session that shapes nothing itself', async () => {
+    const pool = pools.putPool('warm', { namespaceDefault: true });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session());
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
+  });
+
+  it('leaves a session with its own image (or env, or another workspace size) cold', async () => {
+    const pool = pools.putPool('warm', { namespaceDefault: true });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(withSpec({ image: 'mine:1' })));
+    cluster.putSession(session(named('b'), uid('u-b'), withSpec({ env: [{ name: 'A', value: '1' }] })));
+    cluster.putSession(session(named('c'), uid('u-c'), withSpec({ workspace: { sizeLimit: '5Gi' } })));
+    for (const n of ['demo', 'b', 'c']) await reconcile(key(n), deps);
+    expect(pools.ops).toEqual([]);
+  });
+
+  it('is the oldest pool that says so', async () => {
+    const young = pools.putPool('young', { namespaceDefault: true }, 'team-a', '2030-01-01T00:00:05Z');
+    const old = pools.putPool('old', { namespaceDefault: true }, 'team-a', '2030-01-01T00:00:01Z');
+    pools.putWarm(young, 'young-aaaaaaaaaa', opts);
+    pools.putWarm(old, 'old-aaaaaaaaaa', opts);
+    cluster.putSession(session());
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('old-aaaaaaaaaa');
+  });
+
+  it('does not apply without namespaceDefault, nor to another namespace', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    const other = pools.putPool('elsewhere', { namespaceDefault: true }, 'team-b');
+    pools.putWarm(other, 'elsewhere-aaaaaaaaaa', opts);
+    cluster.putSession(session());
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual([]);
+  });
+});
+
+describe('a claim cut short (the operator died between the claim and the status write)', () => {
+  function claimedNotRecorded(): void {
+    const pool = pools.putPool('warm');
+    const warm = pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.store({
+      ...warm,
+      metadata: {
+        ...warm.metadata,
+        resourceVersion: '5000',
+        controller: {
+          apiVersion: 'sandbox.dev/v1alpha1',
+          kind: 'SandboxSession',
+          name: 'demo',
+          uid: 'uid-1',
+        },
+      },
+    });
+    cluster.putSession(session(poolRef('warm')));
+  }
+
+  it('binds the Pod now when the bind had not happened, and claims nothing else', async () => {
+    claimedNotRecorded();
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual(['bindStatus warm-aaaaaaaaaa', 'bind warm-aaaaaaaaaa']);
+    expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
+    expect(cluster.writes).not.toContain('createPod sbs-demo');
+  });
+
+  it('keeps the Pod when its agent already serves the session (the bind had happened)', async () => {
+    claimedNotRecorded();
+    pools.bound.set('warm-aaaaaaaaaa', {
+      version: 1,
+      pod: { namespace: 'team-a', name: 'warm-aaaaaaaaaa', uid: 'pod-warm-aaaaaaaaaa' },
+      session: { namespace: 'team-a', name: 'demo', uid: 'uid-1' },
+      token: tokenOf('demo', 'uid-1'),
+    });
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual(['bindStatus warm-aaaaaaaaaa']);
+    expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
+  });
+
+  it('deletes the Pod when its agent serves someone else and refuses the bind, then starts over', async () => {
+    claimedNotRecorded();
+    pools.behaviour.set('warm-aaaaaaaaaa', 'refuse');
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual([
+      'bindStatus warm-aaaaaaaaaa',
+      'bind warm-aaaaaaaaaa',
+      'deletePod warm-aaaaaaaaaa',
+    ]);
+    expect(ready(cluster.session())).toMatchObject({ status: 'False' });
+  });
+
+  it('waits (not Ready) while the agent does not answer', async () => {
+    claimedNotRecorded();
+    pools.behaviour.set('warm-aaaaaaaaaa', 'silent');
+    const result = await reconcile(key(), deps);
+    expect(ready(cluster.session())).toMatchObject({ status: 'False', reason: 'Creating' });
+    expect(result.requeueAfterMs).toBeGreaterThan(0);
+    expect(cluster.writes).not.toContain('createPod sbs-demo');
+  });
+});
