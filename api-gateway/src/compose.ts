@@ -63,7 +63,6 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     // The agent caps each stream; answers are bounded by that cap (answerLimit).
     maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: FILE_TIMEOUT_MS,
-    budget,
     lookup: (t) => {
       const s = store.get(t.namespace, t.name);
       const state = s && sessionState(s, config.addressPolicy);

@@ -22,6 +22,8 @@
  *   nested:N          N bytes of `[[[[...]]]]` (default 4 MB), Content-Length framed
  *   many-keys:N       an object of N bytes of distinct keys `{"k0":0,"k1":0,...}` (default 4 MB)
  *   huge-output:N     a valid result whose stdout is N bytes (default 4 MB: over the 1 MiB cap)
+ *   valid-max:N       a valid result at the cap: N control bytes (default 1 MiB) in stdout and in
+ *                     stderr, 6 bytes each once JSON-escaped (about 12 MiB: the largest honest answer)
  *   oversized:N       Content-Length N (default 1 GB) and that many bytes, as fast as they drain
  *   endless           a chunked body that never ends
  *   bad-json          a truncated JSON object
@@ -172,6 +174,10 @@ const EXEC = {
     return fixed(s, 200, `{${parts.join(',')}}`);
   },
   'huge-output': (s, n = 4 * MB) => fixed(s, 200, JSON.stringify(result({ stdout: 'y'.repeat(n) }))),
+  'valid-max': (s, n = 1024 * 1024) => {
+    const ctl = '\u0001'.repeat(n);
+    return fixed(s, 200, JSON.stringify(result({ stdout: ctl, stderr: ctl, truncated: true })));
+  },
   oversized: async (s, n = 1000 * MB) => {
     await write(s, head(200, { 'content-type': 'application/json', 'content-length': n }));
     return repeat(s, '{"stdout":"', n);

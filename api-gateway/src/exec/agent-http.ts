@@ -10,10 +10,16 @@
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
-import { UNCOUNTED_BYTES, type ByteBudget } from '../limits/byte-budget.js';
+import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
-import { ResponseParser, requestHead, type ResponseSink, type WireRequest } from './agent-wire.js';
-import type { CancelSignal } from './types.js';
+import {
+  AgentProtocolError,
+  ResponseParser,
+  requestHead,
+  type ResponseSink,
+  type WireRequest,
+} from './agent-wire.js';
+import type { AnswerHold, CancelSignal } from './types.js';
 
 /** A transport failure: nothing usable came back from the agent. */
 export class AgentTransportError extends Error {
@@ -67,7 +73,7 @@ export async function sendToAgent(
     try {
       return await attemptOnce(pool.get(address), address, req, opts);
     } catch (err) {
-      if (err instanceof AgentTransportError) pool.drop(address);
+      if (stalesAddress(err)) pool.drop(address);
       const retryable = err instanceof AgentTransportError && err.beforeConnect && !err.deadline;
       if (!retryable || attempt >= opts.retries || opts.signal?.aborted) throw err;
       const delay = (opts.retryDelayMs ?? 100) * 2 ** attempt;
@@ -125,8 +131,8 @@ export class AgentResponse {
   private error: Error | undefined;
   private reader: { limit: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
   private stream: Readable | undefined;
-  /** Bytes taken from the shared budget for this body (given back by release()). */
-  private budget: ByteBudget | undefined;
+  /** Where the body's memory is taken from, and how much was taken (in body bytes). */
+  private hold: AnswerHold | undefined;
   private reserved = 0;
 
   constructor(
@@ -142,14 +148,14 @@ export class AgentResponse {
   }
 
   /**
-   * The whole body; AgentAnswerTooLargeError past `limit` bytes, AgentBudgetError when the shared
-   * `budget` cannot hold it (the connection is then closed). Bytes taken from the budget stay
-   * taken until release().
+   * The whole body; AgentAnswerTooLargeError past `limit` bytes, AgentBudgetError when `hold`
+   * cannot take its memory (the connection is then closed). A body over UNCOUNTED_BYTES takes
+   * ANSWER_MEMORY_FACTOR times its size from the hold as it arrives.
    */
-  read(limit: number, budget?: ByteBudget): Promise<Buffer> {
+  read(limit: number, hold?: AnswerHold): Promise<Buffer> {
     if (this.stream || this.reader) return Promise.reject(new Error('the body is already being read'));
     if (this.size > limit || (this.declaredLength ?? 0) > limit) return Promise.reject(this.tooLarge(limit));
-    this.budget = budget;
+    this.hold = hold;
     if (!this.reserve()) return Promise.reject(this.overBudget());
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve(this.whole());
@@ -212,23 +218,16 @@ export class AgentResponse {
     else if (this.reader) this.reader.reject(err);
   }
 
-  /** Gives back what this body took from the shared budget. */
-  release(): void {
-    this.budget?.give(this.reserved);
-    this.reserved = 0;
-  }
-
-  /** Takes budget for the body beyond the uncounted size; false when the budget is used up. */
+  /** Takes memory for the body beyond the uncounted size; false when the hold cannot. */
   private reserve(): boolean {
-    if (!this.budget || this.size <= UNCOUNTED_BYTES || this.size <= this.reserved) return true;
-    if (!this.budget.tryTake(this.size - this.reserved)) return false;
+    if (!this.hold || this.size <= UNCOUNTED_BYTES || this.size <= this.reserved) return true;
+    if (!this.hold.tryTake((this.size - this.reserved) * ANSWER_MEMORY_FACTOR)) return false;
     this.reserved = this.size;
     return true;
   }
 
   private overBudget(): AgentBudgetError {
     this.call.abandon();
-    this.release();
     this.first = undefined;
     this.store = undefined;
     return new AgentBudgetError();
@@ -530,6 +529,27 @@ class Call implements ConnUser, ResponseSink {
     this.stopWaiting?.();
     this.opts.signal?.removeEventListener('abort', this.onAbort);
   }
+}
+
+/**
+ * True for transport failures (refused, reset, timeout) that say the address may be stale. A
+ * malformed answer is only that connection's problem (it is already destroyed).
+ */
+function stalesAddress(err: unknown): boolean {
+  return err instanceof AgentTransportError && !isProtocolFailure(err);
+}
+
+/** True when an error is, or was caused by, a malformed answer. */
+export function isProtocolFailure(err: unknown): boolean {
+  return protocolErrorIn(err) !== undefined;
+}
+
+/** The AgentProtocolError an error is or was caused by, if any. */
+export function protocolErrorIn(err: unknown): AgentProtocolError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if (e instanceof AgentProtocolError) return e;
+  }
+  return undefined;
 }
 
 function errCode(err: Error): string {

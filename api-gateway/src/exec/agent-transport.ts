@@ -12,11 +12,12 @@ import { deriveToken } from '@sandbox-platform/api';
 
 import { ProblemError, isProblemError, slugOfType } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
-import type { ByteBudget } from '../limits/byte-budget.js';
 import {
   AgentAnswerTooLargeError,
   AgentBudgetError,
   AgentTransportError,
+  isProtocolFailure,
+  protocolErrorIn,
   sendToAgent,
   type AgentRequest,
   type AgentResponse,
@@ -33,6 +34,7 @@ import { AgentProtocolError } from './agent-wire.js';
 import { NdjsonGuard } from './ndjson-guard.js';
 import { capStream } from './read-limited.js';
 import type {
+  AnswerHold,
   CallOptions,
   ExecRequest,
   ExecResult,
@@ -63,8 +65,6 @@ export interface AgentTransportOptions {
   fileTimeoutMs: number;
   lookup?: AddressLookup;
   pool?: AgentPool;
-  /** Shared budget of large answers held at once (503 overloaded beyond). */
-  budget?: ByteBudget;
 }
 
 const PROBLEM_LIMIT = 64 * 1024;
@@ -97,22 +97,17 @@ export class AgentTransport implements ExecTransport {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
     const res = await this.send(target, jsonRequest('/v1/exec', req), deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
-    try {
-      const body = await this.read(res, this.maxAnswerBytes, {
-        target,
-        deadlineAt,
-        ...(this.o.budget ? { budget: this.o.budget } : {}),
-      });
-      return this.parsed(target, () => {
-        const r = parseAgentJson(body, validateExecResult);
-        checkOutputCap(r.stdout, r.stdoutEncoding, this.o.maxOutputBytes, 'stdout');
-        checkOutputCap(r.stderr, r.stderrEncoding, this.o.maxOutputBytes, 'stderr');
-        return r;
-      });
-    } finally {
-      // The raw answer is garbage once parsed; the response to the caller takes its own share.
-      res.release();
-    }
+    const body = await this.read(res, this.maxAnswerBytes, {
+      target,
+      deadlineAt,
+      ...(opts.hold ? { hold: opts.hold } : {}),
+    });
+    return parsed(() => {
+      const r = parseAgentJson(body, validateExecResult);
+      checkOutputCap(r.stdout, r.stdoutEncoding, this.o.maxOutputBytes, 'stdout');
+      checkOutputCap(r.stderr, r.stderrEncoding, this.o.maxOutputBytes, 'stderr');
+      return r;
+    });
   }
 
   async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
@@ -125,7 +120,6 @@ export class AgentTransport implements ExecTransport {
     // The guard failing (or the caller going away) closes the agent connection: the agent then
     // kills the command.
     guard.on('close', () => upstream.destroy());
-    guard.on('error', () => this.pool.drop(this.address(target)));
     return upstream.pipe(guard);
   }
 
@@ -148,7 +142,7 @@ export class AgentTransport implements ExecTransport {
     const res = await this.send(target, req, deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
     const body = await this.read(res, PROBLEM_LIMIT, { target, deadlineAt });
-    return this.parsed(target, () => parseAgentJson(body, validateWriteResult));
+    return parsed(() => parseAgentJson(body, validateWriteResult));
   }
 
   async readFile(
@@ -207,24 +201,10 @@ export class AgentTransport implements ExecTransport {
     }
   }
 
-  /**
-   * Runs the parse of a complete answer; a malformed one is a protocol error, and the agent's
-   * connections are dropped (its next answer is not trusted to be framed either).
-   */
-  private parsed<T>(target: ExecTarget, parse: () => T): T {
-    try {
-      return parse();
-    } catch (err) {
-      if (!(err instanceof AgentProtocolError)) throw err;
-      this.pool.drop(this.address(target));
-      throw protocolProblem(err);
-    }
-  }
-
-  /** The problem of a streamed answer that broke off. */
+  /** The problem of a streamed answer that broke off (a transport failure drops the pool). */
   private streamProblem(err: Error, target: ExecTarget): Error {
     if (isProblemError(err)) return err;
-    this.pool.drop(this.address(target));
+    if (!isProtocolFailure(err)) this.pool.drop(this.address(target));
     return transportProblem(err) as Error;
   }
 
@@ -247,22 +227,19 @@ export class AgentTransport implements ExecTransport {
   private async read(
     res: AgentResponse,
     limit: number,
-    call: { target: ExecTarget; deadlineAt: number; budget?: ByteBudget },
+    call: { target: ExecTarget; deadlineAt: number; hold?: AnswerHold },
   ): Promise<Buffer> {
     const { target, deadlineAt } = call;
     try {
-      return await res.read(limit, call.budget);
+      return await res.read(limit, call.hold);
     } catch (err) {
+      // These close only the call's own connection: the agent's other calls go on.
       if (err instanceof AgentBudgetError) throw overloaded();
       if (err instanceof AgentAnswerTooLargeError) {
-        this.pool.drop(this.address(target));
         throw new ProblemError('agent-answer-too-large', `the sandbox agent's answer exceeds ${limit} bytes`);
       }
       const malformed = protocolErrorIn(err);
-      if (malformed) {
-        this.pool.drop(this.address(target));
-        throw protocolProblem(malformed);
-      }
+      if (malformed) throw protocolProblem(malformed);
       // The body broke off: a transport failure; drop the pool like any other.
       this.pool.drop(this.address(target));
       const deadline = Date.now() >= deadlineAt;
@@ -288,12 +265,17 @@ function filePath(path: string): string {
   return '/v1/files/' + path.split('/').map(encodeURIComponent).join('/');
 }
 
-/** The AgentProtocolError an error is or was caused by, if any. */
-function protocolErrorIn(err: unknown): AgentProtocolError | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    if (e instanceof AgentProtocolError) return e;
+/**
+ * Runs the parse of a complete answer; a malformed one is a protocol error. Its connection stays
+ * pooled: the answer was well framed, only its content broke the contract.
+ */
+function parsed<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof AgentProtocolError) throw protocolProblem(err);
+    throw err;
   }
-  return undefined;
 }
 
 function transportProblem(err: unknown): unknown {

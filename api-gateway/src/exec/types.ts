@@ -40,10 +40,22 @@ export interface CancelSignal {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
+/**
+ * Memory a large answer may take from the shared budget, on behalf of the caller's response: what
+ * is taken stays taken until that response is done (plugins/limits.ts), because the answer lives
+ * on in the parsed result and the serialized response.
+ */
+export interface AnswerHold {
+  /** Takes `bytes` more; false (nothing taken) when the budget cannot hold them. */
+  tryTake(bytes: number): boolean;
+}
+
 /** Per-call options. */
 export interface CallOptions {
   /** Aborted when the client goes away or the server shuts down. */
   signal?: CancelSignal;
+  /** Where a large buffered answer takes its memory from (none: not counted). */
+  hold?: AnswerHold;
 }
 
 /** Runs commands and moves files in a Ready session. */

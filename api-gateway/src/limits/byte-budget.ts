@@ -8,6 +8,13 @@
 /** Pieces at or below this size are not counted (the kernel's socket buffers absorb them). */
 export const UNCOUNTED_BYTES = 64 * 1024;
 
+/**
+ * Memory a buffered agent answer costs per byte while the call lives: the raw body, the strings
+ * JSON.parse makes of it, and the serialized response written to the caller (measured: a 12 MiB
+ * answer raised the gateway's RSS by 35 to 40 MiB).
+ */
+export const ANSWER_MEMORY_FACTOR = 3;
+
 /** A shared byte budget; capacity 0 means unlimited. */
 export class ByteBudget {
   private used = 0;

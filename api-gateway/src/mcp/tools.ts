@@ -11,7 +11,7 @@ import type { Principal } from '../auth/keys.js';
 import type { ExecLimits } from '../config.js';
 import { ProblemError, isProblemError } from '../errors.js';
 import { encodeOutput } from '../exec/output.js';
-import type { CancelSignal } from '../exec/types.js';
+import type { AnswerHold, CallOptions, CancelSignal } from '../exec/types.js';
 import { readLimited } from '../exec/read-limited.js';
 import { checkWorkspacePath } from '../routes/files/path.js';
 import type { ExecService } from '../service/exec-service.js';
@@ -30,6 +30,8 @@ export interface ToolContext {
   log: Pick<FastifyBaseLogger, 'error' | 'warn'>;
   /** Aborted when the HTTP client goes away: the command is cancelled (the agent kills it). */
   signal?: CancelSignal;
+  /** Where large agent answers take their memory from (the response's share of the budget). */
+  answerHold?: AnswerHold;
   /**
    * Called with the serialized size of a result before it is sent; false when the gateway cannot
    * hold it now (the shared budget of large answers is used up).
@@ -97,7 +99,10 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   const server = new McpServer({ name: 'sandbox-platform', version: '1.0.0' });
   const ns = (requested: string | undefined): string => resolveNamespace(ctx.principal, requested);
   const guarded = guard(ctx);
-  const call = ctx.signal ? { signal: ctx.signal } : {};
+  const call: CallOptions = {
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+    ...(ctx.answerHold ? { hold: ctx.answerHold } : {}),
+  };
 
   server.registerTool(
     'create_session',
@@ -161,7 +166,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           ...(args.timeoutSeconds !== undefined ? { timeoutSeconds: args.timeoutSeconds } : {}),
           ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
         };
-        return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input, call.signal));
+        return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input, call));
       }),
   );
 

@@ -16,6 +16,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { ProblemError } from '../errors.js';
+import type { ServerResponse } from 'node:http';
+
+import type { AnswerHold } from '../exec/types.js';
 import { UNCOUNTED_BYTES, type ByteBudget } from '../limits/byte-budget.js';
 import './types.js';
 
@@ -131,20 +134,57 @@ function registerKeyLimits(app: FastifyInstance): void {
 }
 
 /**
- * Holds a large buffered response against the budget and closes the connection of a client that
- * does not read it within the write timeout; true when the response may be sent, false when the
- * budget is used up. Streams are not passed here: they wait with backpressure.
+ * The memory one response holds from the shared budget: what its agent answer took while it was
+ * read (ANSWER_MEMORY_FACTOR per byte: the raw body, its parsed strings, the serialized response)
+ * and, for other large payloads, their size. All of it is given back once the response is closed
+ * (written, dropped by the write timeout, or the client left).
+ */
+export class ResponseHold implements AnswerHold {
+  private taken = 0;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly budget: ByteBudget,
+  ) {}
+
+  tryTake(bytes: number): boolean {
+    if (!this.budget.tryTake(bytes)) return false;
+    if (this.taken === 0) this.res.once('close', () => this.budget.give(this.taken));
+    this.taken += bytes;
+    return true;
+  }
+
+  /** Makes sure at least `bytes` are held (a payload about to be written); false when they cannot be. */
+  cover(bytes: number): boolean {
+    return bytes <= this.taken || this.tryTake(bytes - this.taken);
+  }
+}
+
+const holds = new WeakMap<ServerResponse, ResponseHold>();
+
+/** The hold of a response (made on first use). */
+export function responseHold(res: ServerResponse, budget: ByteBudget): ResponseHold {
+  let hold = holds.get(res);
+  if (!hold) {
+    hold = new ResponseHold(res, budget);
+    holds.set(res, hold);
+  }
+  return hold;
+}
+
+/**
+ * Before a large buffered payload is written: it must be covered by the response's hold (true),
+ * and a client that does not read it for `writeTimeoutMs` (no byte drained) is disconnected.
+ * False when the budget cannot cover it. Streams are not passed here: they wait with backpressure.
  */
 export function holdResponse(
-  res: FastifyReply['raw'],
+  res: ServerResponse,
   bytes: number,
   budget: ByteBudget,
   writeTimeoutMs: number,
 ): boolean {
   if (bytes < UNCOUNTED_BYTES) return true;
-  if (!budget.tryTake(bytes)) return false;
-  res.once('close', () => budget.give(bytes));
-  // No activity on the socket for this long (nothing drained): the client is not reading.
+  if (!responseHold(res, budget).cover(bytes)) return false;
   res.setTimeout(writeTimeoutMs, () => res.destroy());
   return true;
 }

@@ -13,6 +13,7 @@ import type { AddressPolicy } from '../sessions/address.js';
 import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
 import type { SessionStore } from '../sessions/store.js';
 import type {
+  CallOptions,
   CancelSignal,
   ExecRequest,
   ExecResult,
@@ -117,13 +118,13 @@ export class ExecService {
   }
 
   /** Runs one command and returns the agent's result shape. */
-  async exec(namespace: string, name: string, input: ExecInput, signal?: CancelSignal): Promise<ExecResult> {
+  async exec(namespace: string, name: string, input: ExecInput, opts: CallOptions = {}): Promise<ExecResult> {
     const req = this.toRequest(input);
-    const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
     const end = this.d.activity.begin(target);
     const timer = this.d.metrics?.execDuration.startTimer({ transport: target.transport });
     try {
-      const result = await this.transport(target).exec(target, req, signal ? { signal } : {});
+      const result = await this.transport(target).exec(target, req, opts);
       timer?.({ outcome: 'ok' });
       this.countExit(target.transport, result.exitCode, result.timedOut);
       return result;

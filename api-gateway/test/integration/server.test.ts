@@ -4,19 +4,16 @@
  * completes, then the process exits 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { build } from 'esbuild';
 
 import { GatewayClient } from '../../src/client/index.js';
 import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
 import { GatewayEnv, KEYS, MASTER_KEY } from './gateway-env.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { buildServerBundle } from './server-bundle.js';
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -41,22 +38,7 @@ describe('server.ts as a process', () => {
   let baseEnv: Record<string, string>;
   beforeAll(async () => {
     await env.setup();
-    // Inside api-gateway/node_modules/.cache so external packages resolve as in the package.
-    const cache = join(here, '../../node_modules/.cache');
-    mkdirSync(cache, { recursive: true });
-    dir = mkdtempSync(join(cache, 'server-test-'));
-    bundle = join(dir, 'server.mjs');
-    await build({
-      entryPoints: [join(here, '../../src/server.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      outfile: bundle,
-      packages: 'external',
-      logLevel: 'warning',
-      alias: { '@sandbox-platform/api': join(here, '../../../crds/src/index.ts') },
-    });
+    ({ dir, bundle } = await buildServerBundle());
     const keys = join(dir, 'keys.json');
     writeFileSync(keys, JSON.stringify({ keys: [{ id: 'a', key: KEYS.a, namespaces: [env.nsA.name] }] }));
     const master = join(dir, 'master-key');

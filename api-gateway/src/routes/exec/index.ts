@@ -4,6 +4,7 @@ import { hash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 import { causeMessage, toProblem } from '../../plugins/errors.js';
+import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecInput } from '../../service/exec-service.js';
 import { responseSignal } from '../request-signal.js';
@@ -26,7 +27,10 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);
       try {
-        const result = await app.execs.exec(namespace, request.params.name, request.body, signal);
+        // A large answer takes its memory from the shared budget until this response is done.
+        // (Made on first use: most answers are small and take nothing.)
+        const hold = { tryTake: (n: number) => responseHold(reply.raw, app.answerBudget).tryTake(n) };
+        const result = await app.execs.exec(namespace, request.params.name, request.body, { signal, hold });
         // The audit line is written after the response (formatting and writing it costs more than
         // the rest of the route): setImmediate runs once the reply's write was issued.
         setImmediate(() =>

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
 import { buildMcpServer } from '../../mcp/tools.js';
-import { holdResponse } from '../../plugins/limits.js';
+import { holdResponse, responseHold } from '../../plugins/limits.js';
 import { responseSignal } from '../request-signal.js';
 
 /** Largest file read_file returns into a model's context. */
@@ -40,6 +40,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,
       signal,
+      answerHold: responseHold(reply.raw, app.answerBudget),
       hold: (bytes) => holdResponse(reply.raw, bytes, app.answerBudget, writeTimeoutMs),
     });
     // Whatever fails inside the SDK after a tool returned (e.g. writing the response) is logged

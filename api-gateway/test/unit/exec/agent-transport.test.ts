@@ -278,15 +278,22 @@ describe('AgentTransport against a malformed agent', () => {
     ],
     ['a bare LF in the head', `HTTP/1.1 200 OK\ncontent-length: ${body.length}\r\n\r\n${body}`],
     ['a broken chunk', `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\n${body}\r\n0\r\n\r\n`],
-  ])('fails with 502 agent-protocol-error on %s, sends once and drops the pool', async (_what, text) => {
-    answer = text;
-    const t = make();
-    const err = await t.exec(target, { command: 'true', timeoutSeconds: 5 }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ slug: 'agent-protocol-error', status: 502 });
-    expect(requests).toBe(1);
-    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
-    t.close();
-  });
+  ])(
+    'fails with 502 agent-protocol-error on %s, sends once, and closes only that connection',
+    async (_what, text) => {
+      answer = text;
+      const t = make();
+      const err = await t.exec(target, { command: 'true', timeoutSeconds: 5 }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ slug: 'agent-protocol-error', status: 502 });
+      expect(requests).toBe(1);
+      // The agent's other calls keep their connections (a malformed answer is not a stale address).
+      expect(t.pool.has(`127.0.0.1:${port}`)).toBe(true);
+      answer = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+      expect((await t.exec(target, { command: 'true', timeoutSeconds: 5 })).stdout).toBe('ok');
+      expect(connections).toBe(2);
+      t.close();
+    },
+  );
 
   it('keeps a complete answer followed by stray bytes, but not the connection', async () => {
     answer = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n${body}HTTP/1.1 200 OK\r\n`;
