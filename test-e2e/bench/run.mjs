@@ -1,7 +1,12 @@
-// Builds bench/isolation.bench.ts (every package bundled, in the OS temp dir) and runs it with the
-// arguments (../../bench-runner.mjs). Needs the platform on the local cluster: `make bench-isolation`.
+// Builds bench/isolation.bench.ts and runs it with the arguments (../../bench-runner.mjs). The
+// packages of node_modules stay external (client-node's CommonJS dependencies cannot be bundled
+// into ESM), so the bundle is written under node_modules/.cache to resolve them from there.
+// Needs the platform on the local cluster: `make bench-isolation`.
 import { join } from 'node:path';
 
 import { runBench } from '../../bench-runner.mjs';
 
-await runBench(join(import.meta.dirname, 'isolation.bench.ts'));
+await runBench(join(import.meta.dirname, 'isolation.bench.ts'), {
+  dir: join(import.meta.dirname, '../../node_modules/.cache'),
+  external: true,
+});
