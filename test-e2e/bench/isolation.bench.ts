@@ -104,7 +104,8 @@ async function runtimes(created: string[]): Promise<void> {
   const exec: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
   for (const rt of ['runc', 'gvisor'] as const) await timed(callers[rt], 20, []); // warm-up
   for (let r = 0; r < ROUNDS; r++) {
-    for (const rt of ['runc', 'gvisor'] as const) await timed(callers[rt], CALLS, exec[rt]);
+    const order = r % 2 === 0 ? (['runc', 'gvisor'] as const) : (['gvisor', 'runc'] as const);
+    for (const rt of order) await timed(callers[rt], CALLS, exec[rt]);
   }
   const runcExec = summary('agent exec, runc', exec.runc);
   const gvExec = summary('agent exec, gVisor', exec.gvisor);
@@ -151,8 +152,9 @@ async function enforcer(created: string[]): Promise<void> {
   };
   await timed(call, 20, []);
   const samples: Record<'with' | 'without', number[]> = { with: [], without: [] };
+  // Alternate which mode goes first in each round, so a drift in machine load hits both alike.
   for (let r = 0; r < ROUNDS; r++) {
-    await timed(call, CALLS, samples.with);
+    if (r % 2 === 0) await timed(call, CALLS, samples.with);
     const saved = await removePolicies();
     try {
       await settle();
@@ -161,6 +163,7 @@ async function enforcer(created: string[]): Promise<void> {
       await restorePolicies(saved);
       await settle();
     }
+    if (r % 2 === 1) await timed(call, CALLS, samples.with);
   }
   const w = summary('gateway exec, policies enforced', samples.with);
   const wo = summary('gateway exec, policies removed', samples.without);
