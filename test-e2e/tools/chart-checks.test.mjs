@@ -105,7 +105,7 @@ describe('admission of SandboxSessions in unserved namespaces', () => {
         apiGroups: ['sandbox.dev'],
         apiVersions: ['*'],
         operations: ['CREATE'],
-        resources: ['sandboxsessions'],
+        resources: ['sandboxsessions', 'sandboxpools'],
       },
     ]);
     assert.match(policy.spec.validations[0].messageExpression, /sandboxNamespaces/);
@@ -284,5 +284,72 @@ describe('monitoring objects', () => {
     const file = readFileSync(join(chart, 'dashboards/sandbox-platform.json'), 'utf8');
     assert.equal(cm.data['sandbox-platform.json'], file.trimEnd());
     assert.equal(JSON.parse(cm.data['sandbox-platform.json']).uid, 'sandbox-platform');
+  });
+});
+
+describe('warm pools (docs/adr/0016)', () => {
+  it('opens the agent port of pool Pods, and of no other Pod, to operator Pods only', () => {
+    const r = render(['sandboxNamespaces={sandboxes}']);
+    const np = r.find('NetworkPolicy', 'sandbox-ingress-bind-from-operator');
+    assert.ok(np, 'the bind NetworkPolicy');
+    assert.equal(np.metadata.namespace, 'sandboxes');
+    assert.deepEqual(np.spec.podSelector.matchExpressions, [{ key: 'sandbox.dev/pool', operator: 'Exists' }]);
+    assert.deepEqual(np.spec.podSelector.matchLabels, {
+      'app.kubernetes.io/component': 'sandbox',
+      'app.kubernetes.io/managed-by': 'sandbox-operator',
+    });
+    assert.deepEqual(np.spec.ingress, [
+      {
+        from: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'sandbox-system' } },
+            podSelector: {
+              matchLabels: {
+                'app.kubernetes.io/name': 'sandbox-platform',
+                'app.kubernetes.io/instance': 'rel',
+                'app.kubernetes.io/component': 'operator',
+              },
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8090 }],
+      },
+    ]);
+    // The gateway's policy is unchanged: it alone reaches every sandbox Pod.
+    const gateway = r.find('NetworkPolicy', 'sandbox-ingress-from-gateway');
+    assert.equal(gateway.spec.podSelector.matchExpressions, undefined);
+  });
+
+  it('maps operator.pool.bindTimeoutMs to POOL_BIND_TIMEOUT_MS, the agent port fixed', () => {
+    const op = render(['operator.pool.bindTimeoutMs=750']).find(
+      'Deployment',
+      'rel-sandbox-platform-operator',
+    );
+    assert.equal(env(op).POOL_BIND_TIMEOUT_MS, '750');
+    assert.equal(env(op).POOL_AGENT_PORT, '8090');
+    assert.notEqual(template(['operator.pool.bindTimeoutMs=10']).status, 0);
+  });
+
+  it('lets the operator read pools, write their status and patch Pods (the claim), nothing more', () => {
+    const role = render(['sandboxNamespaces={sandboxes}']).objects.find(
+      (o) =>
+        o.kind === 'Role' &&
+        o.metadata.namespace === 'sandboxes' &&
+        o.metadata.name === 'rel-sandbox-platform-operator',
+    );
+    const rule = (resource) =>
+      role.rules.filter((x) => x.resources.includes(resource)).flatMap((x) => x.verbs);
+    assert.deepEqual(rule('sandboxpools'), ['get', 'list', 'watch']);
+    assert.deepEqual(rule('sandboxpools/status'), ['patch']);
+    assert.ok(rule('pods').includes('patch'));
+    assert.ok(!rule('pods').includes('update'));
+  });
+
+  it('refuses SandboxPools in unserved namespaces, as SandboxSessions', () => {
+    const policy = render().find('ValidatingAdmissionPolicy');
+    assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].resources, [
+      'sandboxsessions',
+      'sandboxpools',
+    ]);
   });
 });
