@@ -39,6 +39,7 @@ import {
   parseMatrix,
   STANDIN,
   StandIns,
+  udpDnsProbe,
   uniqueName,
   type Cell,
   type CellResult,
@@ -137,6 +138,11 @@ describe('isolation: a session reaches nothing but its DNS and what the values a
       [],
     );
   }, 90_000);
+
+  it('a UDP query to a DNS server outside the cluster gets no answer', async () => {
+    if (!LOCAL || !StandIns.supported()) return;
+    expect((await exec(udpDnsProbe(STANDIN.dns))).trim()).toBe('timeout');
+  }, 60_000);
 
   it('the gateway still reaches the agents (exec through the gateway works)', async () => {
     const r = await gw.exec(names.victim, { command: 'echo reached' });

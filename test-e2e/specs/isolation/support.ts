@@ -185,9 +185,7 @@ export const STANDIN = {
 
 /**
  * Test servers in a network namespace this process creates: TCP 80 on the metadata stand-in,
- * TCP and UDP 53 (answering every datagram) on the DNS stand-in. The matrix tries TCP only: a UDP
- * query from a pod got no answer even without the enforcer (cause not found), so a UDP cell
- * could not fail and was dropped. Only on the local node as root
+ * TCP and UDP 53 (answering every datagram) on the DNS stand-in. Only on the local node as root
  * (iproute2's `ip netns`); `make cluster-down` removes what a killed run leaves.
  */
 export class StandIns {
@@ -247,6 +245,24 @@ udp.on('message', (msg, rinfo) => { const r = Buffer.from(msg); if (r.length > 2
 Promise.all([tcp('${STANDIN.metadata}', 80), tcp('${STANDIN.dns}', 53), new Promise((ok) => udp.bind(53, '${STANDIN.dns}', ok))])
   .then(() => process.stdout.write('up\\n'));
 `;
+
+/** A UDP DNS query (A example.com) from inside a session, 3 s bound: prints `answered` or `timeout`. */
+export function udpDnsProbe(server: string): string {
+  return [
+    "python3 - <<'EOF'",
+    'import socket',
+    's = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)',
+    's.settimeout(3)',
+    "q = b'\\x12\\x34\\x01\\x00\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x07example\\x03com\\x00\\x00\\x01\\x00\\x01'",
+    'try:',
+    `    s.sendto(q, ('${server}', 53))`,
+    '    s.recvfrom(512)',
+    "    print('answered')",
+    'except OSError:',
+    "    print('timeout')",
+    'EOF',
+  ].join('\n');
+}
 
 /** A container runtime the runtime-parameterized specs run under. */
 export interface RuntimeUnderTest {
