@@ -239,7 +239,8 @@ export class StandIns {
 /** The stand-in servers' program (run by node inside the namespace); prints "up" when listening. */
 const STANDIN_SERVER = `
 const net = require('node:net'), dgram = require('node:dgram');
-const tcp = (host, port) => new Promise((ok) => net.createServer((s) => s.end('stand-in\\n')).listen(port, host, ok));
+// A client that connects and closes at once resets the connection: ignore that, never crash.
+const tcp = (host, port) => new Promise((ok) => net.createServer((s) => { s.on('error', () => {}); s.end('stand-in\\n'); }).listen(port, host, ok));
 const udp = dgram.createSocket('udp4');
 udp.on('message', (msg, rinfo) => { const r = Buffer.from(msg); if (r.length > 2) r[2] |= 0x80; udp.send(r, rinfo.port, rinfo.address); });
 Promise.all([tcp('${STANDIN.metadata}', 80), tcp('${STANDIN.dns}', 53), new Promise((ok) => udp.bind(53, '${STANDIN.dns}', ok))])
