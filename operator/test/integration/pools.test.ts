@@ -15,6 +15,9 @@
  *   minReady above replicas;
  * - the claim patch and the pool's exact deletes carry their preconditions to the API server.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import {
@@ -30,7 +33,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, REPO_ROOT, waitFor } from '../../../test-e2e/src/framework/index.js';
 import { createKubeClients } from '../../src/kube/clients.js';
 import { createPoolWriter, type PoolWriter } from '../../src/pool/pool-kube.js';
 import { projectPoolPod, type PoolPodView } from '../../src/pool/pool-view.js';
@@ -313,6 +316,21 @@ describe('validation by the API server', () => {
     expect(refusal(long)).toMatch(/at most 52 characters/);
     const min = await createPool('minready', { replicas: 1, minReady: 2 }).catch((e: unknown) => e);
     expect(refusal(min)).toMatch(/minReady must not exceed spec.replicas/);
+  });
+
+  it('accepts the example pool (crds/examples/pools/warm-pool.yaml)', async () => {
+    const [doc] = k8s.loadAllYaml(
+      readFileSync(join(REPO_ROOT, 'crds/examples/pools/warm-pool.yaml'), 'utf8'),
+    ) as Array<{ spec: SandboxPoolSpec }>;
+    const created = await createPool('example-warm', doc!.spec);
+    expect(created.spec).toMatchObject({ replicas: 3, minReady: 1, namespaceDefault: true });
+    await kube.custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: POOL_PLURAL,
+      namespace: ns.name,
+      name: 'example-warm',
+    });
   });
 
   it('keeps spec.poolRef immutable', async () => {
