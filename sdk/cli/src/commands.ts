@@ -48,7 +48,7 @@ export const COMMANDS: Command[] = [
   {
     name: 'create',
     usage:
-      'create [NAME] [--image I] [--env K=V]... [--idle-timeout 30m] [--max-lifetime 8h] [--persistent-workspace] [--wait]',
+      'create [NAME] [--image I] [--env K=V]... [--idle-timeout 30m] [--max-lifetime 8h] [--persistent-workspace] [--pool P] [--wait]',
     summary: 'Create a session, or get it when one of that name exists',
     flags: {
       image: { type: 'string' },
@@ -58,6 +58,7 @@ export const COMMANDS: Command[] = [
       transport: { type: 'string' },
       'shutdown-policy': { type: 'string' },
       'persistent-workspace': { type: 'boolean' },
+      pool: { type: 'string' },
       wait: { type: 'boolean' },
       timeout,
     },
@@ -69,6 +70,7 @@ export const COMMANDS: Command[] = [
       '--transport T         Agent (default) or KubernetesExec',
       '--shutdown-policy P   Delete (default), Retain, or Suspend (suspend when idle; needs --persistent-workspace)',
       '--persistent-workspace  keep /workspace (= HOME) on a PersistentVolumeClaim: it survives suspension',
+      '--pool P              bind a running Pod of the SandboxPool P (warm start; cold from its template when none is free)',
       '--wait                wait until it is Ready (up to --timeout, default 120s)',
     ],
     run: create,

@@ -39,6 +39,8 @@ export interface Session {
   suspended?: boolean;
   /** True when /workspace lives on a PersistentVolumeClaim (it survives suspension). */
   persistentWorkspace?: boolean;
+  /** The SandboxPool the session was created from (spec.poolRef), if any. */
+  pool?: string;
   lastActivityTime?: string;
   expiresAt?: string;
 }
@@ -59,6 +61,12 @@ export interface CreateSessionRequest {
    * it survives suspension and Pod loss. Needed by shutdownPolicy Suspend.
    */
   persistentWorkspace?: boolean;
+  /**
+   * Name of a SandboxPool (warm pool) of the namespace: the session is bound to one of its running
+   * Pods instead of starting one (cold from the pool's template when none is available). The pool
+   * decides the sandbox, so image, env, execTransport and persistentWorkspace cannot be given too.
+   */
+  pool?: string;
 }
 
 /** POST /v1/sessions/{name}/resume body. */

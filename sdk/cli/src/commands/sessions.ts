@@ -43,6 +43,7 @@ function createRequest(ctx: Context, name: string | undefined): CreateSessionReq
     req.shutdownPolicy = oneOf(f['shutdown-policy'], ['Delete', 'Retain', 'Suspend'], '--shutdown-policy');
   }
   if (f['persistent-workspace'] === true) req.persistentWorkspace = true;
+  if (typeof f.pool === 'string') req.pool = f.pool;
   return req;
 }
 

@@ -68,6 +68,7 @@ class AsyncClient:
         shutdown_policy: Optional[str] = None,
         exec_transport: Optional[str] = None,
         persistent_workspace: Optional[bool] = None,
+        pool: Optional[str] = None,
         namespace: Optional[str] = None,
     ) -> Session:
         """Creates the session, or returns the one of that name (``created`` tells which)."""
@@ -80,6 +81,7 @@ class AsyncClient:
             shutdown_policy=shutdown_policy,
             exec_transport=exec_transport,
             persistent_workspace=persistent_workspace,
+            pool=pool,
         )
         response, data = await self._json("POST", "/v1/sessions", namespace, json=body, idempotent=name is not None)
         return Session.from_json(data, created=response.status_code == 201)

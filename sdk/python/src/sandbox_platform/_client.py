@@ -75,12 +75,16 @@ class Client:
         shutdown_policy: Optional[str] = None,
         exec_transport: Optional[str] = None,
         persistent_workspace: Optional[bool] = None,
+        pool: Optional[str] = None,
         namespace: Optional[str] = None,
     ) -> Session:
         """Creates the session, or returns the one of that name (``created`` tells which).
 
         With a name the call is idempotent and retried; without one the gateway generates a name
-        (``sbx-...``), so it is not.
+        (``sbx-...``), so it is not. ``pool`` names a SandboxPool (warm pool): the session is bound
+        to one of its running Pods (cold from its template when none is available); the pool
+        decides the sandbox, so ``image``, ``env``, ``exec_transport`` and ``persistent_workspace``
+        cannot be given with it.
         """
         body = core.create_body(
             None if name is None else core.check_name(name),
@@ -91,6 +95,7 @@ class Client:
             shutdown_policy=shutdown_policy,
             exec_transport=exec_transport,
             persistent_workspace=persistent_workspace,
+            pool=pool,
         )
         response, data = self._json("POST", "/v1/sessions", namespace, json=body, idempotent=name is not None)
         return Session.from_json(data, created=response.status_code == 201)

@@ -117,6 +117,7 @@ def create_body(name: Optional[str], **fields: Any) -> dict[str, Any]:
         "shutdown_policy": "shutdownPolicy",
         "exec_transport": "execTransport",
         "persistent_workspace": "persistentWorkspace",
+        "pool": "pool",
     }
     body: dict[str, Any] = {} if name is None else {"name": name}
     for key, value in fields.items():

@@ -43,6 +43,8 @@ class Session:
     """True while suspended: no Pod; the workspace and token are kept; the next call resumes it."""
     persistent_workspace: bool = False
     """True when /workspace lives on a PersistentVolumeClaim (it survives suspension)."""
+    pool: Optional[str] = None
+    """The SandboxPool (warm pool) the session was created from, if any."""
     last_activity_time: Optional[str] = None
     expires_at: Optional[str] = None
     created: bool = False
@@ -66,6 +68,7 @@ class Session:
                 shutdown_policy=data.get("shutdownPolicy"),
                 suspended=bool(data.get("suspended", False)),
                 persistent_workspace=bool(data.get("persistentWorkspace", False)),
+                pool=data.get("pool"),
                 last_activity_time=data.get("lastActivityTime"),
                 expires_at=data.get("expiresAt"),
                 created=created,
