@@ -14,7 +14,7 @@
  */
 import { access, constants } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 
 import { type ExitEvent, PTY_MAX_MESSAGE_BYTES, type PtyQuery } from '@sandbox-platform/api';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -186,8 +186,18 @@ export function terminalScript(
   return `${sessionEnvInit(Object.keys(opts.sessionEnv))}${cd}command exec ${shellQuote(opts.bashPath)} -i\n`;
 }
 
-/** Terminal output to binary frames, pausing the terminal while the client is behind. */
-function pipeOutput(terminal: Terminal, ws: WebSocket): void {
+/** What {@link pipeOutput} uses of a connection (a narrow port, faked in tests). */
+export interface FrameSink {
+  readonly readyState: number;
+  readonly OPEN: number;
+  send(data: Buffer, options: { binary: boolean }, sent: (err?: Error) => void): void;
+}
+
+/**
+ * Terminal output to binary frames, pausing the terminal while more than OUTPUT_HIGH_WATER bytes
+ * wait to be sent (a client that does not read cannot make the agent hold more).
+ */
+export function pipeOutput(terminal: { output: Readable }, ws: FrameSink): void {
   let waiting = 0;
   terminal.output.on('data', (chunk: Buffer) => {
     if (ws.readyState !== ws.OPEN) return;

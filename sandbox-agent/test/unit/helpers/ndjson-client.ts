@@ -64,6 +64,19 @@ export class NdjsonCall {
     return new NdjsonCall(req);
   }
 
+  /** Opens `GET path` (a followed stream). */
+  static get(agent: TestAgent, path: string): NdjsonCall {
+    const req = request({
+      host: '127.0.0.1',
+      port: agent.running.port,
+      method: 'GET',
+      path,
+      headers: { authorization: `Bearer ${agent.token}` },
+    });
+    req.end();
+    return new NdjsonCall(req);
+  }
+
   /** Writes one JSON line; resolves when the socket took it (false: it had to wait for drain). */
   send(value: unknown): Promise<boolean> {
     return this.raw(`${JSON.stringify(value)}\n`);
