@@ -49,7 +49,7 @@ $(IMAGES_DIR)/%.tar: $(IMAGES_SRC)/recipes/%.json $(IMGBUILD) images-host-deps i
 $(IMAGES_DIR)/pause.tar: $(IMAGES_BUILD)/pause
 $(IMAGES_DIR)/testbox.tar: $(IMAGES_BUILD)/netecho
 $(IMAGES_DIR)/coredns.tar: $(IMAGES_BUILD)/coredns
-$(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs
+$(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
 $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
 

@@ -194,7 +194,7 @@ test_agent_tools() {
   out=$(run_once sandbox-agent agent-tools "c.process.args = ['bash', '/t/agent-tools.sh'];
     c.mounts.push({destination: '/workspace', type: 'bind', source: '$work/workspace', options: ['rbind', 'rw']});
     c.mounts.push({destination: '/t/agent-tools.sh', type: 'bind', source: '$here/testdata/agent-tools.sh', options: ['rbind', 'ro']});")
-  [[ $out == *'agent-tools: all ok'* ]] && ok "sandbox-agent developer tools (git python3 curl jq npm tar gzip xz bzip2 unzip diff patch less)" ||
+  [[ $out == *'agent-tools: all ok'* ]] && ok "sandbox-agent developer tools (git python3 curl jq npm tar gzip xz bzip2 unzip diff patch less) and sandbox-pty" ||
     bad "sandbox-agent developer tools" "$out"
 }
 
@@ -205,7 +205,8 @@ test_agent_probe() {
   spec sandbox-agent "
     c.process.env.push('SANDBOX_TOKEN=' + require('fs').readFileSync('$work/token', 'utf8'));
     c.mounts.push({destination: '/workspace', type: 'bind', source: '$work/workspace', options: ['rbind', 'rw']});
-    c.mounts.push({destination: '/var/run/sandbox/token', type: 'bind', source: '$work/token', options: ['rbind', 'ro']});"
+    c.mounts.push({destination: '/var/run/sandbox/token', type: 'bind', source: '$work/token', options: ['rbind', 'ro']});
+    c.mounts.push({destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777']});"
   run run --bundle "$work/bundle-sandbox-agent" agent-t >"$work/agent.log" 2>&1 &
   job=$!
   for ((i = 0; i < 150; i++)); do

@@ -19,4 +19,6 @@ patch -s f <f.patch && cmp -s f g
 less --version >/dev/null
 unzip -v >/dev/null
 [[ $(find . -maxdepth 1 -name 'f.*' | wc -l) -ge 4 ]]
+# The agent's terminal helper: a program on a new PTY of the given size (stdin held open for 1 s).
+[[ $( (sleep 1) | /opt/sandbox-agent/sandbox-pty 80 24 -- stty size | tr -d '\r') == '24 80' ]]
 echo "agent-tools: all ok"
