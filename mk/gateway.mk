@@ -13,6 +13,12 @@ BENCH_GATEWAY_ROUNDS ?= 10
 BENCH_GATEWAY_ARGS = --iterations $(BENCH_GATEWAY_ITERATIONS) --warmup $(BENCH_GATEWAY_WARMUP) \
   --concurrency $(BENCH_GATEWAY_CONCURRENCY) --seconds $(BENCH_GATEWAY_SECONDS) --kexec-iterations $(BENCH_GATEWAY_KEXEC_ITERATIONS) \
   --rounds $(BENCH_GATEWAY_ROUNDS)
+# Local modes only (issue 12): the gateway before the hardening, bundled from this commit with
+# `git archive` (the last commit before the first hardening change; override to compare with
+# another), and the workers of the hostile tenant that attacks while tenant B's exec is measured.
+BENCH_GATEWAY_BASELINE ?= cb3fb678623de0dc9cc60a71a03aafa8952ac635
+BENCH_GATEWAY_ATTACK_WORKERS ?= 4
+BENCH_GATEWAY_LOCAL_ARGS = $(BENCH_GATEWAY_ARGS) --baseline $(BENCH_GATEWAY_BASELINE) --attack-workers $(BENCH_GATEWAY_ATTACK_WORKERS)
 
 # run-gateway: namespaces served and the dev key files (the master key is the operator's dev key,
 # so tokens match a locally run operator).
@@ -38,11 +44,11 @@ bench-gateway: node-deps platform-up ## exec `true` through the in-cluster gatew
 	set -a; . $(PLATFORM_ENV); set +a; \
 	KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node api-gateway/bench/run.mjs $(BENCH_GATEWAY_ARGS)
 
-bench-gateway-local: node-deps ## The gateway's own overhead: gateway, a trivial proxy and a real agent in one process, no cluster
-	nice node api-gateway/bench/run.mjs --local $(BENCH_GATEWAY_ARGS)
+bench-gateway-local: node-deps ## The gateway's own overhead (and, in their own processes, before/after the hardening and a tenant under attack), no cluster
+	nice node api-gateway/bench/run.mjs --local $(BENCH_GATEWAY_LOCAL_ARGS)
 
 bench-gateway-local-split: node-deps ## bench-gateway-local with gateway, trivial proxy and agent each in its own process (a deployment's topology)
-	nice node api-gateway/bench/run.mjs --local --split $(BENCH_GATEWAY_ARGS)
+	nice node api-gateway/bench/run.mjs --local --split $(BENCH_GATEWAY_LOCAL_ARGS)
 
 # Runs the gateway in the foreground against $KUBECONFIG (default: the local cluster), serving
 # GATEWAY_DEV_NAMESPACES with one generated API key (in GATEWAY_DEV_KEYS). Not for production: see the chart.
@@ -59,4 +65,4 @@ run-gateway: gateway-build ## Run the api-gateway locally on :8080 against $KUBE
 	  SANDBOX_MASTER_KEY_FILE="$(GATEWAY_DEV_MASTER_KEY)" GATEWAY_NAMESPACES="$(GATEWAY_DEV_NAMESPACES)" \
 	  GATEWAY_IMAGE_ALLOWLIST="localhost/sandbox-platform/*" node api-gateway/dist/server.js
 
-bench: bench-gateway
+bench: bench-gateway bench-gateway-local

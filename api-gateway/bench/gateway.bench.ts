@@ -8,8 +8,16 @@
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
  *
+ * The local mode also measures (issue 12), with the gateway in its own process:
+ * - the hardening's cost: the same gateway before the change (`--baseline <commit>`: that commit's
+ *   own gateway, bench/baseline.ts) beside this tree's, in front of the same agent (goal: <= 5%);
+ * - another tenant under attack: tenant B's exec while `--attack-workers` workers of tenant A keep
+ *   its session, served by the hostile agent, busy with the attacks of bench/attack.ts, beside
+ *   the same exec with tenant A quiet (goal: p50 <= 2x).
+ *
  *   node bench/run.mjs [--local [--split]] [--iterations N] [--warmup N] [--concurrency N]
  *                      [--seconds N] [--rounds N] [--kexec-iterations N]
+ *                      [--baseline <commit>] [--attack-workers N]
  *
  * Cluster mode (default) needs a deployed gateway and a node: BENCH_GATEWAY_URL (or
  * E2E_GATEWAY_URL), BENCH_GATEWAY_API_KEY (or E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (or
@@ -21,8 +29,10 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 
 import { execTrueCall, hostPort } from './agent-call.js';
+import { serveAttacker, spawnAttacker, startHostileAgent, type Attacker } from './attack.js';
+import { repoRoot, startBaselineGateway } from './baseline.js';
 import { clusterSetup } from './cluster-setup.js';
-import { localSetup, serveRole, spawnRole } from './local-setup.js';
+import { EVIL, HOSTILE_IP, localAgentTarget, localSetup, serveRole, spawnRole } from './local-setup.js';
 import { REFERENCES } from './references.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 
@@ -39,6 +49,11 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '10' },
     'kexec-iterations': { type: 'string', default: '100' },
+    baseline: { type: 'string' },
+    'attack-workers': { type: 'string', default: '4' },
+    'gateway-url': { type: 'string' },
+    session: { type: 'string' },
+    workers: { type: 'string' },
   },
 });
 const opts = {
@@ -93,6 +108,78 @@ function referenceModes(
   });
 }
 
+/** Servers and clients of the issue-12 modes (hardening cost, tenant under attack). */
+interface HostileModes {
+  specs: ModeSpec[];
+  ratios: Array<[string, string, string]>;
+  attackCounts: Record<string, number>;
+  close(): Promise<void>;
+}
+
+const OWN = 'gateway, own process';
+/** Pause after each attacked slice (see its `after`). */
+const ATTACK_SETTLE_MS = 1000;
+const ATTACKED = 'gateway, own process, tenant A attacking';
+
+/**
+ * This tree's gateway in its own process (tenant B quiet), the same under attack by tenant A, and
+ * the baseline commit's gateway in its own process; all in front of the same agent.
+ */
+async function hostileModes(
+  agentPort: number,
+  s: { apiKey: string; session: string },
+): Promise<HostileModes> {
+  const root = repoRoot();
+  const target = localAgentTarget(agentPort);
+  const hostile = await startHostileAgent(root, HOSTILE_IP, agentPort);
+  const own = await spawnRole<{ url: string }>('gateway', target, { hostileIp: HOSTILE_IP });
+  const baseline = values.baseline ? await startBaselineGateway(values.baseline, target) : undefined;
+  const attacker: Attacker = await spawnAttacker({
+    gatewayUrl: own.url,
+    apiKey: EVIL.key,
+    session: EVIL.session,
+    workers: Number(values['attack-workers']),
+  });
+  const attackCounts: Record<string, number> = {};
+  const quiet = gatewayCall(own.url, s.apiKey, s.session);
+  const attacked = gatewayCall(own.url, s.apiKey, s.session);
+  const before = baseline ? gatewayCall(baseline.url, s.apiKey, s.session) : undefined;
+  const BEFORE = `gateway before (${baseline?.commit ?? ''}), own process`;
+  const specs: ModeSpec[] = [
+    spec(OWN, quiet.call),
+    {
+      ...spec(ATTACKED, attacked.call),
+      before: () => attacker.start(),
+      after: async () => {
+        for (const [k, v] of Object.entries(await attacker.stop()))
+          attackCounts[k] = (attackCounts[k] ?? 0) + v;
+        // The hostile agent may still be writing an answer the gateway already cut off: let it
+        // notice, so the attack does not spill into the next mode's slice.
+        await new Promise((r) => setTimeout(r, ATTACK_SETTLE_MS));
+      },
+    },
+  ];
+  const ratios: Array<[string, string, string]> = [
+    ['tenant B under attack / quiet (goal <= 2)', ATTACKED, OWN],
+  ];
+  if (before) {
+    specs.push(spec(BEFORE, before.call));
+    ratios.push(['gateway after / before the hardening (goal <= 1.05)', OWN, BEFORE]);
+  }
+  return {
+    specs,
+    ratios,
+    attackCounts,
+    close: async () => {
+      for (const c of [quiet, attacked, ...(before ? [before] : [])]) c.close();
+      await attacker.close();
+      await baseline?.close();
+      await own.close();
+      await hostile.close();
+    },
+  };
+}
+
 async function runLocal(split: boolean): Promise<void> {
   const s = await localSetup({ split });
   const DIRECT = 'direct agent (loopback)';
@@ -100,18 +187,22 @@ async function runLocal(split: boolean): Promise<void> {
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
   const refs = referenceModes(s.references, s.agentUrl.token, 'agent', DIRECT);
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
+  const hostile = await hostileModes(s.agentUrl.port, s);
   try {
     const rows = await measureInterleaved(
-      [spec(DIRECT, direct.call), ...refs.map((r) => r.spec), spec(GATEWAY, gateway.call)],
+      [spec(DIRECT, direct.call), ...refs.map((r) => r.spec), spec(GATEWAY, gateway.call), ...hostile.specs],
       opts,
     );
     report(rows, [
       ['gateway / direct', GATEWAY, DIRECT],
       ...refs.map((r) => r.ratio),
       ['gateway / fastify floor', GATEWAY, 'fastify floor -> agent'],
+      ...hostile.ratios,
     ]);
+    console.log(`tenant A's attack answers (status: count): ${JSON.stringify(hostile.attackCounts)}`);
   } finally {
     for (const c of [direct, gateway, ...refs.map((r) => r.client)]) c.close();
+    await hostile.close();
     await s.close();
   }
 }
@@ -161,7 +252,14 @@ async function runCluster(): Promise<void> {
   }
 }
 
-if (values.serve !== undefined) {
+if (values.serve === 'attacker') {
+  await serveAttacker({
+    gatewayUrl: values['gateway-url']!,
+    apiKey: process.env.BENCH_ATTACK_KEY!,
+    session: values.session!,
+    workers: Number(values.workers),
+  });
+} else if (values.serve !== undefined) {
   // A child process of the split local mode.
   await serveRole(values.serve, { host: values['agent-host'], port: Number(values['agent-port']) });
 } else {

@@ -30,18 +30,45 @@ const NAME = 'bench';
 const UID = 'bench-uid';
 const API_KEY = 'bench-api-key-0123456789abcdef';
 const MASTER_KEY = Buffer.alloc(32, 1);
+/** The hostile tenant of the attack modes: its own key, namespace and session. */
+export const EVIL = { key: 'bench-evil-key-0123456789abcdef', namespace: 'evil', session: 'evil' };
+/** Where the hostile agent listens: another loopback address, the agent's port (as pods do). */
+export const HOSTILE_IP = '127.0.0.2';
+/** Environment variable telling a child gateway to serve the hostile tenant's session too. */
+const HOSTILE_ENV = 'BENCH_HOSTILE_IP';
 
-/** A store holding one Ready session; writes are not part of the benchmark. */
+/** A Ready session whose pod IP is `podIP`. */
+function readySession(namespace: string, name: string, uid: string, podIP: string): SandboxSession {
+  return {
+    metadata: { name, namespace, uid },
+    spec: { idleTimeoutSeconds: 1800 },
+    status: {
+      podIP,
+      podName: `sbs-${name}`,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'SandboxReady',
+          message: '',
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+    },
+  };
+}
+
+/** A store of Ready sessions; writes are not part of the benchmark. */
 class StaticStore implements SessionStore {
-  constructor(private readonly session: SandboxSession) {}
+  constructor(private readonly sessions: readonly SandboxSession[]) {}
   synced(): boolean {
     return true;
   }
   get(namespace: string, name: string): SandboxSession | undefined {
-    return namespace === NAMESPACE && name === NAME ? this.session : undefined;
+    return this.sessions.find((s) => s.metadata.namespace === namespace && s.metadata.name === name);
   }
   list(namespace: string): SandboxSession[] {
-    return namespace === NAMESPACE ? [this.session] : [];
+    return this.sessions.filter((s) => s.metadata.namespace === namespace);
   }
   tombstone(): Tombstone | undefined {
     return undefined;
@@ -92,32 +119,29 @@ export async function startLocalAgent(): Promise<Running & { port: number }> {
   };
 }
 
-/** The gateway (real code, static store) in front of the agent on 127.0.0.1:agentPort. */
-export async function startLocalGateway(agentPort: number): Promise<Running & { url: string }> {
+/**
+ * The gateway (real code, static store) in front of the agent on 127.0.0.1:agentPort; with
+ * `hostileIp`, also tenant EVIL's session on the hostile agent at hostileIp:agentPort. Production
+ * defaults except the per-key rate, raised so the bench's single caller (about 1500 calls a
+ * second) is never refused: the limiter still runs on every call.
+ */
+export async function startLocalGateway(
+  agentPort: number,
+  opts: { hostileIp?: string } = {},
+): Promise<Running & { url: string }> {
+  const namespaces = opts.hostileIp ? [NAMESPACE, EVIL.namespace] : [NAMESPACE];
   const config = loadConfig({
     GATEWAY_API_KEYS_FILE: '/unused',
     SANDBOX_MASTER_KEY_FILE: '/unused',
-    GATEWAY_NAMESPACES: NAMESPACE,
+    GATEWAY_NAMESPACES: namespaces.join(','),
     GATEWAY_AGENT_PORT: String(agentPort),
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
+    GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: '1000000',
   });
-  const session: SandboxSession = {
-    metadata: { name: NAME, namespace: NAMESPACE, uid: UID },
-    spec: { idleTimeoutSeconds: 1800 },
-    status: {
-      podIP: '127.0.0.1',
-      podName: 'sbs-bench',
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'SandboxReady',
-          message: '',
-          lastTransitionTime: new Date().toISOString(),
-        },
-      ],
-    },
-  };
+  const sessions = [readySession(NAMESPACE, NAME, UID, '127.0.0.1')];
+  if (opts.hostileIp) sessions.push(readySession(EVIL.namespace, EVIL.session, 'evil-uid', opts.hostileIp));
+  const keys = [{ id: 'bench', key: API_KEY, namespaces: [NAMESPACE] }];
+  if (opts.hostileIp) keys.push({ id: 'evil', key: EVIL.key, namespaces: [EVIL.namespace] });
   // The production logger at its default level (info), writing its JSON lines synchronously (as
   // stdout to a pipe does) into a pipe that another process reads, as the container runtime reads
   // a container's stdout: the per-exec log line, and the reader it wakes, are part of what a call
@@ -143,10 +167,8 @@ export async function startLocalGateway(agentPort: number): Promise<Running & { 
   const app = await buildApp({
     config,
     logger,
-    keys: ApiKeys.parse(JSON.stringify({ keys: [{ id: 'bench', key: API_KEY, namespaces: [NAMESPACE] }] }), [
-      NAMESPACE,
-    ]),
-    store: new StaticStore(session),
+    keys: ApiKeys.parse(JSON.stringify({ keys }), namespaces),
+    store: new StaticStore(sessions),
     transports: { Agent: transport, KubernetesExec: transport },
     activity,
   });
@@ -191,11 +213,12 @@ const TOKEN_ENV = 'BENCH_AGENT_TOKEN';
  */
 export async function serveRole(role: string, target: { host: string; port: number }): Promise<void> {
   const upstream = { ...target, token: process.env[TOKEN_ENV] ?? AGENT_TOKEN };
+  const hostileIp = process.env[HOSTILE_ENV];
   const server =
     role === 'agent'
       ? await startLocalAgent()
       : role === 'gateway'
-        ? await startLocalGateway(target.port)
+        ? await startLocalGateway(target.port, hostileIp ? { hostileIp } : {})
         : await referenceByRole(role)?.start(upstream);
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
@@ -212,14 +235,14 @@ export async function serveRole(role: string, target: { host: string; port: numb
 export async function spawnRole<T>(
   role: string,
   target: AgentTarget = localAgentTarget(0),
+  opts: { hostileIp?: string } = {},
 ): Promise<Running & T> {
+  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: target.token };
+  if (opts.hostileIp) env[HOSTILE_ENV] = opts.hostileIp;
   const child = spawn(
     process.execPath,
     [process.argv[1]!, '--serve', role, '--agent-host', target.host, '--agent-port', String(target.port)],
-    {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, [TOKEN_ENV]: target.token },
-    },
+    { stdio: ['pipe', 'pipe', 'inherit'], env },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const line = await new Promise<string>((resolve, reject) => {

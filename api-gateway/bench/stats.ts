@@ -60,6 +60,20 @@ export interface ModeSpec {
   call: () => Promise<void>;
   iterations: number;
   warmup: number;
+  /** Runs before each of the mode's slices (e.g. starts an attack that only this mode measures under). */
+  before?: () => Promise<void>;
+  /** Runs after each of the mode's slices. */
+  after?: () => Promise<void>;
+}
+
+/** Runs one slice of a mode between its hooks. */
+async function slice<T>(s: ModeSpec, run: () => Promise<T>): Promise<T> {
+  await s.before?.();
+  try {
+    return await run();
+  } finally {
+    await s.after?.();
+  }
 }
 
 /**
@@ -83,12 +97,13 @@ export async function measureInterleaved(
       const s = specs[i]!;
       // Slice r of the samples: rounds * slice sums to exactly s.iterations.
       const n = Math.floor(((r + 1) * s.iterations) / rounds) - Math.floor((r * s.iterations) / rounds);
-      samples[i]!.push(...(await latencies(s.call, n, 0)));
+      samples[i]!.push(...(await slice(s, () => latencies(s.call, n, 0))));
     }
   }
   for (let r = 0; r < rounds; r++) {
     for (const i of order(r)) {
-      const t = await throughputRun(specs[i]!.call, o.concurrency, o.durationMs / rounds);
+      const s = specs[i]!;
+      const t = await slice(s, () => throughputRun(s.call, o.concurrency, o.durationMs / rounds));
       runs[i]!.done += t.done;
       runs[i]!.seconds += t.seconds;
     }

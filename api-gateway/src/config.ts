@@ -100,6 +100,13 @@ const envSchema = {
     GATEWAY_KEY_MAX_CONCURRENT_REQUESTS: { type: 'integer', minimum: 0, default: 32 },
     /** Requests per second of one API key (fixed one-second window); beyond: 429 with Retry-After. 0: no limit. */
     GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: { type: 'integer', minimum: 0, default: 100 },
+    /**
+     * CPU milliseconds per second one API key's agent answers may cost the gateway (parsing and
+     * checking them); past it, that key's agent connections are paused until it is back under
+     * (backpressure, nothing refused), so a hostile tenant's answers cannot starve the others.
+     * 0: no limit.
+     */
+    GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND: { type: 'integer', minimum: 0, maximum: 1000, default: 250 },
     /** Load shedding: answer 503 (Retry-After) while the event loop lags more than this. 0: off. */
     GATEWAY_SHED_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, default: 1000 },
     /** Load shedding: answer 503 while the V8 heap in use exceeds this many bytes. 0: off. */
@@ -174,6 +181,8 @@ export interface TenantLimits {
   maxRequestsPerSecond: number;
   maxSessionsPerKey: number;
   maxSessionsPerNamespace: number;
+  /** CPU ms per second for reading one key's agent answers. */
+  answerCpuMsPerSecond: number;
 }
 
 /** Load shedding thresholds (0: that check is off). */
@@ -311,6 +320,7 @@ function toConfig(e: RawEnv): GatewayConfig {
       maxRequestsPerSecond: e.GATEWAY_KEY_MAX_REQUESTS_PER_SECOND,
       maxSessionsPerKey: e.GATEWAY_MAX_SESSIONS_PER_KEY,
       maxSessionsPerNamespace: e.GATEWAY_MAX_SESSIONS_PER_NAMESPACE,
+      answerCpuMsPerSecond: e.GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND,
     },
     shedding: {
       maxEventLoopDelayMs: e.GATEWAY_SHED_EVENT_LOOP_DELAY_MS,

@@ -18,7 +18,7 @@
  *
  * POST /v1/exec modes:
  *   tiny-chunks:N     a valid result with an N-byte stdout, chunked in 1-byte chunks (N default 12 MB)
- *   small-chunks:N    the same in 20-byte chunks (N default 12 MB): many pieces, none of them tiny
+ *   small-chunks:N    the same in 40-byte chunks (N default 12 MB): many pieces, none of them tiny
  *   nested:N          N bytes of `[[[[...]]]]` (default 4 MB), Content-Length framed
  *   many-keys:N       an object of N bytes of distinct keys `{"k0":0,"k1":0,...}` (default 4 MB)
  *   huge-output:N     a valid result whose stdout is N bytes (default 4 MB: over the 1 MiB cap)
@@ -155,7 +155,7 @@ const EXEC = {
     const [prefix, suffix] = JSON.stringify(result({ stdout: '@' })).split('@');
     return (
       (await write(s, chunk(prefix))) &&
-      (await repeat(s, chunk('x'.repeat(20)).toString('latin1'), Math.ceil(n / 20) * 26)) &&
+      (await repeat(s, chunk('x'.repeat(40)).toString('latin1'), Math.ceil(n / 40) * 46)) &&
       write(s, Buffer.concat([chunk(suffix), Buffer.from('0\r\n\r\n')]))
     );
   },
@@ -235,7 +235,10 @@ const STREAM = {
   },
   'stream-garbage': async (s) => {
     await write(s, chunkedHead('application/x-ndjson'));
-    return repeat(s, chunk('this is not json\n').toString('latin1'));
+    return repeat(
+      s,
+      chunk('this is not JSON, and each line is a chunk of ordinary size\n').toString('latin1'),
+    );
   },
   'stream-long-line': async (s) => {
     await write(s, chunkedHead('application/x-ndjson'));

@@ -11,6 +11,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
 import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
+import type { CpuMeter } from '../limits/cpu-meter.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -50,6 +51,8 @@ export interface DeliveryOptions {
   signal?: CancelSignal;
   /** Backoff between connect attempts. */
   retryDelayMs?: number;
+  /** Charged with the CPU spent parsing the answer; reading pauses while the caller is in debt. */
+  meter?: CpuMeter;
 }
 
 /** Errors that prove the request never left the gateway (safe to retry). */
@@ -285,6 +288,9 @@ class Call implements ConnUser, ResponseSink {
   private connectTimer: NodeJS.Timeout | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private stopWaiting: (() => void) | undefined;
+  /** The consumer asked for a pause (backpressure); a throttle pauses too, on its own timer. */
+  private consumerPaused = false;
+  private throttle: NodeJS.Timeout | undefined;
   /** A request body stream is still being copied to the connection. */
   private bodyPending = false;
   private stopBody: (() => void) | undefined;
@@ -421,6 +427,7 @@ class Call implements ConnUser, ResponseSink {
 
   onData(data: Buffer): void {
     if (this.finished) return;
+    const started = this.opts.meter ? performance.now() : 0;
     try {
       this.parser.feed(data);
     } catch (err) {
@@ -428,7 +435,21 @@ class Call implements ConnUser, ResponseSink {
       if (this.parser.done) return void this.conn?.socket.destroy();
       return this.fail(err as Error);
     }
+    if (this.opts.meter) {
+      const wait = this.opts.meter.charge(performance.now() - started);
+      if (!this.parser.done) this.throttleFor(wait);
+    }
     if (this.parser.done) this.complete();
+  }
+
+  /** Stops reading for `ms` (the caller is over its CPU share); 0: nothing to do. */
+  private throttleFor(ms: number): void {
+    if (ms <= 0 || this.throttle || this.finished) return;
+    this.conn?.socket.pause();
+    this.throttle = setTimeout(() => {
+      this.throttle = undefined;
+      if (!this.finished && !this.consumerPaused) this.conn?.socket.resume();
+    }, ms);
   }
 
   onError(err: Error): void {
@@ -465,11 +486,13 @@ class Call implements ConnUser, ResponseSink {
   // Backpressure and early ends from the response's consumer.
 
   pause(): void {
+    this.consumerPaused = true;
     if (!this.finished) this.conn?.socket.pause();
   }
 
   resume(): void {
-    if (!this.finished) this.conn?.socket.resume();
+    this.consumerPaused = false;
+    if (!this.finished && !this.throttle) this.conn?.socket.resume();
   }
 
   /** The consumer stopped reading before the end: the connection cannot be reused. */
@@ -524,6 +547,8 @@ class Call implements ConnUser, ResponseSink {
 
   private cleanup(): void {
     this.stopBody?.();
+    clearTimeout(this.throttle);
+    this.throttle = undefined;
     clearTimeout(this.connectTimer);
     clearTimeout(this.deadlineTimer);
     this.stopWaiting?.();

@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream';
 import { deriveToken } from '@sandbox-platform/api';
 
 import { ProblemError, isProblemError, slugOfType } from '../errors.js';
+import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { ExecTarget } from '../sessions/model.js';
 import {
   AgentAnswerTooLargeError,
@@ -102,19 +103,29 @@ export class AgentTransport implements ExecTransport {
       deadlineAt,
       ...(opts.hold ? { hold: opts.hold } : {}),
     });
-    return parsed(() => {
-      const r = parseAgentJson(body, validateExecResult);
-      checkOutputCap(r.stdout, r.stdoutEncoding, this.o.maxOutputBytes, 'stdout');
-      checkOutputCap(r.stderr, r.stderrEncoding, this.o.maxOutputBytes, 'stderr');
-      return r;
-    });
+    const started = opts.meter ? performance.now() : 0;
+    try {
+      return parsed(() => {
+        const r = parseAgentJson(body, validateExecResult);
+        checkOutputCap(r.stdout, r.stdoutEncoding, this.o.maxOutputBytes, 'stdout');
+        checkOutputCap(r.stderr, r.stderrEncoding, this.o.maxOutputBytes, 'stderr');
+        return r;
+      });
+    } finally {
+      // Twice the parse: serializing the result for the caller costs about as much again. The
+      // debt slows the key's next reads.
+      if (opts.meter && body.length > UNCOUNTED_BYTES) opts.meter.charge(2 * (performance.now() - started));
+    }
   }
 
   async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
     const res = await this.send(target, jsonRequest('/v1/exec/stream', req), deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
-    const guard = new NdjsonGuard({ maxBytes: this.maxAnswerBytes, maxOutputBytes: this.o.maxOutputBytes });
+    const guard = new NdjsonGuard(
+      { maxBytes: this.maxAnswerBytes, maxOutputBytes: this.o.maxOutputBytes },
+      opts.meter,
+    );
     const upstream = res.body;
     upstream.on('error', (err) => guard.destroy(this.streamProblem(err, target)));
     // The guard failing (or the caller going away) closes the agent connection: the agent then
@@ -192,6 +203,7 @@ export class AgentTransport implements ExecTransport {
           retries: this.o.connectRetries,
           deadlineAt,
           ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.meter ? { meter: opts.meter } : {}),
         },
       );
     } catch (err) {

@@ -27,8 +27,11 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const MAX_CHUNK_LINE_BYTES = 1024;
 /** Chunks accepted before their average size is checked. */
 export const MIN_CHUNKS_CHECKED = 1024;
-/** Smallest average data bytes per chunk, once MIN_CHUNKS_CHECKED chunks came. */
-export const MIN_AVERAGE_CHUNK_BYTES = 16;
+/**
+ * Smallest average data bytes per chunk, once MIN_CHUNKS_CHECKED chunks came. The agent's
+ * smallest chunk is an NDJSON event of one output byte (49 bytes).
+ */
+export const MIN_AVERAGE_CHUNK_BYTES = 32;
 
 /** A malformed or unexpected answer: the connection is not reusable. */
 export class AgentProtocolError extends Error {
@@ -207,6 +210,10 @@ export class ResponseParser {
 
   /** A chunk-size or trailer line, once its CRLF is there. */
   private lineBytes(buf: Buffer, i: number): number {
+    if (this.state === State.ChunkSize) {
+      const next = this.plainChunkSize(buf, i);
+      if (next >= 0) return next;
+    }
     const part = delimited(buf, i, CHUNK_LINE);
     if (part) this.chunkLine(part.text);
     return part?.next ?? -1;
@@ -224,6 +231,23 @@ export class ResponseParser {
     return i + n;
   }
 
+  /**
+   * The common chunk-size line, hex digits and CRLF, read from the bytes without making a string
+   * (this runs once per chunk); -1 for anything else, which the general path then reads or refuses.
+   */
+  private plainChunkSize(buf: Buffer, i: number): number {
+    let size = 0;
+    let j = i;
+    for (; j < buf.length && j - i < 12; j++) {
+      const digit = hexDigit(buf[j]!);
+      if (digit < 0) break;
+      size = size * 16 + digit;
+    }
+    if (j === i || j + 1 >= buf.length || buf[j] !== 0x0d || buf[j + 1] !== 0x0a) return -1;
+    this.chunkSize(size);
+    return j + 2;
+  }
+
   /** A chunk-size line, or a trailer line after the last chunk. */
   private chunkLine(line: string): void {
     if (this.state === State.Trailers) {
@@ -233,8 +257,13 @@ export class ResponseParser {
     }
     const m = CHUNK_SIZE.exec(line);
     if (!m) throw new AgentProtocolError('invalid chunk size line');
-    this.remaining = parseInt(m[1]!, 16);
-    this.state = this.remaining === 0 ? State.Trailers : State.ChunkData;
+    this.chunkSize(parseInt(m[1]!, 16));
+  }
+
+  /** A chunk of `size` data bytes begins (0: the last chunk, trailers follow). */
+  private chunkSize(size: number): void {
+    this.remaining = size;
+    this.state = size === 0 ? State.Trailers : State.ChunkData;
     this.chunks++;
     this.chunkBytes += this.remaining;
     if (this.chunks > MIN_CHUNKS_CHECKED && this.chunkBytes < this.chunks * MIN_AVERAGE_CHUNK_BYTES) {
@@ -293,6 +322,13 @@ export class ResponseParser {
     this.state = State.Done;
     this.sink.onEnd(this.keepAlive);
   }
+}
+
+/** The value of a hex digit byte (0-9, a-f, A-F); -1 for any other byte. */
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
 }
 
 /** The header lines of a head (after the status line), names in lower case. */

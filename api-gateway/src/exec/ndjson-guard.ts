@@ -19,6 +19,7 @@ import {
   type ExitEvent,
   type OutputEvent,
 } from './agent-json.js';
+import type { CpuMeter } from '../limits/cpu-meter.js';
 import { AgentProtocolError } from './agent-wire.js';
 
 /** Limits of one stream. */
@@ -42,13 +43,27 @@ export class NdjsonGuard extends Transform {
   private exited = false;
   private readonly maxLineBytes: number;
 
-  constructor(private readonly limits: NdjsonLimits) {
+  /** `meter`: charged with the CPU each chunk costs; while in debt, the next chunk waits (backpressure). */
+  constructor(
+    private readonly limits: NdjsonLimits,
+    private readonly meter?: CpuMeter,
+  ) {
     super();
     // JSON escaping makes a character up to 6 bytes (\u0000).
     this.maxLineBytes = limits.maxOutputBytes * 6 + LINE_OVERHEAD_BYTES;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    if (!this.meter) return this.guarded(chunk, cb);
+    const started = performance.now();
+    this.guarded(chunk, (err) => {
+      const wait = this.meter!.charge(performance.now() - started);
+      if (err || wait === 0) cb(err);
+      else setTimeout(cb, wait);
+    });
+  }
+
+  private guarded(chunk: Buffer, cb: TransformCallback): void {
     try {
       this.total += chunk.length;
       if (this.total > this.limits.maxBytes) {

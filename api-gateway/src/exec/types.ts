@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 
 import type { ExecRequest as ExecBody, ExecResult, WriteFileResult } from '../client/types.js';
+import type { CpuMeter } from '../limits/cpu-meter.js';
 import type { ExecTarget } from '../sessions/model.js';
 
 // The wire shapes are declared once, in the publishable client's types (no server imports there).
@@ -56,6 +57,8 @@ export interface CallOptions {
   signal?: CancelSignal;
   /** Where a large buffered answer takes its memory from (none: not counted). */
   hold?: AnswerHold;
+  /** The caller's share of the gateway's CPU for reading answers (none: not metered). */
+  meter?: CpuMeter;
 }
 
 /** Runs commands and moves files in a Ready session. */

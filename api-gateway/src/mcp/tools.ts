@@ -12,6 +12,7 @@ import type { ExecLimits } from '../config.js';
 import { ProblemError, isProblemError } from '../errors.js';
 import { encodeOutput } from '../exec/output.js';
 import type { AnswerHold, CallOptions, CancelSignal } from '../exec/types.js';
+import type { CpuMeter } from '../limits/cpu-meter.js';
 import { readLimited } from '../exec/read-limited.js';
 import { checkWorkspacePath } from '../routes/files/path.js';
 import type { ExecService } from '../service/exec-service.js';
@@ -32,6 +33,8 @@ export interface ToolContext {
   signal?: CancelSignal;
   /** Where large agent answers take their memory from (the response's share of the budget). */
   answerHold?: AnswerHold;
+  /** The caller's share of the gateway's CPU for reading answers. */
+  meter?: CpuMeter;
   /**
    * Called with the serialized size of a result before it is sent; false when the gateway cannot
    * hold it now (the shared budget of large answers is used up).
@@ -102,6 +105,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   const call: CallOptions = {
     ...(ctx.signal ? { signal: ctx.signal } : {}),
     ...(ctx.answerHold ? { hold: ctx.answerHold } : {}),
+    ...(ctx.meter ? { meter: ctx.meter } : {}),
   };
 
   server.registerTool(
@@ -185,7 +189,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           ns(args.namespace),
           args.session,
           checkWorkspacePath(args.path),
-          call.signal,
+          call,
         );
         const bytes = await readLimited(file.body, ctx.maxReadBytes).catch((err: unknown) => {
           file.body.destroy();
@@ -225,7 +229,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           ns(args.namespace),
           args.session,
           { path: checkWorkspacePath(args.path), data },
-          call.signal,
+          call,
         );
         return jsonToolResult({ ...result });
       }),

@@ -20,6 +20,7 @@ import type { ServerResponse } from 'node:http';
 
 import type { AnswerHold } from '../exec/types.js';
 import { UNCOUNTED_BYTES, type ByteBudget } from '../limits/byte-budget.js';
+import { CpuMeters } from '../limits/cpu-meter.js';
 import './types.js';
 
 /** Options: the shared budget of large answers (the Agent transport takes from it too). */
@@ -228,6 +229,7 @@ export const sheddingPlugin = fp(async (app: FastifyInstance) => registerSheddin
 export default fp<LimitsPluginOptions>(
   (app: FastifyInstance, opts: LimitsPluginOptions, done: (err?: Error) => void) => {
     app.decorate('answerBudget', opts.budget);
+    app.decorate('cpuMeters', new CpuMeters(app.config.tenants.answerCpuMsPerSecond));
     registerKeyLimits(app);
     registerResponseHold(app, opts.budget);
     done();

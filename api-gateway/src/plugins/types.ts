@@ -3,6 +3,7 @@ import type { ActivityReporter } from '../activity/reporter.js';
 import type { Principal } from '../auth/keys.js';
 import type { GatewayConfig } from '../config.js';
 import type { ByteBudget } from '../limits/byte-budget.js';
+import type { CpuMeters } from '../limits/cpu-meter.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { ExecService } from '../service/exec-service.js';
 import type { SessionsService } from '../service/sessions-service.js';
@@ -24,8 +25,10 @@ declare module 'fastify' {
     sessions: SessionsService;
     /** Exec and file operations (plugins/services.ts). */
     execs: ExecService;
-    /** Budget of large answers held at once (plugins/limits.ts), shared with the Agent transport. */
+    /** Budget of large answers held at once (plugins/limits.ts). */
     answerBudget: ByteBudget;
+    /** Each API key's share of the CPU for reading agent answers (plugins/limits.ts). */
+    cpuMeters: CpuMeters;
     /** Prometheus instruments (plugins/metrics.ts). */
     metrics: GatewayMetrics;
     /** True from the first signal on: /readyz fails while connections are still served (plugins/shutdown.ts). */

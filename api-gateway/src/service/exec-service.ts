@@ -141,13 +141,13 @@ export class ExecService {
     namespace: string,
     name: string,
     input: ExecInput,
-    signal?: CancelSignal,
+    opts: CallOptions = {},
   ): Promise<Readable> {
     const req = this.toRequest(input);
-    const target = await this.resolveTarget(namespace, name, input.waitSeconds, signal);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
     const end = this.d.activity.begin(target);
     try {
-      const stream = await this.transport(target).execStream(target, req, signal ? { signal } : {});
+      const stream = await this.transport(target).execStream(target, req, opts);
       stream.once('close', end);
       return stream;
     } catch (err) {
@@ -161,11 +161,11 @@ export class ExecService {
     namespace: string,
     name: string,
     file: { path: string; data: UploadBody },
-    signal?: CancelSignal,
+    opts: CallOptions = {},
   ): Promise<WriteFileResult> {
-    const target = await this.resolveTarget(namespace, name, undefined, signal);
+    const target = await this.resolveTarget(namespace, name, undefined, opts.signal);
     try {
-      return await this.transport(target).writeFile(target, file.path, file.data, signal ? { signal } : {});
+      return await this.transport(target).writeFile(target, file.path, file.data, opts);
     } finally {
       this.d.activity.touch(target);
     }
@@ -176,16 +176,11 @@ export class ExecService {
     namespace: string,
     name: string,
     path: string,
-    signal?: CancelSignal,
+    opts: CallOptions = {},
   ): Promise<FileDownload> {
-    const target = await this.resolveTarget(namespace, name, undefined, signal);
+    const target = await this.resolveTarget(namespace, name, undefined, opts.signal);
     try {
-      return await this.transport(target).readFile(
-        target,
-        path,
-        this.d.maxFileBytes,
-        signal ? { signal } : {},
-      );
+      return await this.transport(target).readFile(target, path, this.d.maxFileBytes, opts);
     } finally {
       this.d.activity.touch(target);
     }

@@ -213,7 +213,7 @@ describe('a hostile tenant against the gateway process', () => {
 
   it.each([
     ['12 MB answer in 1-byte chunks', 'hostile:tiny-chunks:12000000', '502 agent-protocol-error'],
-    ['12 MB answer in 20-byte chunks', 'hostile:small-chunks:12000000', '502 agent-protocol-error'],
+    ['12 MB answer in 40-byte chunks', 'hostile:small-chunks:12000000', '502 agent-protocol-error'],
     ['4 MB of deeply nested JSON', 'hostile:nested:4000000', '502 agent-protocol-error'],
     ['4 MB object of distinct keys', 'hostile:many-keys:4000000', '502 agent-protocol-error'],
     ['4 MB stdout, over the output cap', 'hostile:huge-output:4000000', '502 agent-protocol-error'],

@@ -33,6 +33,7 @@ describe('loadConfig', () => {
         maxRequestsPerSecond: 100,
         maxSessionsPerKey: 50,
         maxSessionsPerNamespace: 200,
+        answerCpuMsPerSecond: 250,
       },
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedBytes: 0, maxRssBytes: 0 },
       policy: {

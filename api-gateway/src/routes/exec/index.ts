@@ -30,7 +30,12 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
         // A large answer takes its memory from the shared budget until this response is done.
         // (Made on first use: most answers are small and take nothing.)
         const hold = { tryTake: (n: number) => responseHold(reply.raw, app.answerBudget).tryTake(n) };
-        const result = await app.execs.exec(namespace, request.params.name, request.body, { signal, hold });
+        const meter = app.cpuMeters.forKey(request.principal.keyId);
+        const result = await app.execs.exec(namespace, request.params.name, request.body, {
+          signal,
+          hold,
+          meter,
+        });
         // The audit line is written after the response (formatting and writing it costs more than
         // the rest of the route): setImmediate runs once the reply's write was issued.
         setImmediate(() =>
@@ -60,7 +65,11 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);
       try {
-        const stream = await app.execs.execStream(namespace, request.params.name, request.body, signal);
+        const meter = app.cpuMeters.forKey(request.principal.keyId);
+        const stream = await app.execs.execStream(namespace, request.params.name, request.body, {
+          signal,
+          meter,
+        });
         stream.once('close', dispose);
         // Headers are out by the time a stream fails: the connection is cut (the client sees a
         // truncated stream) and this is the one line that says why.

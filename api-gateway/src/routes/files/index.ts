@@ -68,7 +68,7 @@ export default function fileRoutes(app: FastifyInstance, _opts: unknown, done: (
       const data = uploadOf(request, app.config.maxFileBytes);
       const { signal, dispose } = responseSignal(reply.raw);
       try {
-        const result = await app.execs.writeFile(namespace, request.params.name, { path, data }, signal);
+        const result = await app.execs.writeFile(namespace, request.params.name, { path, data }, { signal });
         return reply.status(201).send(result);
       } finally {
         dispose();
@@ -82,7 +82,8 @@ export default function fileRoutes(app: FastifyInstance, _opts: unknown, done: (
     async (request: FastifyRequest<FileRoute>, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const path = checkWorkspacePath(request.params['*']);
-      const file = await app.execs.readFile(namespace, request.params.name, path);
+      const meter = app.cpuMeters.forKey(request.principal.keyId);
+      const file = await app.execs.readFile(namespace, request.params.name, path, { meter });
       reply.type('application/octet-stream');
       if (file.size !== undefined) reply.header('content-length', String(file.size));
       return reply.send(file.body);

@@ -41,6 +41,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       log: request.log,
       signal,
       answerHold: responseHold(reply.raw, app.answerBudget),
+      meter: app.cpuMeters.forKey(request.principal.keyId),
       hold: (bytes) => holdResponse(reply.raw, bytes, app.answerBudget, writeTimeoutMs),
     });
     // Whatever fails inside the SDK after a tool returned (e.g. writing the response) is logged
