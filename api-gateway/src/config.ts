@@ -115,8 +115,12 @@ const envSchema = {
     GATEWAY_SHED_RSS_BYTES: { type: 'integer', minimum: 0, default: 0 },
     /** Sessions one API key may have (created through this gateway, counted over its namespaces); beyond: 403 quota-exceeded. 0: no limit. */
     GATEWAY_MAX_SESSIONS_PER_KEY: { type: 'integer', minimum: 0, default: 50 },
-    /** Sessions one namespace may have (whoever created them); beyond: 403 quota-exceeded. 0: no limit. */
-    GATEWAY_MAX_SESSIONS_PER_NAMESPACE: { type: 'integer', minimum: 0, default: 200 },
+    /**
+     * Sessions one namespace may have (whoever created them); beyond: 403 quota-exceeded. Keep it at
+     * or below the chart's ResourceQuota (sandboxQuota.sessions, 100), so callers get this problem
+     * naming the quota instead of the API server's refusal. 0: no limit.
+     */
+    GATEWAY_MAX_SESSIONS_PER_NAMESPACE: { type: 'integer', minimum: 0, default: 100 },
     /**
      * Total bytes of the env names and values of a created session (UTF-8). The CRD caps each value
      * at 32 KiB and, by CEL, the total; this keeps the gateway at or below the CRD's total, so a

@@ -32,7 +32,7 @@ describe('loadConfig', () => {
         maxConcurrentRequests: 32,
         maxRequestsPerSecond: 100,
         maxSessionsPerKey: 50,
-        maxSessionsPerNamespace: 200,
+        maxSessionsPerNamespace: 100,
         answerCpuMsPerSecond: 250,
       },
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedBytes: 0, maxRssBytes: 0 },
