@@ -1,7 +1,18 @@
-// Builds bench/exec-roundtrip.ts (every package bundled, in the OS temp dir) and runs it with the
-// arguments (../../bench-runner.mjs).
+// Builds one benchmark of this package (bench/<name>.ts, default exec-roundtrip) and runs it with
+// the remaining arguments (../../bench-runner.mjs):
+//   node bench/run.mjs [exec-roundtrip | stream-throughput] [args...]
+// Packages stay external and resolve from node_modules (the agent's ws and ajv are CommonJS, and
+// a bundle without a `require` cannot load their Node built-ins), so the bundle is written under
+// sandbox-agent/node_modules/.cache (this package has its own ajv 8; the root's is ajv 6).
 import { join } from 'node:path';
 
 import { runBench } from '../../bench-runner.mjs';
 
-await runBench(join(import.meta.dirname, 'exec-roundtrip.ts'));
+const BENCHES = ['exec-roundtrip', 'stream-throughput'];
+const [first, ...rest] = process.argv.slice(2);
+const named = BENCHES.includes(first);
+await runBench(join(import.meta.dirname, `${named ? first : 'exec-roundtrip'}.ts`), {
+  dir: join(import.meta.dirname, '../node_modules/.cache'),
+  external: true,
+  args: named ? rest : process.argv.slice(2),
+});
