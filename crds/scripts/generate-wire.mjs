@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Generates the TypeScript types of the agent's wire contract from its schemas (the source of
-// truth, crds/src/wire/schemas.ts, docs/adr/0014-agent-wire-contract.md):
+// truth, crds/src/wire/schemas.ts, docs/adr/0018-agent-wire-contract-and-interactive-calls.md):
 //   crds/src/wire/generated/types.ts   one interface per entry of WIRE_SCHEMAS
 // `--check` writes nothing and exits 1 when the file differs (used by `make verify`).
 //

@@ -1,5 +1,5 @@
 /**
- * The agent's wire contract (docs/adr/0014-agent-wire-contract.md): JSON Schemas of every request
+ * The agent's wire contract (docs/adr/0018-agent-wire-contract-and-interactive-calls.md): JSON Schemas of every request
  * and answer (./schemas.ts, the source of truth), the TypeScript types generated from them
  * (./generated/types.ts), the problem slugs, the paths and the fixed bounds. The agent validates
  * what it receives with these schemas, the gateway what the agent answers.

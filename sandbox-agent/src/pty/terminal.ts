@@ -1,7 +1,7 @@
 /**
  * One terminal: the static `sandbox-pty` helper (test-e2e/images/src/sandbox-pty.c) running an
  * interactive bash on a new pseudo-terminal, driven over pipes. Node has no PTY API without a
- * native module; the helper is the small native part (docs/adr/0014-agent-wire-contract.md).
+ * native module; the helper is the small native part (docs/adr/0018-agent-wire-contract-and-interactive-calls.md).
  *
  *   helper fd 0/1  terminal input / output (raw bytes)
  *   helper fd 3    "COLS ROWS\n" resize lines from the agent

@@ -1,7 +1,7 @@
 /**
  * The agent's terminals: `GET /v1/pty` upgraded to a WebSocket, one terminal (an interactive bash
  * on its own PTY) per connection, at most `maxTerminals` at a time. The WebSocket side is the `ws`
- * package, bundled into the agent (docs/adr/0014-agent-wire-contract.md); it handles the protocol's
+ * package, bundled into the agent (docs/adr/0018-agent-wire-contract-and-interactive-calls.md); it handles the protocol's
  * framing, masking, fragmentation, control frames and close handshake.
  *
  * Frames: binary frames carry terminal bytes both ways; text frames carry JSON control messages:
