@@ -1,8 +1,8 @@
 /**
  * claimPooledPod: a session that has no Pod yet is bound to a warm Pod of its pool (spec.poolRef,
  * or the namespace's default pool) instead of getting one created (docs/adr/0016-warm-pools.md).
- * Runs after ensureSecret and before ensurePod, which then treats the bound Pod like any Pod of the
- * session (ended: deleted and replaced; being deleted: waited for).
+ * Runs first (the Secret is created alongside the claim) and before ensurePod, which then treats
+ * the bound Pod like any Pod of the session (ended: deleted and replaced; being deleted: waited for).
  *
  *   - a pool Pod already bound to the session (status.podName, or found by its controller
  *     ownerReference after the operator died between the claim and the status write) is used;
@@ -24,6 +24,7 @@ import {
 import type { PodView } from '../kube/views.js';
 import type { SessionRef } from '../resources/metadata.js';
 import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+import { ensureSecret } from './secret-phase.js';
 
 /** Which pool a session without a Pod takes from. */
 export type PoolChoice =
@@ -61,10 +62,10 @@ export interface PoolClaimer {
   claim(pool: string, session: SandboxSession, ref: SessionRef, token: string): Promise<Claim>;
 }
 
-/** The claim phase. */
+/** The claim phase (runs first: a pooled session's Secret is created while its Pod is claimed). */
 export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
   const pools = deps.pools;
-  if (!pools || !scope.secret) return {};
+  if (!pools) return {};
   const { namespace, name } = scope.ref;
   const bound = pools.boundPod(scope.session);
   if (bound) return useBound(scope, deps, pools, bound);
@@ -80,12 +81,22 @@ export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promis
     return {};
   }
   scope.podSource = { ...scope.session, spec: choice.coldSpec };
-  const claim = await pools.claim(
-    choice.name,
-    scope.session,
-    scope.ref,
-    deriveToken(deps.masterKey, scope.ref),
-  );
+  // The Secret and the claim are both on the way to Ready and independent (a warm Pod does not
+  // mount the Secret): one API round trip less than one after the other. ensureSecret, the next
+  // phase, then finds the Secret made here.
+  const token = deriveToken(deps.masterKey, scope.ref);
+  const [secret, claim] = await Promise.allSettled([
+    ensureSecret(scope, deps),
+    pools.claim(choice.name, scope.session, scope.ref, token),
+  ]);
+  if (claim.status === 'rejected') throw claim.reason;
+  record(scope, deps, choice.name, claim.value);
+  if (secret.status === 'rejected') throw secret.reason;
+  return secret.value;
+}
+
+/** Reports a claim: Events, the log line, and the bound Pod in the scope. */
+function record(scope: Scope, deps: ControllerDeps, pool: string, claim: Claim): void {
   for (const pod of claim.failed)
     event(scope, deps, {
       type: 'Warning',
@@ -96,24 +107,23 @@ export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promis
     event(scope, deps, {
       type: 'Normal',
       reason: POOL_EVENT_REASONS.poolEmpty,
-      note: `SandboxPool ${choice.name} has no available warm Pod; creating the Pod cold`,
+      note: `SandboxPool ${pool} has no available warm Pod; creating the Pod cold`,
     });
-    return {};
+    return;
   }
   scope.pod = claim.pod;
   scope.created = true;
   deps.logger.info('bound warm pod', {
-    namespace,
-    session: name,
-    pool: choice.name,
+    namespace: scope.ref.namespace,
+    session: scope.ref.name,
+    pool,
     pod: claim.pod.metadata.name,
   });
   event(scope, deps, {
     type: 'Normal',
     reason: POOL_EVENT_REASONS.boundFromPool,
-    note: `Bound warm Pod ${claim.pod.metadata.name} of SandboxPool ${choice.name}`,
+    note: `Bound warm Pod ${claim.pod.metadata.name} of SandboxPool ${pool}`,
   });
-  return {};
 }
 
 /** A pool Pod bound to the session: confirmed by the status, or by its agent. */

@@ -8,8 +8,8 @@
  * sessions are queued or being reconciled, up to a bound (status-deferral.ts): Secrets and Pods
  * first, status after.
  *
- *   live session:       ensureSecret -> ensureWorkspace -> claimPooledPod (a warm Pod of a pool,
- *                       docs/adr/0016) -> ensurePod (provisioning; stops at the
+ *   live session:       claimPooledPod (a warm Pod of a pool, docs/adr/0016; its Secret alongside)
+ *                       -> ensureSecret -> ensureWorkspace -> ensurePod (provisioning; stops at the
  *                       first halt or error) -> expireIfDue (always runs, so a session stuck in
  *                       provisioning is still collected at its deadline)
  *   suspended session:  suspendPod -> ensureSecret -> ensureWorkspace (the Pod goes first; the
@@ -92,7 +92,7 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
   const provision = await runPhases(
     isSuspended(scope.session)
       ? [suspendPod, ensureSecret, ensureWorkspace]
-      : [ensureSecret, ensureWorkspace, claimPooledPod, ensurePod],
+      : [claimPooledPod, ensureSecret, ensureWorkspace, ensurePod],
     scope,
     deps,
   );
