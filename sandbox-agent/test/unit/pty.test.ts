@@ -155,6 +155,12 @@ describe('terminal over WebSocket', () => {
     });
   });
 
+  it('closes with 1009 on a client message over 64 KiB', async () => {
+    const pty = await PtyClient.open(agent);
+    pty.ws.send(Buffer.alloc(64 * 1024 + 1, 0x61), { binary: true });
+    expect((await pty.closed).code).toBe(1009);
+  });
+
   it('answers 409 too-many-terminals beyond maxTerminals', async () => {
     // Terminals of earlier tests are released once their shells have ended: retry until both open.
     let a: PtyClient | undefined;
