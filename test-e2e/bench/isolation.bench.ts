@@ -173,11 +173,13 @@ async function enforcer(created: string[]): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  if (!(await hasRuntimeClass(kube.kc, GVISOR)))
-    throw new Error('RuntimeClass gvisor is missing (make cluster-up LOCALKUBE_GVISOR=true)');
   const created: string[] = [];
   try {
-    await runtimes(created);
+    if (await hasRuntimeClass(kube.kc, GVISOR)) await runtimes(created);
+    else
+      console.log(
+        '\n== gVisor vs runc: skipped (no RuntimeClass gvisor: make cluster-up LOCALKUBE_GVISOR=true)',
+      );
     await enforcer(created);
   } finally {
     for (const name of created) await deleteSession(kube, ns, name);
