@@ -123,8 +123,18 @@ export class NdjsonWriter implements OutputObserver {
     }
   }
 
+  /**
+   * One output line, exactly what JSON.stringify of `{type, data, encoding}` writes, built by hand
+   * on the hot path: base64 needs no escaping and is ASCII, so it goes out as latin1 (a copy; as
+   * UTF-8 every character is checked and the escaping scan runs for nothing: 5x slower measured on
+   * 64 KiB chunks); text is escaped by JSON.stringify of the string alone.
+   */
   private write(stream: OutputStream, encoded: EncodedOutput | undefined): void {
     if (!encoded || this.res.destroyed) return;
-    this.res.write(`${JSON.stringify({ type: stream, data: encoded.data, encoding: encoded.encoding })}\n`);
+    if (encoded.encoding === 'base64') {
+      this.res.write(`{"type":"${stream}","data":"${encoded.data}","encoding":"base64"}\n`, 'latin1');
+    } else {
+      this.res.write(`{"type":"${stream}","data":${JSON.stringify(encoded.data)},"encoding":"utf-8"}\n`);
+    }
   }
 }

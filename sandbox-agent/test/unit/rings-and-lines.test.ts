@@ -5,7 +5,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 
-import { decodeInput } from '../../src/exec/encoding.js';
+import { decodeInput, encodeOutput } from '../../src/exec/encoding.js';
+import { NdjsonWriter, type NdjsonSink } from '../../src/exec/observers.js';
 import { LineTooLongError, NdjsonLineReader } from '../../src/http/ndjson-lines.js';
 import { validated, VALIDATORS } from '../../src/http/validate.js';
 import { readChunk } from '../../src/processes/chunks.js';
@@ -138,5 +139,44 @@ describe('validation messages', () => {
     [[], 'the body must be an object'],
   ])('describes %j as "%s"', (body, detail) => {
     expect(() => validated(VALIDATORS.execRequest, body)).toThrow(expect.objectContaining({ detail }));
+  });
+});
+
+describe('NdjsonWriter lines', () => {
+  /** A sink that records what is written (bytes as the socket would get them). */
+  function sink(): { lines: () => string[]; res: NdjsonSink } {
+    const chunks: Buffer[] = [];
+    const res = {
+      writeHead: () => res,
+      flushHeaders: () => undefined,
+      write: (data: string, encoding?: BufferEncoding) => {
+        chunks.push(Buffer.from(data, encoding ?? 'utf8'));
+        return true;
+      },
+      end: (data?: string) => {
+        if (data) chunks.push(Buffer.from(data));
+        return res;
+      },
+      destroyed: false,
+      writableNeedDrain: false,
+      once: () => res,
+    } as unknown as NdjsonSink;
+    return { lines: () => Buffer.concat(chunks).toString('utf8').split('\n').filter(Boolean), res };
+  }
+
+  it.each([
+    ['plain text', Buffer.from('hello\n')],
+    ['quotes, backslashes and control characters', Buffer.from('a"b\\c\u0000\u0001\t\r\n\u001f\u007f')],
+    ['non-ASCII text and line separators', Buffer.from('é 漢字 😀 \u2028\u2029')],
+    ['binary (base64)', Buffer.from([0xff, 0x00, 0xfe, 0x22, 0x5c])],
+    ['random bytes', randomBytes(4096)],
+  ])('writes exactly what JSON.stringify writes for %s', (_name, bytes) => {
+    const { lines, res } = sink();
+    const writer = new NdjsonWriter(res);
+    writer.onStart();
+    writer.onOutput('stderr', bytes);
+    const [line] = lines();
+    const decoded = encodeOutput(bytes);
+    expect(line).toBe(JSON.stringify({ type: 'stderr', data: decoded.data, encoding: decoded.encoding }));
   });
 });
