@@ -293,7 +293,11 @@ export const processInfoSchema = {
   properties: {
     id: processId,
     pid: { type: 'integer', minimum: 1, description: 'Process id of its bash (also its process group)' },
-    command: { type: 'string', description: 'The command as started' },
+    command: {
+      type: 'string',
+      maxLength: 4096,
+      description: 'The command as started (its first 4096 characters)',
+    },
     cwd: { type: 'string', description: 'The requested working directory, when one was given' },
     state: {
       type: 'string',

@@ -19,6 +19,12 @@ export type ProcessStream = 'stdout' | 'stderr';
 /** After bash exited, how long its pipes may stay open (held by its leftovers) before it counts as exited. */
 export const DRAIN_AFTER_EXIT_MS = 500;
 
+/**
+ * Characters of the command a process description repeats: enough to recognise it, while a list
+ * of 16 processes started with 1 MiB commands stays small (the gateway bounds agent answers).
+ */
+export const COMMAND_SHOWN_CHARS = 4096;
+
 /** How to start one. */
 export interface SpawnSpec {
   id: string;
@@ -121,7 +127,7 @@ export class ManagedProcess {
     const info: ProcessInfo = {
       id: this.spec.id,
       pid: this.pid,
-      command: this.spec.command,
+      command: this.spec.command.slice(0, COMMAND_SHOWN_CHARS),
       state: this.exitStatus ? 'exited' : 'running',
       startedAt: this.startedAt.toISOString(),
       stdout: { size: this.output.stdout.size, dropped: this.output.stdout.dropped },

@@ -130,6 +130,15 @@ describe('background processes', () => {
     expect(await p.wait(proc.id)).toMatchObject({ state: 'exited', exitCode: 137, signal: 'SIGKILL' });
   });
 
+  it('repeats at most the first 4096 characters of a long command in its description', async () => {
+    const command = `: ${'x'.repeat(10_000)}; echo ran`;
+    const proc = await p.start({ command });
+    expect(proc.command).toBe(command.slice(0, 4096));
+    await p.wait(proc.id);
+    expect((await p.output(proc.id)).stdout.data).toBe('ran\n');
+    await p.remove(proc.id);
+  });
+
   it('gets the session env, its own env and cwd, and stdin from /dev/null', async () => {
     await agent.sh('mkdir -p sub/dir');
     const proc = await p.start({

@@ -235,7 +235,7 @@ export interface ProcessInfo {
    */
   pid: number;
   /**
-   * The command as started
+   * The command as started (its first 4096 characters)
    */
   command: string;
   /**
