@@ -82,6 +82,17 @@ describe('exec stdin', () => {
     expect(await agent.sh('echo "$FROM_STDIN"')).toBe('kept\n');
   });
 
+  it('ends a call whose cwd does not exist without waiting for its stdin to be read', async () => {
+    const res = await agent.exec({ command: 'cat', cwd: 'no/such/dir', stdin: 'never read' });
+    expect(res).toMatchObject({ exitCode: 1, stdout: '', timedOut: false });
+    expect(res.stderr).toMatch(/no\/such\/dir/);
+  });
+
+  it('gives stdin to a background job of the command, which gets EOF after the call', async () => {
+    await agent.exec({ command: 'cat > from-job.txt &', stdin: 'for the job\n' });
+    expect(await agent.sh('wait; cat from-job.txt')).toBe('for the job\n');
+  });
+
   it('gives an empty stdin as immediate EOF', async () => {
     expect(await agent.exec({ command: 'wc -c', stdin: '' })).toMatchObject({ stdout: '0\n', exitCode: 0 });
   });
