@@ -82,6 +82,13 @@ describe('exec stdin', () => {
     expect(await agent.sh('echo "$FROM_STDIN"')).toBe('kept\n');
   });
 
+  it('sends EOF only once bash holds the FIFO (a long command text delays its open)', async () => {
+    // bash reads the script a byte at a time and opens `<fifo` only after the whole line: a 300 KB
+    // comment takes a good fraction of a second, long after the agent wrote the stdin bytes.
+    const res = await agent.exec({ command: `cat # ${'x'.repeat(300_000)}`, stdin: 'late reader' });
+    expect(res).toMatchObject({ stdout: 'late reader', exitCode: 0, timedOut: false });
+  });
+
   it('ends a call whose cwd does not exist without waiting for its stdin to be read', async () => {
     const res = await agent.exec({ command: 'cat', cwd: 'no/such/dir', stdin: 'never read' });
     expect(res).toMatchObject({ exitCode: 1, stdout: '', timedOut: false });
