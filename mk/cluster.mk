@@ -27,8 +27,8 @@ localkube: ## Build the localkube binary (cached: unchanged sources cost no comp
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
 
 .PHONY: localkube-addons
-localkube-addons: ## Build kube-router, CoreDNS and gVisor's runsc from their Go modules (cached by a hash of their inputs)
-	@$(LOCALKUBE_ADDONS) kube-router coredns gvisor
+localkube-addons: ## Build kube-router, CoreDNS, gVisor's runsc and the local-path provisioner from their Go modules (cached by a hash of their inputs)
+	@$(LOCALKUBE_ADDONS) kube-router coredns gvisor local-path-provisioner
 
 .PHONY: localkube-node-deps
 localkube-node-deps: ## Install containerd, runc, CNI plugins, iptables and ipset with apt-get when missing
@@ -60,9 +60,9 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
 	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT) $$node_flags
 	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
-	  echo "[cluster-up] building and importing the base images (pause, testbox, coredns)"; \
+	  echo "[cluster-up] building and importing the base images (pause, testbox, coredns, local-path-provisioner)"; \
 	  $(MAKE) images-base images-import; \
-	  echo "[cluster-up] cluster DNS (CoreDNS, Service kube-system/kube-dns $(LOCALKUBE_DNS_IP))"; \
+	  echo "[cluster-up] cluster DNS (CoreDNS, Service kube-system/kube-dns $(LOCALKUBE_DNS_IP)), dynamic provisioning (local-path, the default StorageClass)"; \
 	  $(LOCALKUBE_BIN) addons --dir=$(LOCALKUBE_DIR); \
 	fi
 	@echo ""

@@ -10,8 +10,9 @@ IMGBUILD := $(IMAGES_BUILD)/bin/imgbuild
 # The cluster's containerd; images-import takes CONTAINERD_SOCK=... to import anywhere else.
 CONTAINERD_SOCK ?= $(LOCALKUBE_DIR)/containerd/containerd.sock
 
-# The base images the local cluster itself needs: pod sandboxes, node tests, cluster DNS.
-IMAGES_BASE := pause testbox coredns
+# The base images the local cluster itself needs: pod sandboxes, node tests (and the local-path
+# provisioner's helper pods), cluster DNS, dynamic provisioning.
+IMAGES_BASE := pause testbox coredns local-path-provisioner
 IMAGES_APPS := sandbox-agent operator api-gateway
 IMAGES_GO_SRCS := $(shell find $(IMAGES_SRC)/cmd $(IMAGES_SRC)/internal -name '*.go' ! -name '*_test.go') $(IMAGES_SRC)/go.mod
 # A bundle depends on every TypeScript source it may import, and on the lockfile (dependencies).
@@ -19,7 +20,7 @@ BUNDLE_DEPS = $(shell find $(1)/src crds/src -name '*.ts' 2>/dev/null) package-l
 
 .PHONY: images-base images images-import images-host-deps images-clean test-images images-FORCE
 
-images-base: $(IMAGES_BASE:%=$(IMAGES_DIR)/%.tar) ## Build the pause, testbox and coredns images (tarballs in $LOCALKUBE_DIR/images)
+images-base: $(IMAGES_BASE:%=$(IMAGES_DIR)/%.tar) ## Build the pause, testbox, coredns and local-path-provisioner images (tarballs in $LOCALKUBE_DIR/images)
 
 images: images-base $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Build all six local images (needs the agent, operator and gateway sources)
 
@@ -49,6 +50,7 @@ $(IMAGES_DIR)/%.tar: $(IMAGES_SRC)/recipes/%.json $(IMGBUILD) images-host-deps i
 $(IMAGES_DIR)/pause.tar: $(IMAGES_BUILD)/pause
 $(IMAGES_DIR)/testbox.tar: $(IMAGES_BUILD)/netecho
 $(IMAGES_DIR)/coredns.tar: $(IMAGES_BUILD)/coredns
+$(IMAGES_DIR)/local-path-provisioner.tar: $(IMAGES_BUILD)/local-path-provisioner
 $(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
 $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
@@ -62,6 +64,11 @@ $(IMGBUILD): $(IMAGES_GO_SRCS)
 $(IMAGES_BUILD)/coredns: images-FORCE
 	@mkdir -p $(@D)
 	@src="$$(test-e2e/localkube/addons/build.sh coredns)/coredns"; cmp -s "$$src" $@ || cp "$$src" $@
+
+# rancher's local-path-provisioner v0.0.30, the same way (docs/adr/0014).
+$(IMAGES_BUILD)/local-path-provisioner: images-FORCE
+	@mkdir -p $(@D)
+	@src="$$(test-e2e/localkube/addons/build.sh local-path-provisioner)/local-path-provisioner"; cmp -s "$$src" $@ || cp "$$src" $@
 
 # Static helpers: they run in any image, with no libc in it.
 $(IMAGES_BUILD)/%: $(IMAGES_SRC)/src/%.c | images-host-deps

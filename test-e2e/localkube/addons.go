@@ -31,8 +31,9 @@ var clusterDNSManifest []byte
 // back-off after the import.
 const clusterDNSImage = "localhost/sandbox-platform/coredns:1.15.0"
 
-// runAddons is `localkube addons`: it applies the cluster add-ons that run as pods (cluster DNS)
-// to a running cluster and waits until they serve. `make cluster-up` runs it after importing the
+// runAddons is `localkube addons`: it applies the cluster add-ons that run as pods (cluster DNS,
+// the local-path provisioner and its default StorageClass: localpath.go) to a running cluster and
+// waits until they serve. `make cluster-up` runs it after importing the
 // images; it is idempotent (server-side apply).
 func runAddons(args []string) int {
 	fs := flag.NewFlagSet("addons", flag.ContinueOnError)
@@ -53,6 +54,10 @@ func runAddons(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if err := applyClusterDNS(ctx, layout{dir: abs}); err != nil {
+		fmt.Fprintln(os.Stderr, "localkube addons:", err)
+		return 1
+	}
+	if err := applyLocalPath(ctx, layout{dir: abs}); err != nil {
 		fmt.Fprintln(os.Stderr, "localkube addons:", err)
 		return 1
 	}

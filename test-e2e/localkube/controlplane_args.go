@@ -38,6 +38,13 @@ var baseControllers = []string{
 	"endpointslice-controller",
 	"endpoints-controller",
 	"disruption-controller",
+	// PersistentVolumeClaims (persistent workspaces, docs/adr/0014): binding claims to volumes and
+	// handing claims of a class to its provisioner; and removing the pvc-protection and
+	// pv-protection finalizers the default admission plugins add, without which a deleted claim
+	// or volume stays Terminating forever.
+	"persistentvolume-binder-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
 	// The chart puts a ResourceQuota in each sandbox namespace: without this controller a quota
 	// never gets a status, and quota admission enforces only what the status lists (nothing).
 	"resourcequota-controller",
