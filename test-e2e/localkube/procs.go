@@ -29,7 +29,8 @@ func leftoverPids(l layout, shims bool) []int {
 			continue
 		}
 		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if belongsTo(l, argv) && (shims || !isShim(argv)) {
+		// gVisor's waiters stand for containers, as shims do (gvisor.go).
+		if belongsTo(l, argv) && (shims || !(isShim(argv) || isRunscWaiter(l, argv))) {
 			pids = append(pids, pid)
 		}
 	}
@@ -37,6 +38,9 @@ func leftoverPids(l layout, shims bool) []int {
 }
 
 func belongsTo(l layout, argv []string) bool {
+	if isRunscWaiter(l, argv) {
+		return true
+	}
 	base := filepath.Base(argv[0])
 	// kube-router runs from the add-on cache with its kubeconfig under the dir; gVisor's runsc
 	// (runsc, runsc-sandbox, runsc-gofer) has --root under the dir.

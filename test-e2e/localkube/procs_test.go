@@ -13,6 +13,8 @@ func TestBelongsToMatchesOnlyThisStateDir(t *testing.T) {
 		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-address", "/work/main/.localkube/containerd/containerd.sock"}, true},
 		{[]string{"/repo/.cache/localkube/addons/kube-router-abc/kube-router", "--run-firewall=true", "--kubeconfig=/work/main/.localkube/kubeconfigs/kube-router.kubeconfig"}, true},
 		{[]string{"runsc-sandbox", "--root=/work/main/.localkube/containerd/runsc/k8s.io", "boot"}, true},
+		// A waiter of gVisor's runsc wrapper (gvisor.go).
+		{[]string{"/bin/sh", "/work/main/.localkube/containerd/runsc-wrapper", "--root", "/work/main/.localkube/containerd/runsc/k8s.io", "create", "x"}, true},
 		// A kube-router of another cluster.
 		{[]string{"/usr/local/bin/kube-router", "--kubeconfig=/var/lib/kube-router/kubeconfig"}, false},
 		// Another state dir whose name merely starts with ours.
