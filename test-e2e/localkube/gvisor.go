@@ -190,7 +190,16 @@ case "$cmd" in
     if [ -f "$w.pid" ] && [ ! -f "$w.started" ]; then
       tell "killed $((128 + ${sig#-}))"; exit 0
     fi
-    capture "$@"; exit $? ;;
+    res=$(capture "$@")
+    rc=$?
+    # runsc says "sandbox is not running" of an exited pod; the shim knows runc's words for "already
+    # exited" (NotFound, which containerd then ignores), and retried the kill forever on runsc's.
+    if [ $rc -ne 0 ] && "$runsc" --root "$root" state "$id" 2>/dev/null | grep -Eq '"status": *"stopped"'; then
+      echo "container not running ($res)"
+      exit $rc
+    fi
+    [ -z "$res" ] || echo "$res"
+    exit $rc ;;
   delete)
     if [ -f "$w.pid" ] && [ ! -f "$w.started" ]; then tell "deleted 137"; fi
     capture "$@"; rc=$?

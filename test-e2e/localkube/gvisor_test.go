@@ -16,8 +16,9 @@ import (
 
 // fakeRunsc stands in for runsc: create writes the "sandbox" pid (the file sandbox-pid) to
 // --pid-file, start writes to its stdout and stderr (the container's stdio for a subcontainer),
-// wait blocks until the file exit exists and prints runsc's JSON result with its content, and
-// every call is appended to calls.
+// wait blocks until the file exit exists and prints runsc's JSON result with its content, kill
+// and state answer as runsc does for an exited sandbox once the file stopped exists, and every
+// call is appended to calls.
 const fakeRunsc = `#!/bin/sh
 d=%s
 echo "$*" >>"$d/calls"
@@ -33,6 +34,8 @@ case "$cmd" in
   create) cat "$d/sandbox-pid" >"$pidfile" ;;
   start) echo started-out; echo started-err >&2 ;;
   wait) while [ ! -f "$d/exit" ]; do sleep 0.05; done; printf '{"id":"%%s","exitStatus":%%s}\n' "$last" "$(cat "$d/exit")" ;;
+  kill) if [ -f "$d/stopped" ]; then echo "sandbox is not running"; exit 128; fi; echo "kill ok" ;;
+  state) if [ -f "$d/stopped" ]; then echo '{"status": "stopped"}'; else echo '{"status": "running"}'; fi ;;
   *) echo "$cmd ok" ;;
 esac
 `
@@ -224,6 +227,18 @@ func TestRunscWrapperSandboxKeepsItsOwnPid(t *testing.T) {
 	}
 	if code, out := e.run("kill", "pod", "15"); code != 0 || out != "kill ok\n" {
 		t.Errorf("kill of the sandbox: exit %d, output %q (want runsc's)", code, out)
+	}
+}
+
+func TestRunscWrapperKillOfAnExitedSandboxSaysContainerNotRunning(t *testing.T) {
+	e := newWrapperEnv(t, "sandbox")
+	e.create("pod")
+	must(t, os.WriteFile(filepath.Join(e.dir, "stopped"), nil, 0o644))
+	// containerd's runc shim maps "container not running" to NotFound, which containerd ignores;
+	// runsc's own "sandbox is not running" made it retry the kill forever (pod stuck Terminating).
+	code, out := e.run("kill", "--all", "pod", "9")
+	if code == 0 || !strings.Contains(out, "container not running") {
+		t.Errorf("kill of an exited sandbox: exit %d, output %q; want a failure saying \"container not running\"", code, out)
 	}
 }
 

@@ -4,6 +4,11 @@
  * reads, is the Sentry's boot log; `uname -r` is the Sentry's "4.19.0-gvisor"), not the host's. The whole agent and gateway
  * transport specs also run under gVisor (test-e2e/specs/agent, test-e2e/specs/gateway).
  *
+ * The pod's app container runs inside the pod's sandbox with no host process of its own; localkube's
+ * runsc wrapper gives containerd's runc shim a waiter to watch (test-e2e/localkube/gvisor.go). The
+ * last two cases are its regression tests: the agent's output reaches the pod log, and deleting the
+ * session removes the pod (it stayed Terminating when the shim watched the sandbox's pid).
+ *
  * Skipped where the cluster has no RuntimeClass gvisor (localkube registers it with
  * LOCALKUBE_GVISOR=true, the default).
  */
@@ -12,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { podName } from '@sandbox-platform/api';
 
-import { kubeClients } from '../../src/framework/index.js';
+import { isNotFound, kubeClients, predicate, waitFor } from '../../src/framework/index.js';
 import {
   createSession,
   deleteSession,
@@ -65,4 +70,34 @@ const KLOG =
     const r = await gw.exec(name, { command: 'echo "$GREETING"; id -u; (exit 3)', env: { GREETING: 'hi' } });
     expect(r).toMatchObject({ stdout: 'hi\n1000\n', exitCode: 3 });
   });
+
+  it("the agent's output reaches the pod log (the container's stdio, not runsc start's)", async () => {
+    const pod = await kube.core.readNamespacedPod({ name: podName(name), namespace: ns });
+    const container = pod.spec?.containers[0]?.name ?? '';
+    const log = await waitFor(
+      () => kube.core.readNamespacedPodLog({ name: podName(name), namespace: ns, container, tailLines: 20 }),
+      predicate<string>('a log line of the agent', (l) => l.includes('"level":')),
+      { timeoutMs: 30_000 },
+    );
+    console.log(`agent log under gVisor (last lines): ${log.slice(-300)}`);
+  });
+
+  // Last: it deletes the session.
+  it("deleting the session removes its pod: the app container's exit reaches the kubelet", async () => {
+    await deleteSession(kube, ns, name);
+    const exists = async (): Promise<string> => {
+      try {
+        const pod = await kube.core.readNamespacedPod({ name: podName(name), namespace: ns });
+        return `${pod.status?.phase ?? '?'}${pod.metadata?.deletionTimestamp ? ' (Terminating)' : ''}`;
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        throw err;
+      }
+    };
+    await waitFor(
+      exists,
+      predicate<string>('the pod is gone', (s) => s === 'gone'),
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  }, 150_000);
 });
