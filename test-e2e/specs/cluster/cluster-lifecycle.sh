@@ -87,7 +87,17 @@ expect "cluster DNS runs (Deployment kube-system/coredns available, Service kube
   '$kubectl' -n kube-system get svc kube-dns -o jsonpath='{.spec.clusterIP}' && echo"
 if [ "${LOCALKUBE_GVISOR:-false}" = true ]; then
   expect "RuntimeClass gvisor is registered (handler runsc)" 0 "^runsc$" -- "$kubectl" get runtimeclass gvisor -o jsonpath='{.handler}{"\n"}'
+  # A gVisor pod running during cluster-down: its sandbox, gofers, waiters (the runsc wrapper's,
+  # test-e2e/localkube/gvisor.go), mounts and netns must go too.
+  "$kubectl" -n lifecycle-check delete pod sleeper-gvisor --ignore-not-found --wait >/dev/null 2>&1
+  expect "a gVisor pod runs before cluster-down" 0 "condition met" -- sh -c "
+    '$kubectl' -n lifecycle-check run sleeper-gvisor --image=localhost/sandbox-platform/testbox:dev \
+      --image-pull-policy=IfNotPresent --restart=Always --overrides='{\"spec\":{\"runtimeClassName\":\"gvisor\"}}' \
+      --command -- sleep 3600 >/dev/null &&
+    '$kubectl' -n lifecycle-check wait --for=condition=Ready pod/sleeper-gvisor --timeout=90s"
 fi
+# gvisor_left prints runsc processes and the wrapper's waiters of this state dir.
+gvisor_left() { ps -eo comm=,args= | awk -v d="$LOCALKUBE_DIR/" 'index($0, d) && $1 ~ /^runsc/'; }
 
 # A network namespace and veth a killed isolation e2e would leave: cluster-down removes them too.
 ip netns add lk-e2e-lifecycle 2>/dev/null
@@ -95,6 +105,7 @@ ip link add lkst-lc type veth peer name eth0 netns lk-e2e-lifecycle 2>/dev/null
 
 expect "make cluster-down stops everything and leaves nothing behind" 0 "\[cluster-down\] clean: no process, mount, netns, veth, bridge, iptables rule, kubepods cgroup or listening port left" -- make cluster-down
 expect "after cluster-down no bridge is left (ip link)" 1 "" -- ip link show lkbr0
+expect_empty "after cluster-down no runsc process or waiter is left (ps)" -- gvisor_left
 expect_empty "after cluster-down nothing listens on 6443 (ss)" -- ss -Hltn "sport = :6443"
 expect_empty "after cluster-down no kube-router chain is left (iptables-save)" -- sh -c \
   "iptables-save | grep -E 'KUBE-(ROUTER|NWPLCY|POD-FW)' || true"
