@@ -24,6 +24,7 @@ export const ATTACK_MIX: ReadonlyArray<{ stream: boolean; command: string }> = [
   { stream: false, command: 'hostile:valid-max' },
   { stream: false, command: 'hostile:bad-json' },
   { stream: true, command: 'hostile:stream-endless' },
+  { stream: true, command: 'hostile:stream-tiny' },
   { stream: true, command: 'hostile:stream-long-line' },
 ];
 

@@ -31,6 +31,8 @@ export interface NdjsonLimits {
 }
 
 const NEWLINE = 0x0a;
+/** Lines handled in one turn of the event loop (a few hundred microseconds). */
+const LINES_PER_TURN = 128;
 /** A line's bytes beyond its data: `{"type":"stdout","data":"","encoding":"base64"}` and slack. */
 const LINE_OVERHEAD_BYTES = 1024;
 
@@ -54,29 +56,32 @@ export class NdjsonGuard extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    if (!this.meter) return this.guarded(chunk, cb);
-    const started = performance.now();
-    this.guarded(chunk, (err) => {
-      const wait = this.meter!.charge(performance.now() - started);
-      if (err || wait === 0) cb(err);
-      else setTimeout(cb, wait);
-    });
+    this.total += chunk.length;
+    if (this.total > this.limits.maxBytes) {
+      const detail = `the sandbox agent's stream exceeds ${this.limits.maxBytes} bytes`;
+      return cb(new ProblemError('agent-answer-too-large', detail));
+    }
+    this.linesFrom(chunk, 0, cb);
   }
 
-  private guarded(chunk: Buffer, cb: TransformCallback): void {
+  /**
+   * Handles the lines of `chunk` from `start`, at most LINES_PER_TURN per turn of the event loop
+   * (the rest after a setImmediate), so a chunk of thousands of tiny events never holds the loop
+   * for long; each turn's CPU is charged to the meter, and a key in debt waits before the next.
+   */
+  private linesFrom(chunk: Buffer, start: number, cb: TransformCallback): void {
+    const started = this.meter ? performance.now() : 0;
+    let next: number;
     try {
-      this.total += chunk.length;
-      if (this.total > this.limits.maxBytes) {
-        throw new ProblemError(
-          'agent-answer-too-large',
-          `the sandbox agent's stream exceeds ${this.limits.maxBytes} bytes`,
-        );
-      }
-      this.lines(chunk);
-      cb();
+      next = this.lines(chunk, start);
     } catch (err) {
-      cb(toProblem(err));
+      return cb(toProblem(err));
     }
+    const wait = this.meter ? this.meter.charge(performance.now() - started) : 0;
+    const go = next < 0 ? (): void => cb() : (): void => this.linesFrom(chunk, next, cb);
+    if (wait > 0) setTimeout(go, wait);
+    else if (next < 0) cb();
+    else setImmediate(go);
   }
 
   override _flush(cb: TransformCallback): void {
@@ -89,10 +94,15 @@ export class NdjsonGuard extends Transform {
     }
   }
 
-  /** Splits a chunk into complete lines; the rest waits for the next chunk. */
-  private lines(chunk: Buffer): void {
-    let start = 0;
-    for (let nl = chunk.indexOf(NEWLINE); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
+  /**
+   * Handles the complete lines of a chunk from `from`; the index to go on from after
+   * LINES_PER_TURN lines, or -1 when the chunk is done (a partial last line waits for the next).
+   */
+  private lines(chunk: Buffer, from: number): number {
+    let start = from;
+    let handled = 0;
+    for (let nl = chunk.indexOf(NEWLINE, start); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
+      if (handled++ === LINES_PER_TURN) return start;
       const piece = chunk.subarray(start, nl);
       this.line(this.pendingBytes > 0 ? this.takePending(piece) : piece);
       start = nl + 1;
@@ -105,6 +115,7 @@ export class NdjsonGuard extends Transform {
       }
       this.pending.push(Buffer.from(rest)); // a copy: the socket's buffer is not kept alive
     }
+    return -1;
   }
 
   private takePending(tail: Buffer): Buffer {
