@@ -11,13 +11,13 @@ LOCALKUBE_TIMEOUT ?= 5m
 # Debian packages the node needs (containerd, runc, CNI plugins, iptables, ipset for kube-router).
 LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables ipset
 # NetworkPolicy enforcement (kube-router's policy controller) and gVisor (RuntimeClass gvisor):
-# the enforcer on by default, gVisor off (below); `make cluster-up LOCALKUBE_NETWORK_POLICY=false` starts a node that stores
+# both on by default; `make cluster-up LOCALKUBE_NETWORK_POLICY=false` starts a node that stores
 # NetworkPolicies but enforces none (the isolation e2e must then fail: make test-isolation-unenforced).
 LOCALKUBE_NETWORK_POLICY ?= true
-# gVisor is off by default: its pods start and run, but containerd's runc shim never sees a pod's
-# app container exit (it watches the sandbox's pid), so deleting a gVisor pod hangs in Terminating
-# (docs/localkube.md). `make cluster-up LOCALKUBE_GVISOR=true` registers it; the gVisor specs then run.
-LOCALKUBE_GVISOR ?= false
+# gVisor runs through containerd's runc shim and a generated runsc wrapper (docs/localkube.md,
+# "Isolation"); `make cluster-up LOCALKUBE_GVISOR=false` leaves RuntimeClass gvisor out and the
+# gVisor specs skip.
+LOCALKUBE_GVISOR ?= true
 # kubelet podPidsLimit (processes and threads per pod); 0 = unlimited, only to show the PID test fails.
 LOCALKUBE_POD_PIDS_LIMIT ?= 1024
 LOCALKUBE_ADDONS := test-e2e/localkube/addons/build.sh

@@ -85,7 +85,7 @@ expect "kube-router keeps NetworkPolicy peers in ipsets (KUBE-SRC-/KUBE-DST-)" 0
 expect "cluster DNS runs (Deployment kube-system/coredns available, Service kube-dns 198.19.0.10)" 0 "^1 198.19.0.10$" -- sh -c "
   '$kubectl' -n kube-system get deploy coredns -o jsonpath='{.status.availableReplicas}' && printf ' ' &&
   '$kubectl' -n kube-system get svc kube-dns -o jsonpath='{.spec.clusterIP}' && echo"
-if [ "${LOCALKUBE_GVISOR:-false}" = true ]; then
+if [ "${LOCALKUBE_GVISOR:-true}" = true ]; then  # the default of mk/cluster.mk
   expect "RuntimeClass gvisor is registered (handler runsc)" 0 "^runsc$" -- "$kubectl" get runtimeclass gvisor -o jsonpath='{.handler}{"\n"}'
   # A gVisor pod running during cluster-down: its sandbox, gofers, waiters (the runsc wrapper's,
   # test-e2e/localkube/gvisor.go), mounts and netns must go too.
