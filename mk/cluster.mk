@@ -18,6 +18,8 @@ LOCALKUBE_NETWORK_POLICY ?= true
 # "Isolation"); `make cluster-up LOCALKUBE_GVISOR=false` leaves RuntimeClass gvisor out and the
 # gVisor specs skip.
 LOCALKUBE_GVISOR ?= true
+# Extra runsc flags, e.g. "--platform=ptrace" to benchmark another platform (docs/localkube.md).
+LOCALKUBE_RUNSC_FLAGS ?=
 # kubelet podPidsLimit (processes and threads per pod); 0 = unlimited, only to show the PID test fails.
 LOCALKUBE_POD_PIDS_LIMIT ?= 1024
 LOCALKUBE_ADDONS := test-e2e/localkube/addons/build.sh
@@ -58,7 +60,8 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	  if [ "$(LOCALKUBE_GVISOR)" = true ]; then node_flags="$$node_flags --runsc=$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi; \
 	fi; \
 	$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
-	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT) $$node_flags
+	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT) $$node_flags \
+	  "--runsc-flags=$(LOCALKUBE_RUNSC_FLAGS)"
 	@if [ "$(LOCALKUBE_PROFILE)" = cluster ]; then \
 	  echo "[cluster-up] building and importing the base images (pause, testbox, coredns, local-path-provisioner)"; \
 	  $(MAKE) images-base images-import; \

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +89,7 @@ const runscWrapperScript = `#!/bin/sh
 # stdio (the shim hands it to create only; runsc takes it at start), is told when the container
 # starts, then runs 'runsc wait' and exits with the container's exit status.
 runsc=%q
+flags=%q # runsc flags of localkube --runsc-flags, before every command
 waiters=%q
 cgroupfs=%q
 log="$waiters/waiters.log"
@@ -119,7 +122,7 @@ say() { echo "$(date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ) $id: $*" >>"$log"; }
 # leaves behind (runsc start's gofer) must not hold that pipe open.
 capture() {
   out=$(mktemp) || exit 1
-  "$runsc" "$@" >"$out" 2>&1
+  "$runsc" $flags "$@" >"$out" 2>&1
   rc=$?
   cat "$out"
   rm -f "$out"
@@ -138,7 +141,7 @@ waiter() {
     started) ;;
     *) say "waiter: $what before start"; exit "${how:-137}" ;;
   esac
-  res=$("$runsc" --root "$root" wait "$id" 2>>"$log" </dev/null)
+  res=$("$runsc" $flags --root "$root" wait "$id" 2>>"$log" </dev/null)
   st=${res##*\"exitStatus\":}
   st=${st%%%%[!0-9]*}
   if [ -z "$st" ]; then say "waiter: runsc wait gave no status ($res)"; exit 137; fi
@@ -152,7 +155,7 @@ is_subcontainer() {
 case "$cmd" in
   create)
     if [ -n "$pidfile" ] && is_subcontainer; then
-      "$runsc" "$@" || exit $?
+      "$runsc" $flags "$@" || exit $?
       mkdir -p "$waiters" && rm -f "$w.pid" "$w.fifo" "$w.started" && mkfifo "$w.fifo" || exit 1
       sandbox=$(cat "$pidfile") || exit 1
       exec 3<>"$w.fifo" 4<&0
@@ -177,11 +180,11 @@ case "$cmd" in
       echo "$pid" >"$w.pid" && printf '%%s' "$pid" >"$pidfile.tmp" && mv "$pidfile.tmp" "$pidfile" || exit 1
       exit 0
     fi
-    exec "$runsc" "$@" ;;
+    exec "$runsc" $flags "$@" ;;
   start)
     if [ -f "$w.pid" ]; then
       pid=$(cat "$w.pid")
-      "$runsc" "$@" <"/proc/$pid/fd/0" >>"/proc/$pid/fd/1" 2>>"/proc/$pid/fd/2" || exit $?
+      "$runsc" $flags "$@" <"/proc/$pid/fd/0" >>"/proc/$pid/fd/1" 2>>"/proc/$pid/fd/2" || exit $?
       : >"$w.started" && tell started
       exit 0
     fi
@@ -194,7 +197,7 @@ case "$cmd" in
     rc=$?
     # runsc says "sandbox is not running" of an exited pod; the shim knows runc's words for "already
     # exited" (NotFound, which containerd then ignores), and retried the kill forever on runsc's.
-    if [ $rc -ne 0 ] && "$runsc" --root "$root" state "$id" 2>/dev/null | grep -Eq '"status": *"stopped"'; then
+    if [ $rc -ne 0 ] && "$runsc" $flags --root "$root" state "$id" 2>/dev/null | grep -Eq '"status": *"stopped"'; then
       echo "container not running ($res)"
       exit $rc
     fi
@@ -208,7 +211,7 @@ case "$cmd" in
   state|ps|pause|resume|update|events|checkpoint|restore)
     capture "$@"; exit $? ;;
 esac
-exec "$runsc" "$@"
+exec "$runsc" $flags "$@"
 `
 
 func runscWrapperPath(l layout) string { return l.path("containerd", "runsc-wrapper") }
@@ -217,17 +220,37 @@ func runscWrapperPath(l layout) string { return l.path("containerd", "runsc-wrap
 // and waiters.log (what the waiters and the wrapper could not do).
 func runscWaitersDir(l layout) string { return l.path("containerd", "runsc-waiters") }
 
-// runscWrapper is the wrapper's text for runscPath, the waiters' directory and the cgroup mount.
-func runscWrapper(runscPath, waiters, cgroupfs string) string {
-	return fmt.Sprintf(runscWrapperScript, runscPath, waiters, cgroupfs)
+// runscWrapper is the wrapper's text for runscPath, its extra flags (checked by
+// validateRunscFlags), the waiters' directory and the cgroup mount.
+func runscWrapper(runscPath string, flags []string, waiters, cgroupfs string) string {
+	return fmt.Sprintf(runscWrapperScript, runscPath, strings.Join(flags, " "), waiters, cgroupfs)
+}
+
+// runscFlagPattern is one runsc flag as --runsc-flags takes it: --name or --name=value, with no
+// character a shell would interpret (the flags are written into the wrapper script).
+var runscFlagPattern = regexp.MustCompile(`^--[a-z0-9][a-z0-9-]*(=[A-Za-z0-9_.:,/+-]*)?$`)
+
+// validateRunscFlags checks the flags of --runsc-flags (e.g. --platform=ptrace for a benchmark).
+// The shim passes --root, --log and --log-format itself.
+func validateRunscFlags(flags []string) error {
+	for _, f := range flags {
+		if !runscFlagPattern.MatchString(f) {
+			return fmt.Errorf("--runsc-flags: %q is not a runsc flag of the form --name or --name=value (letters, digits, _.:,/+- only)", f)
+		}
+		switch name, _, _ := strings.Cut(f, "="); name {
+		case "--root", "--log", "--log-format":
+			return fmt.Errorf("--runsc-flags: %s is set by containerd's shim, not here", name)
+		}
+	}
+	return nil
 }
 
 // writeRunscWrapper writes the wrapper around runscPath (see runscWrapperScript).
-func writeRunscWrapper(l layout, runscPath string) error {
+func writeRunscWrapper(l layout, runscPath string, flags []string) error {
 	if err := os.MkdirAll(runscWaitersDir(l), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(runscWrapperPath(l), []byte(runscWrapper(runscPath, runscWaitersDir(l), "/sys/fs/cgroup")), 0o755)
+	return writeFileAtomic(runscWrapperPath(l), []byte(runscWrapper(runscPath, flags, runscWaitersDir(l), "/sys/fs/cgroup")), 0o755)
 }
 
 // isRunscWaiter reports whether argv is this dir's wrapper run by sh: a waiter, or a command

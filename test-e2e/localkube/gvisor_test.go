@@ -63,7 +63,7 @@ func newWrapperEnv(t *testing.T, containerType string) *wrapperEnv {
 		cgroupfs: filepath.Join(dir, "cgroup"), bundle: filepath.Join(dir, "bundle")}
 	runsc := filepath.Join(dir, "runsc")
 	must(t, os.WriteFile(runsc, []byte(strings.Replace(strings.Replace(fakeRunsc, "%s", strconv.Quote(dir), 1), "%%", "%", -1)), 0o755))
-	must(t, os.WriteFile(e.wrapper, []byte(runscWrapper(runsc, e.waiters, e.cgroupfs)), 0o755))
+	must(t, os.WriteFile(e.wrapper, []byte(runscWrapper(runsc, []string{"--platform=systrap"}, e.waiters, e.cgroupfs)), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "sandbox-pid"), []byte(strconv.Itoa(os.Getpid())), 0o644))
 	must(t, os.MkdirAll(e.bundle, 0o755))
 	cfg := `{"ociVersion": "1.0.2", "process": {"terminal": false}, "annotations": {"io.kubernetes.cri.container-type": "` + containerType + `"}}`

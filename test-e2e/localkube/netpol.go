@@ -18,10 +18,11 @@ import (
 
 // nodeOptions are the node add-ons of the cluster profile: the NetworkPolicy enforcer and gVisor.
 type nodeOptions struct {
-	networkPolicy bool   // run kube-router's policy controller
-	kubeRouter    string // its binary (built by addons/build.sh kube-router)
-	runsc         string // gVisor's runsc ("" = no gVisor runtime)
-	podPidsLimit  int    // kubelet podPidsLimit (0 = none: only to show the PID limit test fails)
+	networkPolicy bool     // run kube-router's policy controller
+	kubeRouter    string   // its binary (built by addons/build.sh kube-router)
+	runsc         string   // gVisor's runsc ("" = no gVisor runtime)
+	runscFlags    []string // extra runsc flags (--runsc-flags), e.g. --platform=ptrace
+	podPidsLimit  int      // kubelet podPidsLimit (0 = none: only to show the PID limit test fails)
 }
 
 // validate checks the add-on binaries exist, with a message saying how to build them. It runs
@@ -44,6 +45,12 @@ func (o nodeOptions) validate() error {
 		if err := executable(o.runsc); err != nil {
 			return fmt.Errorf("--runsc: %w", err)
 		}
+	}
+	if len(o.runscFlags) > 0 && o.runsc == "" {
+		return errors.New("--runsc-flags needs --runsc")
+	}
+	if err := validateRunscFlags(o.runscFlags); err != nil {
+		return err
 	}
 	return nil
 }

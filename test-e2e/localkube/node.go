@@ -116,7 +116,7 @@ func ensureBridge() error {
 
 func (n *node) writeConfigs(cniBinDir, runcPath string) error {
 	if n.opts.runsc != "" {
-		if err := writeRunscWrapper(n.l, n.opts.runsc); err != nil {
+		if err := writeRunscWrapper(n.l, n.opts.runsc, n.opts.runscFlags); err != nil {
 			return err
 		}
 	}

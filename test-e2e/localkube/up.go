@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +44,10 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.StringVar(&f.node.kubeRouter, "kube-router", "", "path of the kube-router binary (test-e2e/localkube/addons/build.sh kube-router)")
 	fs.IntVar(&f.node.podPidsLimit, "pod-pids-limit", defaultPodPidsLimit, "kubelet podPidsLimit: processes and threads per pod (0 = unlimited)")
 	fs.StringVar(&f.node.runsc, "runsc", "", "path of gVisor's runsc: registers the runtime and RuntimeClass "+gvisorRuntimeClass+" (empty: no gVisor)")
+	fs.Func("runsc-flags", "extra runsc flags, space-separated (e.g. \"--platform=ptrace\" to compare platforms)", func(v string) error {
+		f.node.runscFlags = strings.Fields(v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
