@@ -20,9 +20,11 @@ export default tseslint.config(
   {
     languageOptions: {
       // Each package's tsconfig.test.json covers its sources, tests, benches and specs (the
-      // build tsconfig.json covers src only), so every linted file belongs to a program.
+      // build tsconfig.json covers src only), so every linted file belongs to a program. The SDKs
+      // come first: a file is typed by the first program that holds it, and test-e2e's program
+      // also reaches the TypeScript SDK's sources without the DOM lib they are written against.
       parserOptions: {
-        project: ['./*/tsconfig.test.json', './sdk/*/tsconfig.test.json'],
+        project: ['./sdk/*/tsconfig.test.json', './*/tsconfig.test.json'],
         tsconfigRootDir: import.meta.dirname,
       },
     },
