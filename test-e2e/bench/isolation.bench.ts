@@ -1,18 +1,27 @@
 /**
  * Benchmark of the isolation features on the local cluster, side by side in one run:
- *   1. gVisor vs runc: session create-to-Ready, and agent exec (`true`, host -> pod IP:8090 with
- *      the session token) p50/p99, in interleaved rounds;
+ *   1. gVisor vs runc, in interleaved rounds: agent exec (`true`, host -> pod IP:8090 with the
+ *      session token) p50/p99, and the floors under it: the agent's GET /healthz (host TCP into
+ *      the pod and node's HTTP, no shell), a syscall inside the pod (dd with 1-byte blocks: one
+ *      read and one write per byte) and a process spawn inside the pod (/bin/true), both timed
+ *      inside the pod; session create-to-Ready;
  *   2. the NetworkPolicy enforcer: gateway -> agent exec p50 with the chart's policies in place
- *      and with them deleted (kube-router then drops the sandbox pods' firewall chains), in
- *      interleaved rounds, the policies restored at the end.
+ *      and with every policy of the sandbox and the release namespaces deleted, in interleaved
+ *      rounds; "without" is measured only once kube-router has dropped the pods' firewall chains
+ *      (no KUBE-POD-FW rule names the sandbox's or the gateways' pod IPs in iptables-save), "with"
+ *      only once they are back; the policies are restored at the end.
  * Goals (issue 11): gVisor exec p50 <= 3x runc; the enforcer adds <= 5% to gateway exec p50.
+ * The load average is printed at the start and the end: figures from a loaded machine say little.
  *
  * Needs `make platform-up` (the chart and platform.env) and RuntimeClass gvisor.
  *   --rounds N    interleaved rounds (default 5)
  *   --calls N     exec calls per mode per round (default 100)
  *   --sessions N  sessions per runtime for create-to-Ready (default 3)
+ *   --only PART   runtimes or enforcer: run that part alone
  */
-import { parseArgs } from 'node:util';
+import { execFile } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { parseArgs, promisify } from 'node:util';
 
 import * as k8s from '@kubernetes/client-node';
 import { AGENT_PORT, secretName, TOKEN_SECRET_KEY, type SandboxSession } from '@sandbox-platform/api';
@@ -33,11 +42,14 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     calls: { type: 'string', default: '100' },
     sessions: { type: 'string', default: '3' },
+    only: { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
 const SESSIONS = Number(values.sessions);
+if (values.only !== undefined && !['runtimes', 'enforcer'].includes(values.only))
+  throw new Error(`--only: ${values.only} is neither runtimes nor enforcer`);
 
 const kube = kubeClients();
 const ns = namespaceOf('e2e');
@@ -84,6 +96,44 @@ async function agentCaller(session: SandboxSession): Promise<() => Promise<void>
   };
 }
 
+/** GET /healthz of a session's agent: the network path into the pod and node's HTTP, no shell. */
+function healthCaller(session: SandboxSession): () => Promise<void> {
+  const url = `http://${session.status!.podIP}:${AGENT_PORT}/healthz`;
+  return async () => {
+    const res = await fetch(url);
+    if (res.status !== 200) throw new Error(`agent healthz: HTTP ${res.status}`);
+    await res.arrayBuffer();
+  };
+}
+
+/** 1-byte dd blocks: one read and one write per byte, timed by dd inside the pod. */
+const SYSCALL_BYTES = 20_000;
+/** Spawns of /bin/true timed inside the pod by bash (ns clock). */
+const SPAWNS = 100;
+const FLOOR_COMMAND =
+  `dd if=/dev/zero of=/dev/null bs=1 count=${SYSCALL_BYTES} 2>&1 | tail -n 1; ` +
+  `s=$(date +%s%N); for i in $(seq ${SPAWNS}); do /bin/true; done; e=$(date +%s%N); echo "spawn-ns $(( (e - s) / ${SPAWNS} ))"`;
+
+/** One measurement of the in-pod floors: microseconds per syscall and per spawn. */
+async function floors(name: string): Promise<{ syscallUs: number; spawnUs: number }> {
+  const r = await gatewayClient('e2e').exec(name, { command: FLOOR_COMMAND });
+  const dd = /copied, ([0-9.]+) s/.exec(r.stdout);
+  const spawn = /spawn-ns (\d+)/.exec(r.stdout);
+  if (r.exitCode !== 0 || !dd || !spawn)
+    throw new Error(`floor command failed (${r.exitCode}): ${r.stdout.slice(0, 300)}`);
+  return { syscallUs: (Number(dd[1]) * 1e6) / (2 * SYSCALL_BYTES), spawnUs: Number(spawn[1]) / 1000 };
+}
+
+const median = (xs: number[]): number =>
+  quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+const load = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+
 async function runtimes(created: string[]): Promise<void> {
   console.log(
     `\n== gVisor vs runc (${ROUNDS} rounds x ${CALLS} agent execs, ${SESSIONS} sessions each for create-to-Ready)`,
@@ -101,28 +151,66 @@ async function runtimes(created: string[]): Promise<void> {
     }
   }
   const callers = { runc: await agentCaller(sessions.runc!), gvisor: await agentCaller(sessions.gvisor!) };
+  const health = { runc: healthCaller(sessions.runc!), gvisor: healthCaller(sessions.gvisor!) };
   const exec: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
-  for (const rt of ['runc', 'gvisor'] as const) await timed(callers[rt], 20, []); // warm-up
+  const hz: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
+  const floor: Record<'runc' | 'gvisor', { syscallUs: number[]; spawnUs: number[] }> = {
+    runc: { syscallUs: [], spawnUs: [] },
+    gvisor: { syscallUs: [], spawnUs: [] },
+  };
+  for (const rt of ['runc', 'gvisor'] as const) {
+    await timed(callers[rt], 20, []); // warm-up
+    await timed(health[rt], 20, []);
+  }
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['runc', 'gvisor'] as const) : (['gvisor', 'runc'] as const);
-    for (const rt of order) await timed(callers[rt], CALLS, exec[rt]);
+    for (const rt of order) {
+      await timed(health[rt], CALLS, hz[rt]);
+      await timed(callers[rt], CALLS, exec[rt]);
+      const f = await floors(sessions[rt]!.metadata.name!);
+      floor[rt].syscallUs.push(f.syscallUs);
+      floor[rt].spawnUs.push(f.spawnUs);
+    }
+    console.log(`  round ${r + 1}/${ROUNDS} done (load ${load()})`);
   }
-  const runcExec = summary('agent exec, runc', exec.runc);
-  const gvExec = summary('agent exec, gVisor', exec.gvisor);
+  const runcHz = summary('agent GET /healthz, runc', hz.runc);
+  const gvHz = summary('agent GET /healthz, gVisor', hz.gvisor);
+  const runcExec = summary('agent exec `true`, runc', exec.runc);
+  const gvExec = summary('agent exec `true`, gVisor', exec.gvisor);
   const runcReady = summary('create-to-Ready, runc', ready.runc);
   const gvReady = summary('create-to-Ready, gVisor', ready.gvisor);
+  const sys = { runc: median(floor.runc.syscallUs), gvisor: median(floor.gvisor.syscallUs) };
+  const spawn = { runc: median(floor.runc.spawnUs), gvisor: median(floor.gvisor.spawnUs) };
+  console.log(
+    `  in-pod syscall (dd, 1-byte read+write; median of ${ROUNDS}): runc ${sys.runc.toFixed(2)} us, gVisor ${sys.gvisor.toFixed(2)} us`,
+  );
+  console.log(
+    `  in-pod spawn of /bin/true (median of ${ROUNDS} x ${SPAWNS}): runc ${spawn.runc.toFixed(0)} us, gVisor ${spawn.gvisor.toFixed(0)} us`,
+  );
   console.log(
     `  ratios gVisor/runc: exec p50 ${(gvExec.p50 / runcExec.p50).toFixed(2)}x (goal <= 3x), ` +
-      `exec p99 ${(gvExec.p99 / runcExec.p99).toFixed(2)}x, create-to-Ready p50 ${(gvReady.p50 / runcReady.p50).toFixed(2)}x`,
+      `exec p99 ${(gvExec.p99 / runcExec.p99).toFixed(2)}x, healthz p50 ${(gvHz.p50 / runcHz.p50).toFixed(2)}x, ` +
+      `syscall ${(sys.gvisor / sys.runc).toFixed(1)}x, spawn ${(spawn.gvisor / spawn.runc).toFixed(1)}x, ` +
+      `create-to-Ready p50 ${(gvReady.p50 / runcReady.p50).toFixed(2)}x`,
+  );
+  console.log(
+    `  exec p50 above the healthz floor: runc ${(runcExec.p50 - runcHz.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvHz.p50).toFixed(2)} ms ` +
+      `(= ${((gvExec.p50 - gvHz.p50) / (sys.gvisor / 1000)).toFixed(0)} gVisor syscalls at the in-pod rate)`,
   );
 }
 
-/** Deletes the chart's sandbox policies of the namespace; returns them for restoring. */
+const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
+
+/** Deletes every NetworkPolicy of the sandbox and the release namespaces; returns them for restoring. */
 async function removePolicies(): Promise<k8s.V1NetworkPolicy[]> {
-  const list = await net.listNamespacedNetworkPolicy({ namespace: ns });
-  for (const np of list.items)
-    await net.deleteNamespacedNetworkPolicy({ name: np.metadata!.name!, namespace: ns });
-  return list.items;
+  const saved: k8s.V1NetworkPolicy[] = [];
+  for (const namespace of [ns, PLATFORM_NS]) {
+    const list = await net.listNamespacedNetworkPolicy({ namespace });
+    for (const np of list.items)
+      await net.deleteNamespacedNetworkPolicy({ name: np.metadata!.name!, namespace });
+    saved.push(...list.items);
+  }
+  return saved;
 }
 
 async function restorePolicies(saved: k8s.V1NetworkPolicy[]): Promise<void> {
@@ -135,8 +223,45 @@ async function restorePolicies(saved: k8s.V1NetworkPolicy[]): Promise<void> {
   }
 }
 
-/** kube-router reacts to policy events within its sync; give it time before measuring. */
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 3000));
+/** The pod IPs of the measured path: the session's and the gateways'. */
+async function pathIPs(session: SandboxSession): Promise<string[]> {
+  const gws = await kube.core.listNamespacedPod({
+    namespace: PLATFORM_NS,
+    labelSelector: 'app.kubernetes.io/component=gateway',
+  });
+  return [session.status!.podIP!, ...gws.items.map((p) => p.status!.podIP!)];
+}
+
+/** kube-router's pod firewall rules (KUBE-POD-FW jumps) naming one of the IPs; null without iptables-save. */
+async function firewallRules(ips: string[]): Promise<number | null> {
+  try {
+    const { stdout } = await promisify(execFile)('iptables-save', ['-t', 'filter'], { maxBuffer: 64 << 20 });
+    return stdout
+      .split('\n')
+      .filter((l) => l.includes('KUBE-POD-FW') && ips.some((ip) => l.includes(`${ip}/32`))).length;
+  } catch {
+    return null;
+  }
+}
+
+/** Waits until kube-router has applied the change (the rule count satisfies `done`), up to 60 s. */
+async function settle(ips: string[], what: string, done: (n: number) => boolean): Promise<void> {
+  const t0 = process.hrtime.bigint();
+  for (;;) {
+    const n = await firewallRules(ips);
+    if (n === null) {
+      await new Promise((r) => setTimeout(r, 5000)); // cannot look: give kube-router its sync time
+      return;
+    }
+    if (done(n)) {
+      if (ms(t0) > 100)
+        console.log(`  ${what}: ${n} KUBE-POD-FW rules on the path after ${(ms(t0) / 1000).toFixed(1)} s`);
+      return;
+    }
+    if (ms(t0) > 60_000) throw new Error(`${what}: still ${n} KUBE-POD-FW rules on the path after 60 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
 
 async function enforcer(created: string[]): Promise<void> {
   console.log(
@@ -145,7 +270,18 @@ async function enforcer(created: string[]): Promise<void> {
   const gw = gatewayClient('e2e');
   const name = uniqueName('bench-np');
   created.push(name);
-  await createSession(kube, ns, name);
+  const session = await createSession(kube, ns, name);
+  const ips = await pathIPs(session);
+  const enforced = await firewallRules(ips);
+  console.log(
+    enforced === null
+      ? '  iptables-save not available: "without" waits 5 s for kube-router instead of checking its rules'
+      : `  with policies: ${enforced} KUBE-POD-FW rules name the path's pods (${ips.join(', ')})`,
+  );
+  if (enforced === 0)
+    throw new Error(
+      'no firewall rule names the path: the enforcer does not run (LOCALKUBE_NETWORK_POLICY=false?)',
+    );
   const call = async (): Promise<void> => {
     const r = await gw.exec(name, { command: 'true' });
     if (r.exitCode !== 0) throw new Error(`gateway exec exited ${r.exitCode}`);
@@ -157,32 +293,38 @@ async function enforcer(created: string[]): Promise<void> {
     if (r % 2 === 0) await timed(call, CALLS, samples.with);
     const saved = await removePolicies();
     try {
-      await settle();
+      await settle(ips, 'policies removed', (n) => n === 0);
       await timed(call, CALLS, samples.without);
     } finally {
       await restorePolicies(saved);
-      await settle();
+      await settle(ips, 'policies restored', (n) => enforced === null || n >= enforced);
     }
     if (r % 2 === 1) await timed(call, CALLS, samples.with);
+    console.log(`  round ${r + 1}/${ROUNDS} done (load ${load()})`);
   }
   const w = summary('gateway exec, policies enforced', samples.with);
-  const wo = summary('gateway exec, policies removed', samples.without);
+  const wo = summary('gateway exec, no policy, no rule', samples.without);
   console.log(
-    `  enforcer overhead on gateway exec p50: ${((w.p50 / wo.p50 - 1) * 100).toFixed(1)}% (goal <= 5%)`,
+    `  enforcer overhead on gateway exec p50: ${((w.p50 / wo.p50 - 1) * 100).toFixed(1)}% (goal <= 5%), ` +
+      `p99: ${((w.p99 / wo.p99 - 1) * 100).toFixed(1)}%`,
   );
 }
 
 async function main(): Promise<void> {
   const created: string[] = [];
+  console.log(`load average at start: ${load()}`);
   try {
-    if (await hasRuntimeClass(kube.kc, GVISOR)) await runtimes(created);
-    else
-      console.log(
-        '\n== gVisor vs runc: skipped (no RuntimeClass gvisor: make cluster-up LOCALKUBE_GVISOR=true)',
-      );
-    await enforcer(created);
+    if (values.only !== 'enforcer') {
+      if (await hasRuntimeClass(kube.kc, GVISOR)) await runtimes(created);
+      else
+        console.log(
+          '\n== gVisor vs runc: skipped (no RuntimeClass gvisor: the cluster runs with LOCALKUBE_GVISOR=false)',
+        );
+    }
+    if (values.only !== 'runtimes') await enforcer(created);
   } finally {
     for (const name of created) await deleteSession(kube, ns, name);
+    console.log(`\nload average at the end: ${load()}`);
   }
 }
 
