@@ -17,6 +17,8 @@ describe('pool configuration', () => {
 
   it('refuses out-of-range values, naming them', () => {
     expect(() => loadConfig({ ...REQUIRED, POOL_AGENT_PORT: '0' }, 'h')).toThrow(ConfigError);
-    expect(() => loadConfig({ ...REQUIRED, POOL_BIND_TIMEOUT_MS: '10' }, 'h')).toThrow(/POOL_BIND_TIMEOUT_MS/);
+    expect(() => loadConfig({ ...REQUIRED, POOL_BIND_TIMEOUT_MS: '10' }, 'h')).toThrow(
+      /POOL_BIND_TIMEOUT_MS/,
+    );
   });
 });
