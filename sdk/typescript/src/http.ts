@@ -103,7 +103,7 @@ async function attemptOnce(
       method: spec.method,
       headers,
       signal: deadline.signal,
-      ...(spec.body ? { body: spec.body.data as BodyInit } : {}),
+      ...(spec.body ? { body: spec.body.data as NonNullable<RequestInit['body']> } : {}),
     });
   } catch (err) {
     if (deadline.signal.aborted) throw err;
