@@ -17,8 +17,11 @@ const stopGrace = 30 * time.Second
 type cluster struct {
 	self     string // this binary, re-executed for every component
 	logDir   string
+	runDir   string // where run/<component>.pid files go (restart.go); empty: none
 	children []*child
 	node     *node
+	// restartDelay overrides restart.go's restartDelay (tests).
+	restartDelay time.Duration
 }
 
 // resolveSettings picks ports (free ones where asked) and checks that fixed ones are not taken.
@@ -78,6 +81,7 @@ func (c *cluster) bringUp(ctx context.Context, f upFlags) (settings, error) {
 		return s, err
 	}
 	c.logDir = s.l.logDir()
+	c.runDir = s.l.runDir()
 	logf("profile %s, state dir %s, API server %s", s.profile, s.l.dir, s.server())
 	p, err := ensureIdentities(s.l)
 	if err != nil {
@@ -126,6 +130,9 @@ func (c *cluster) start(name, path string, args ...string) (*child, error) {
 		return nil, err
 	}
 	c.children = append(c.children, ch)
+	if err := writeComponentPid(c.runDir, ch); err != nil {
+		return ch, err
+	}
 	return ch, nil
 }
 
@@ -195,23 +202,6 @@ func (c *cluster) waitUsable(ctx context.Context, s settings) error {
 	return waitUntil(ctx, "kube-router policy controller (first sync: KUBE-ROUTER-* chains hooked)", c.children, netpolReady)
 }
 
-// runUntilStopped blocks until a signal arrives (clean stop) or a component exits (an error:
-// a half-running cluster would only produce confusing test failures).
-func (c *cluster) runUntilStopped(stop <-chan os.Signal) error {
-	died := make(chan *child, len(c.children))
-	for _, ch := range c.children {
-		go func(ch *child) { <-ch.done; died <- ch }(ch)
-	}
-	select {
-	case sig := <-stop:
-		logf("received %s; stopping the cluster", sig)
-		return nil
-	case ch := <-died:
-		return fmt.Errorf("%s exited unexpectedly (%v); see %s", ch.name, ch.err,
-			filepath.Join(c.logDir, ch.name+".log"))
-	}
-}
-
 // shutdown stops the children in reverse start order. Before containerd stops, the node's pods
 // are removed through CRI (so CNI tears down their network); afterwards the host state the node
 // created is cleaned up.
@@ -223,6 +213,9 @@ func (c *cluster) shutdown() {
 		}
 		if err := ch.stop(stopGrace); err != nil {
 			logf("stop %s: %v", ch.name, err)
+		}
+		if c.runDir != "" {
+			_ = os.Remove(componentPidFile(c.runDir, ch.name))
 		}
 	}
 	if c.node != nil {

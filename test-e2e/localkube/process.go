@@ -13,6 +13,8 @@ import (
 // child is one supervised component process; its output goes to logs/<name>.log.
 type child struct {
 	name string
+	path string   // the program and its arguments, kept so the supervisor can start
+	args []string // the same command again (restart.go)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 	err  error         // exit error, valid after done is closed
@@ -38,7 +40,7 @@ func startChild(name, logDir, path string, args ...string) (*child, error) {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &child{name: name, path: path, args: args, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		_ = logFile.Close()

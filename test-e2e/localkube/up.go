@@ -178,12 +178,16 @@ type clusterState struct {
 	EtcdPort   int    `json:"etcdPort"`
 	Pid        int    `json:"pid"`
 	ReadyAt    string `json:"readyAt"`
+	// Restartable lists the components the supervisor restarts when they exit (restart.go), each
+	// with its pid in run/<name>.pid; a chaos test checks it before killing one.
+	Restartable []string `json:"restartable"`
 }
 
 func writeState(l layout, s settings) error {
 	data, err := json.MarshalIndent(clusterState{
 		Profile: s.profile, Server: s.server(), Kubeconfig: s.kubeconfig, APIPort: s.apiPort,
 		EtcdPort: s.etcdClientPort, Pid: os.Getpid(), ReadyAt: time.Now().Format(time.RFC3339),
+		Restartable: restartableNames(),
 	}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
