@@ -8,6 +8,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { ActivityReporter } from './activity/reporter.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
+import type { AgentInteractive } from './exec/agent-interactive.js';
 import type { ExecTransport } from './exec/types.js';
 import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
@@ -19,6 +20,7 @@ import limitsPlugin, { sheddingPlugin } from './plugins/limits.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
 import activityPlugin from './plugins/activity.js';
+import interactivePlugin from './plugins/interactive.js';
 import servicesPlugin from './plugins/services.js';
 import shutdownPlugin from './plugins/shutdown.js';
 import storePlugin from './plugins/store.js';
@@ -27,6 +29,7 @@ import validationPlugin from './plugins/validation.js';
 import execRoutes from './routes/exec/index.js';
 import fileRoutes from './routes/files/index.js';
 import healthRoutes from './routes/health.js';
+import processRoutes from './routes/processes/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import sessionRoutes from './routes/sessions/index.js';
 import type { TransportKind } from './sessions/model.js';
@@ -45,6 +48,8 @@ export interface AppDeps {
   metrics?: GatewayMetrics;
   /** Budget of large answers held at once, shared with the Agent transport (default: from config). */
   budget?: ByteBudget;
+  /** The Agent's processes, terminal and port dialling (none: those routes answer 501). */
+  interactive?: AgentInteractive;
 }
 
 /** How often node:http checks the header and request timeouts (their granularity). */
@@ -84,11 +89,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(transportsPlugin, { transports: deps.transports });
   await app.register(activityPlugin, { activity: deps.activity });
   await app.register(servicesPlugin);
+  await app.register(interactivePlugin, { interactive: deps.interactive });
 
   await app.register(healthRoutes);
   await app.register(sessionRoutes);
   await app.register(execRoutes);
   await app.register(fileRoutes);
+  await app.register(processRoutes);
   await app.register(mcpRoutes);
   return app;
 }

@@ -10,6 +10,7 @@ import { ThrottledActivityReporter } from './activity/reporter.js';
 import type { AppDeps } from './app.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
+import { AgentInteractive } from './exec/agent-interactive.js';
 import { AgentTransport } from './exec/agent-transport.js';
 import { KubernetesExecTransport } from './exec/kube-exec-transport.js';
 import { createPodExecutor } from './exec/pod-executor.js';
@@ -87,6 +88,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     keys: inputs.keys,
     store,
     transports: { Agent: agent, KubernetesExec: kubeExec },
+    interactive: new AgentInteractive(agent),
     activity,
     metrics,
     budget,

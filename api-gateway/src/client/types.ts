@@ -44,6 +44,10 @@ export interface ExecRequest {
   timeoutSeconds?: number;
   cwd?: string;
   env?: Record<string, string>;
+  /** Bytes for the command's stdin (then EOF), spelled as stdinEncoding says; without it stdin is empty. */
+  stdin?: string;
+  /** Spelling of stdin (default utf-8; base64 for binary). */
+  stdinEncoding?: OutputEncoding;
   /** Seconds to wait for a session that is not Ready yet. */
   waitSeconds?: number;
 }

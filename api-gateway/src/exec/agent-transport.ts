@@ -181,12 +181,14 @@ export class AgentTransport implements ExecTransport {
     this.pool.close();
   }
 
-  private address(target: ExecTarget): string {
+  /** `<pod IP>:<agent port>` of a session (also for the terminal's WebSocket). */
+  address(target: ExecTarget): string {
     const ip = this.o.lookup?.(target) ?? target.podIP;
     return ip.includes(':') ? `[${ip}]:${this.o.port}` : `${ip}:${this.o.port}`;
   }
 
-  private async send(
+  /** Sends one request with the session's token (connect-only retries); maps transport failures. */
+  async send(
     target: ExecTarget,
     req: AgentRequest,
     deadlineAt: number,
@@ -214,14 +216,14 @@ export class AgentTransport implements ExecTransport {
   }
 
   /** The problem of a streamed answer that broke off (a transport failure drops the pool). */
-  private streamProblem(err: Error, target: ExecTarget): Error {
+  streamProblem(err: Error, target: ExecTarget): Error {
     if (isProblemError(err)) return err;
     if (!isProtocolFailure(err)) this.pool.drop(this.address(target));
     return transportProblem(err) as Error;
   }
 
   /** The session's token: derived from namespace/name/uid, so a re-created session gets a new one. */
-  private token(target: ExecTarget): string {
+  token(target: ExecTarget): string {
     const key = `${target.namespace}/${target.name}/${target.uid}`;
     let token = this.tokens.get(key);
     if (token === undefined) {
@@ -236,7 +238,8 @@ export class AgentTransport implements ExecTransport {
     return token;
   }
 
-  private async read(
+  /** The whole body of an answer, bounded; failures mapped to problems. */
+  async read(
     res: AgentResponse,
     limit: number,
     call: { target: ExecTarget; deadlineAt: number; hold?: AnswerHold },
@@ -262,7 +265,7 @@ export class AgentTransport implements ExecTransport {
   }
 
   /** Maps a non-2xx agent answer to a gateway problem (the body is consumed). */
-  private async expectOk(res: AgentResponse, target: ExecTarget, deadlineAt: number): Promise<void> {
+  async expectOk(res: AgentResponse, target: ExecTarget, deadlineAt: number): Promise<void> {
     if (res.status >= 200 && res.status < 300) return;
     throw agentProblem(res.status, await this.read(res, PROBLEM_LIMIT, { target, deadlineAt }));
   }
@@ -325,6 +328,14 @@ const PASS_THROUGH = new Set([
   'path-forbidden',
   'not-found',
   'shell-unavailable',
+  // Background processes and the terminal (ADR 0018).
+  'process-not-found',
+  'signal-not-allowed',
+  'process-running',
+  'process-exited',
+  'too-many-processes',
+  'too-many-terminals',
+  'pty-unavailable',
 ]);
 
 /** Maps an agent error response to a gateway problem. */

@@ -43,7 +43,7 @@ export class AgentProtocolError extends Error {
 
 /** One request as the gateway sends it. */
 export interface WireRequest {
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Already escaped by the caller (a fixed path or escaped file path segments). */
   path: string;
   token: string;

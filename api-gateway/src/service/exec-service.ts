@@ -31,6 +31,9 @@ export interface ExecInput {
   timeoutSeconds?: number;
   cwd?: string;
   env?: Record<string, string>;
+  /** stdin bytes (then EOF), spelled as stdinEncoding says (Agent transport only). */
+  stdin?: string;
+  stdinEncoding?: 'utf-8' | 'base64';
   waitSeconds?: number;
 }
 
@@ -124,7 +127,7 @@ export class ExecService {
     const end = this.d.activity.begin(target);
     const timer = this.d.metrics?.execDuration.startTimer({ transport: target.transport });
     try {
-      const result = await this.transport(target).exec(target, req, opts);
+      const result = await this.transport(target, req).exec(target, req, opts);
       timer?.({ outcome: 'ok' });
       this.countExit(target.transport, result.exitCode, result.timedOut);
       return result;
@@ -147,7 +150,7 @@ export class ExecService {
     const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
     const end = this.d.activity.begin(target);
     try {
-      const stream = await this.transport(target).execStream(target, req, opts);
+      const stream = await this.transport(target, req).execStream(target, req, opts);
       stream.once('close', end);
       return stream;
     } catch (err) {
@@ -186,7 +189,14 @@ export class ExecService {
     }
   }
 
-  private transport(target: ExecTarget): ExecTransport {
+  private transport(target: ExecTarget, req?: ExecRequest): ExecTransport {
+    // pods/exec runs each command without a stdin channel: refusing beats silently dropping it.
+    if (req?.stdin !== undefined && target.transport !== 'Agent') {
+      throw new ProblemError(
+        'not-supported',
+        `stdin needs the Agent transport; session ${target.name} uses ${target.transport}`,
+      );
+    }
     return this.d.transports[target.transport];
   }
 
@@ -201,6 +211,8 @@ export class ExecService {
     const req: ExecRequest = { command: input.command, timeoutSeconds };
     if (input.cwd !== undefined) req.cwd = input.cwd;
     if (input.env !== undefined) req.env = input.env;
+    if (input.stdin !== undefined) req.stdin = input.stdin;
+    if (input.stdinEncoding !== undefined) req.stdinEncoding = input.stdinEncoding;
     return req;
   }
 

@@ -8,7 +8,7 @@ import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecInput } from '../../service/exec-service.js';
 import { responseSignal } from '../request-signal.js';
-import { execSchema, execStreamSchema } from './schemas.js';
+import { EXEC_STDIN_BODY_BYTES, execSchema, execStreamSchema } from './schemas.js';
 
 type ExecRoute = { Params: { name: string }; Querystring: { namespace?: string }; Body: ExecInput };
 
@@ -19,10 +19,12 @@ function commandDigest(command: string): string {
 
 export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
   const limits = app.config.exec;
+  // A full stdin fits on top of the body limit (the schema bounds stdin itself).
+  const bodyLimit = app.config.maxBodyBytes + EXEC_STDIN_BODY_BYTES;
 
   app.post<ExecRoute>(
     '/v1/sessions/:name/exec',
-    { schema: execSchema(limits) },
+    { schema: execSchema(limits), bodyLimit },
     async (request: FastifyRequest<ExecRoute>, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);
@@ -60,7 +62,7 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
 
   app.post<ExecRoute>(
     '/v1/sessions/:name/exec/stream',
-    { schema: execStreamSchema(limits) },
+    { schema: execStreamSchema(limits), bodyLimit },
     async (request, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);

@@ -1,5 +1,15 @@
 /** Schemas of the exec routes; bounds come from the gateway configuration. */
 import type { ExecLimits } from '../../config.js';
+
+/**
+ * Most decoded stdin bytes an exec may carry: the agent's default SANDBOX_AGENT_STDIN_MAX_BYTES
+ * (an agent configured lower answers 413 payload-too-large itself).
+ */
+export const EXEC_STDIN_MAX_BYTES = 1024 * 1024;
+/** Longest stdin string: the base64 spelling of EXEC_STDIN_MAX_BYTES. */
+export const EXEC_STDIN_MAX_CHARS = Math.ceil(EXEC_STDIN_MAX_BYTES / 3) * 4;
+/** What the exec routes accept on top of the body limit, so that a full stdin fits. */
+export const EXEC_STDIN_BODY_BYTES = EXEC_STDIN_MAX_CHARS + 1024;
 import { envSchema, nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
 
 /** The exec request body (same shape for buffered and streaming exec). */
@@ -27,6 +37,16 @@ export function execBody(limits: ExecLimits) {
         description: 'Working directory, relative to /workspace or absolute',
       },
       env: { ...envSchema, description: 'Extra environment variables for this command' },
+      stdin: {
+        type: 'string',
+        maxLength: EXEC_STDIN_MAX_CHARS,
+        description: `Bytes for the command's standard input (then EOF), spelled as stdinEncoding says; at most ${EXEC_STDIN_MAX_BYTES} bytes. Without it stdin is empty`,
+      },
+      stdinEncoding: {
+        type: 'string',
+        enum: ['utf-8', 'base64'],
+        description: 'Spelling of stdin: utf-8 (default) or base64 for binary data',
+      },
       waitSeconds: {
         type: 'integer',
         minimum: 0,

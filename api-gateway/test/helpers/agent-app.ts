@@ -1,0 +1,107 @@
+/**
+ * The gateway in front of a real sandbox agent started in-process (sandbox-agent/src, the same
+ * code as the Pod's): a real AgentTransport and AgentInteractive, the session store a fake whose
+ * Ready session points at 127.0.0.1, the agent's token derived from the master key and the
+ * session's uid as the operator would. For the interactive routes (processes, terminal, ports).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import { deriveToken } from '@sandbox-platform/api';
+import type { FastifyInstance } from 'fastify';
+
+import { agentConfig, startAgent, type RunningAgent } from '../../../sandbox-agent/src/index.js';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { AgentInteractive } from '../../src/exec/agent-interactive.js';
+import { AgentTransport } from '../../src/exec/agent-transport.js';
+import { WinstonFastifyLogger, silentWinston } from '../../src/logger.js';
+import { FakeActivity, TEST_ENV, testKeys } from './app.js';
+import { FakeStore } from './fake-store.js';
+import { FakeTransport } from './fake-transport.js';
+import { ready, session } from './sessions.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const MASTER_KEY = Buffer.alloc(32, 9);
+
+/** Compiles the image's terminal helper with the host's gcc (as the agent's own tests do). */
+export async function buildPtyHelper(): Promise<string> {
+  const source = join(here, '../../../test-e2e/images/src/sandbox-pty.c');
+  const out = join(await mkdtemp(join(tmpdir(), 'gw-pty-')), 'sandbox-pty');
+  await promisify(execFile)('gcc', ['-O1', '-Wall', '-o', out, source]);
+  return out;
+}
+
+/** The app, its real agent and what to clean up. */
+export interface AgentApp {
+  app: FastifyInstance;
+  url: string;
+  agent: RunningAgent;
+  store: FakeStore;
+  activity: FakeActivity;
+  workspace: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an agent for session `demo` in team-a (and `other` in team-b, same agent, so tenant
+ * checks are about the gateway, not the agent) and a listening gateway in front of it.
+ */
+export async function startAgentApp(
+  opts: { env?: Record<string, string>; ptyHelperPath?: string } = {},
+): Promise<AgentApp> {
+  const workspace = await mkdtemp(join(tmpdir(), 'gw-agent-'));
+  const token = deriveToken(MASTER_KEY, { namespace: 'team-a', name: 'demo', uid: 'uid-demo' });
+  const agent = await startAgent(
+    agentConfig({
+      token,
+      host: '127.0.0.1',
+      port: 0,
+      workspace,
+      logLevel: 'error',
+      ...(opts.ptyHelperPath ? { ptyHelperPath: opts.ptyHelperPath } : {}),
+    }),
+    { logSink: () => undefined },
+  );
+  const config = loadConfig({ ...TEST_ENV, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true', ...opts.env });
+  const transport = new AgentTransport({
+    masterKey: MASTER_KEY,
+    port: agent.port,
+    connectTimeoutMs: 1000,
+    connectRetries: 1,
+    deadlineMarginMs: 2000,
+    maxOutputBytes: config.exec.maxOutputBytes,
+    fileTimeoutMs: 10_000,
+  });
+  const store = new FakeStore();
+  store.put(session('demo', 'team-a', ready('127.0.0.1')));
+  store.put(session('other', 'team-b', ready('127.0.0.1')));
+  const activity = new FakeActivity();
+  const app = await buildApp({
+    config,
+    logger: new WinstonFastifyLogger(silentWinston()),
+    keys: await testKeys(),
+    store,
+    transports: { Agent: transport, KubernetesExec: new FakeTransport() },
+    activity,
+    interactive: new AgentInteractive(transport),
+  });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    url,
+    agent,
+    store,
+    activity,
+    workspace,
+    close: async () => {
+      await app.close();
+      await agent.close(0);
+      await rm(workspace, { recursive: true, force: true });
+    },
+  };
+}
