@@ -14,6 +14,8 @@ CONTAINERD_SOCK ?= $(LOCALKUBE_DIR)/containerd/containerd.sock
 # provisioner's helper pods), cluster DNS, dynamic provisioning.
 IMAGES_BASE := pause testbox coredns local-path-provisioner
 IMAGES_APPS := sandbox-agent operator api-gateway
+# Test images: the hostile agent (test-e2e/hostile-agent) for the gateway's hostile-tenant e2e.
+IMAGES_TEST := hostile-agent
 IMAGES_GO_SRCS := $(shell find $(IMAGES_SRC)/cmd $(IMAGES_SRC)/internal -name '*.go' ! -name '*_test.go') $(IMAGES_SRC)/go.mod
 # A bundle depends on every TypeScript source it may import, and on the lockfile (dependencies).
 BUNDLE_DEPS = $(shell find $(1)/src crds/src -name '*.ts' 2>/dev/null) package-lock.json $(IMAGES_SRC)/scripts/bundle.mjs
@@ -22,7 +24,7 @@ BUNDLE_DEPS = $(shell find $(1)/src crds/src -name '*.ts' 2>/dev/null) package-l
 
 images-base: $(IMAGES_BASE:%=$(IMAGES_DIR)/%.tar) ## Build the pause, testbox, coredns and local-path-provisioner images (tarballs in $LOCALKUBE_DIR/images)
 
-images: images-base $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Build all six local images (needs the agent, operator and gateway sources)
+images: images-base $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) $(IMAGES_TEST:%=$(IMAGES_DIR)/%.tar) ## Build all local images (needs the agent, operator and gateway sources)
 
 images-import: $(IMGBUILD) ## Import every tarball in $LOCALKUBE_DIR/images into the cluster's containerd (CONTAINERD_SOCK=...)
 	@shopt -s nullglob; tars=($(IMAGES_DIR)/*.tar); \
@@ -54,6 +56,12 @@ $(IMAGES_DIR)/local-path-provisioner.tar: $(IMAGES_BUILD)/local-path-provisioner
 $(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
 $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
+$(IMAGES_DIR)/hostile-agent.tar: $(IMAGES_BUILD)/hostile-agent.mjs
+
+# The hostile agent is one file with no dependencies: copied as it is.
+$(IMAGES_BUILD)/hostile-agent.mjs: test-e2e/hostile-agent/hostile-agent.mjs
+	@mkdir -p $(@D)
+	cp $< $@
 
 $(IMGBUILD): $(IMAGES_GO_SRCS)
 	@mkdir -p $(@D)

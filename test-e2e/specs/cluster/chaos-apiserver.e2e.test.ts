@@ -1,0 +1,217 @@
+/**
+ * e2e chaos: the API server is killed with SIGKILL while a burst of sessions is being created
+ * through the gateway and execs run (issue 12). localkube's supervisor starts it again
+ * (test-e2e/localkube/restart.go); afterwards every session of the burst must become Ready with
+ * exactly one Pod and one Secret, and new sessions and execs must work, with no manual restart of
+ * anything. Printed: how long the API server and the sessions took to come back, what the execs
+ * during the outage got, and the restarts of the operator and gateway containers it cost.
+ *
+ * Only on the local cluster (it kills a process of this machine): it reads run/state.json and
+ * run/kube-apiserver.pid of $LOCALKUBE_DIR (default .localkube) and refuses to run when the
+ * supervisor there does not restart the API server. Needs the platform (make platform-up) and
+ * the gateway env of platform.env.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { LABELS } from '@sandbox-platform/api';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+import { GatewayError } from '../../../api-gateway/src/client/index.js';
+import { kubeClients, REPO_ROOT } from '../../src/framework/index.js';
+import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { AGENT_IMAGE, gatewayClient, namespaceOf, uniqueName } from '../isolation/support.js';
+
+const NAMESPACE = namespaceOf('e2e');
+const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
+const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
+const LOCALKUBE_DIR = process.env.LOCALKUBE_DIR ?? join(REPO_ROOT, '.localkube');
+const BURST = 10;
+const RECOVERY_TIMEOUT_MS = 150_000;
+
+/** The local API server's pid, checked against its command line (a stale pid file is no licence). */
+function apiserverPid(): number {
+  const state = JSON.parse(readFileSync(join(LOCALKUBE_DIR, 'run', 'state.json'), 'utf8')) as {
+    restartable?: string[];
+  };
+  if (!state.restartable?.includes('kube-apiserver')) {
+    throw new Error(
+      `the localkube supervisor of ${LOCALKUBE_DIR} does not restart kube-apiserver (run/state.json has no ` +
+        "'restartable'): it predates test-e2e/localkube/restart.go; restart the cluster to use this spec",
+    );
+  }
+  const pid = Number(readFileSync(join(LOCALKUBE_DIR, 'run', 'kube-apiserver.pid'), 'utf8').trim());
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  if (argv[1] !== 'kube-apiserver' || !argv.some((a) => a.includes(LOCALKUBE_DIR))) {
+    throw new Error(
+      `pid ${pid} of run/kube-apiserver.pid is not this cluster's API server: ${argv.join(' ')}`,
+    );
+  }
+  return pid;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const seconds = (ms: number): string => (ms / 1000).toFixed(1);
+
+describe('the platform rides out a SIGKILL of the API server', () => {
+  const kube = kubeClients();
+  const client = gatewayClient('e2e');
+  const warm = uniqueName('chaos-warm');
+  const burst = Array.from({ length: BURST }, (_v, i) => uniqueName(`chaos-${i}`));
+  const later = uniqueName('chaos-after');
+  const restarts: Record<string, number> = {};
+
+  /** Sum of container restarts of the platform's pods of one component (operator, gateway). */
+  async function restartsOf(component: string): Promise<number> {
+    const pods = await kube.core.listNamespacedPod({
+      namespace: PLATFORM_NS,
+      labelSelector: `app.kubernetes.io/component=${component},app.kubernetes.io/instance=${RELEASE}`,
+    });
+    return pods.items.reduce(
+      (n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0),
+      0,
+    );
+  }
+
+  async function waitReady(name: string, timeoutMs = RECOVERY_TIMEOUT_MS): Promise<void> {
+    await waitFor(
+      () => client.getSession(name).catch(() => ({ ready: false })),
+      predicate(`session ${name} Ready through the gateway`, (s: { ready: boolean }) => s.ready),
+      { timeoutMs, intervalMs: 500 },
+    );
+  }
+
+  /**
+   * Creates a session as a careful client would while the API server may be down: retried on
+   * any failure until it is created (201) or found to exist (409: an earlier try got through).
+   */
+  async function createWithRetry(name: string): Promise<number> {
+    for (let tries = 1; ; tries++) {
+      const res = await fetch(`${process.env.E2E_GATEWAY_URL}/v1/sessions?namespace=${NAMESPACE}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${process.env.E2E_GATEWAY_API_KEY}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ name, image: AGENT_IMAGE, idleTimeoutSeconds: 900 }),
+      }).catch(() => undefined);
+      await res?.body?.cancel();
+      if (res?.status === 201 || res?.status === 409) return tries;
+      await sleep(500);
+    }
+  }
+
+  beforeAll(async () => {
+    apiserverPid(); // fail before anything is created when this is not a restartable local cluster
+    await client.createSession({ name: warm, image: AGENT_IMAGE, idleTimeoutSeconds: 900 });
+    await waitReady(warm, 180_000);
+    restarts.operator = await restartsOf('operator');
+    restarts.gateway = await restartsOf('gateway');
+  }, 200_000);
+
+  afterAll(async () => {
+    for (const name of [warm, ...burst, later]) await client.deleteSession(name).catch(() => undefined);
+  });
+
+  it(
+    'every session of the burst becomes Ready with one Pod and one Secret; new sessions and execs work',
+    async () => {
+      // Execs on the warm session, back to back, for as long as the outage and recovery last.
+      const execs = { ok: 0, failed: 0, slugs: new Set<string>() };
+      let running = true;
+      const execLoop = (async () => {
+        for (let i = 0; running; i++) {
+          try {
+            const r = await client.exec(warm, { command: `echo ${i}`, timeoutSeconds: 10 });
+            if (r.stdout === `${i}\n`) execs.ok++;
+            else execs.failed++;
+          } catch (err) {
+            execs.failed++;
+            execs.slugs.add(
+              err instanceof GatewayError ? `${err.status} ${err.slug}` : (err as Error).message,
+            );
+            await sleep(200);
+          }
+        }
+      })();
+
+      // The burst, staggered over ~1 s; the API server is killed while it is under way.
+      const created = burst.map((name, i) => sleep(i * 100).then(() => createWithRetry(name)));
+      await sleep(350);
+      const pid = apiserverPid();
+      const killedAt = Date.now();
+      process.kill(pid, 'SIGKILL');
+
+      // The API server is back when it answers a list again (through its new process).
+      await waitFor(
+        () =>
+          kube.core.listNamespace({ limit: 1 }).then(
+            () => true,
+            () => false,
+          ),
+        predicate('the API server answers again', (up: boolean) => up),
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      const apiBackMs = Date.now() - killedAt;
+      const newPid = apiserverPid();
+      expect(newPid).not.toBe(pid);
+
+      const tries = await Promise.all(created);
+      await Promise.all(burst.map((name) => waitReady(name)));
+      const readyMs = Date.now() - killedAt;
+      running = false;
+      await execLoop;
+
+      for (const name of burst) {
+        const selector = `${LABELS.session}=${name}`;
+        const pods = await kube.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector });
+        const secrets = await kube.core.listNamespacedSecret({
+          namespace: NAMESPACE,
+          labelSelector: selector,
+        });
+        expect({ name, pods: pods.items.length, secrets: secrets.items.length }).toEqual({
+          name,
+          pods: 1,
+          secrets: 1,
+        });
+        expect(await client.exec(name, { command: 'echo alive' })).toMatchObject({
+          exitCode: 0,
+          stdout: 'alive\n',
+        });
+      }
+      // A new session after the recovery, with no manual restart of anything.
+      await client.createSession({ name: later, image: AGENT_IMAGE, idleTimeoutSeconds: 900 });
+      await waitReady(later);
+      expect(await client.exec(later, { command: 'echo after' })).toMatchObject({
+        exitCode: 0,
+        stdout: 'after\n',
+      });
+      const recoveredMs = Date.now() - killedAt;
+
+      const after = { operator: await restartsOf('operator'), gateway: await restartsOf('gateway') };
+      console.log(
+        `API server SIGKILLed (pid ${pid} -> ${newPid}) during a burst of ${BURST} session creations:\n` +
+          `  API server answering again after ${seconds(apiBackMs)} s\n` +
+          `  all ${BURST} sessions Ready (one Pod, one Secret each) ${seconds(readyMs)} s after the kill ` +
+          `(create tries per session: ${tries.join(' ')})\n` +
+          `  a new session created and exec'd ${seconds(recoveredMs)} s after the kill\n` +
+          `  execs on a warm session meanwhile: ${execs.ok} ok, ${execs.failed} failed` +
+          (execs.slugs.size ? ` (${[...execs.slugs].join(', ')})` : '') +
+          '\n' +
+          `  container restarts: operator ${restarts.operator} -> ${after.operator}, gateway ${restarts.gateway} -> ${after.gateway}`,
+      );
+      // The platform's pods serve again (restarted or not: the restarts are the figure above).
+      for (const component of ['operator', 'gateway']) {
+        const pods = await kube.core.listNamespacedPod({
+          namespace: PLATFORM_NS,
+          labelSelector: `app.kubernetes.io/component=${component},app.kubernetes.io/instance=${RELEASE}`,
+        });
+        const ready = pods.items.filter((p) =>
+          p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        expect(ready.length).toBeGreaterThan(0);
+      }
+    },
+    RECOVERY_TIMEOUT_MS * 2,
+  );
+});
