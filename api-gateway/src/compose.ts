@@ -18,6 +18,7 @@ import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { KubeSessionStore } from './sessions/kube-store.js';
 import { sessionState } from './sessions/model.js';
+import type { AgentCallTracing, KubeApiTracing } from './tracing/tracing-config.js';
 
 /** Deadline of a file transfer to a sandbox (no command timeout applies). */
 export const FILE_TIMEOUT_MS = 120_000;
@@ -33,6 +34,8 @@ export interface ComposeInputs {
   /** pods/exec only: a separate KubeConfig object that no REST client shares. */
   streamingKubeConfig: k8s.KubeConfig;
   metrics?: GatewayMetrics;
+  /** Tracing on: spans of the Kubernetes and agent calls (server.ts loads it only then). */
+  tracing?: { kube: KubeApiTracing; agent: AgentCallTracing };
 }
 
 /** The app dependencies plus the store, which the caller starts (and the app closes). */
@@ -54,6 +57,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     kubeConfig: inputs.kubeConfig,
     namespaces: config.namespaces,
     log: logger,
+    ...(inputs.tracing ? { tracing: inputs.tracing.kube } : {}),
   });
   const agent = new AgentTransport({
     masterKey: inputs.masterKey,
@@ -64,6 +68,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     // The agent caps each stream; answers are bounded by that cap (answerLimit).
     maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: FILE_TIMEOUT_MS,
+    ...(inputs.tracing ? { tracing: inputs.tracing.agent } : {}),
     lookup: (t) => {
       const s = store.get(t.namespace, t.name);
       const state = s && sessionState(s, config.addressPolicy);

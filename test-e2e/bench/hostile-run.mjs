@@ -1,0 +1,12 @@
+// Builds bench/hostile.bench.ts and runs it with the arguments (../../bench-runner.mjs). The
+// packages of node_modules stay external (client-node's CommonJS dependencies cannot be bundled
+// into ESM), so the bundle is written under node_modules/.cache to resolve them from there.
+// Needs the platform on the local cluster: `make bench-hostile`.
+import { join } from 'node:path';
+
+import { runBench } from '../../bench-runner.mjs';
+
+await runBench(join(import.meta.dirname, 'hostile.bench.ts'), {
+  dir: join(import.meta.dirname, '../../node_modules/.cache'),
+  external: true,
+});

@@ -1,0 +1,178 @@
+/**
+ * Benchmark of issue 12 on the local cluster, through the in-cluster gateway: tenant B's exec of
+ * `true` (its own session on the real agent) with tenant A quiet, and the same while tenant A's
+ * workers keep its session, which runs the hostile-agent image, busy with the attacks of
+ * api-gateway/bench/attack.ts (answers in 1-byte chunks, nested JSON, endless answers and
+ * streams, ...). The two modes are measured interleaved (api-gateway/bench/stats.ts), the attack
+ * started before and stopped after each attacked slice, so load drift hits both alike. The
+ * attacking client is its own process at nice 19 (this bundle, `--serve attacker`): in a
+ * deployment it is a remote client, not a neighbour of the gateway on its cores. Goal: tenant B's
+ * p50 under attack <= 2x quiet. Also prints the gateway process's peak RSS over the run (VmHWM from
+ * /proc on the node; needs root) and the statuses tenant A got. Not a test: figures only.
+ *
+ * Needs `make platform-up` (platform.env: E2E_GATEWAY_URL, E2E_GATEWAY_API_KEY for tenant A,
+ * E2E_OTHER_API_KEY for tenant B).
+ *   --iterations N      sequential samples per mode (default 300)
+ *   --warmup N          unmeasured calls per mode first (default 20)
+ *   --rounds N          interleaved slices (default 6)
+ *   --seconds N         requests/second phase per mode, over all slices (default 6)
+ *   --concurrency N     callers of the requests/second phase (default 4)
+ *   --attack-workers N  tenant A's concurrent attack requests (default 4)
+ */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+
+import { execTrueCall, hostPort } from '../../api-gateway/bench/agent-call.js';
+import { serveAttacker, spawnAttacker } from '../../api-gateway/bench/attack.js';
+import { measureInterleaved, report, type ModeSpec } from '../../api-gateway/bench/stats.js';
+import { kubeClients } from '../src/framework/index.js';
+import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { AGENT_IMAGE, namespaceOf, uniqueName } from '../specs/isolation/support.js';
+import { GatewayProcess, MIB } from '../specs/hostile/gateway-process.js';
+
+const { values } = parseArgs({
+  options: {
+    iterations: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '6' },
+    seconds: { type: 'string', default: '6' },
+    concurrency: { type: 'string', default: '4' },
+    'attack-workers': { type: 'string', default: '4' },
+    // The attacker child process (spawnAttacker runs this bundle again with these).
+    serve: { type: 'string' },
+    'gateway-url': { type: 'string' },
+    session: { type: 'string' },
+    workers: { type: 'string' },
+  },
+});
+
+const HOSTILE_IMAGE = 'localhost/sandbox-platform/hostile-agent:dev';
+const QUIET = 'tenant B, tenant A quiet';
+const ATTACKED = 'tenant B, tenant A attacking';
+/** Pause after each attacked slice, so answers the gateway already cut do not spill over. */
+const ATTACK_SETTLE_MS = 1000;
+
+function env(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`needs ${name} (make platform-up writes it to .localkube/platform/platform.env)`);
+  return v;
+}
+
+async function session(url: string, key: string, ns: string, name: string, image: string): Promise<void> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const res = await fetch(`${url}/v1/sessions?namespace=${ns}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name, image, idleTimeoutSeconds: 900 }),
+  });
+  if (res.status !== 201) throw new Error(`create ${name}: ${res.status} ${await res.text()}`);
+  await waitFor(
+    async () =>
+      (await (await fetch(`${url}/v1/sessions/${name}?namespace=${ns}`, { headers })).json()) as {
+        ready?: boolean;
+      },
+    predicate(`session ${name} Ready`, (s: { ready?: boolean }) => s.ready === true),
+    { timeoutMs: 180_000, intervalMs: 1000 },
+  );
+}
+
+async function remove(url: string, key: string, ns: string, name: string): Promise<void> {
+  const res = await fetch(`${url}/v1/sessions/${name}?namespace=${ns}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${key}` },
+  });
+  await res.body?.cancel();
+}
+
+async function main(): Promise<void> {
+  const url = env('E2E_GATEWAY_URL');
+  const keyA = env('E2E_GATEWAY_API_KEY');
+  const keyB = env('E2E_OTHER_API_KEY');
+  const nsA = namespaceOf('e2e');
+  const nsB = namespaceOf('other');
+  const evil = uniqueName('bench-hostile');
+  const good = uniqueName('bench-quiet');
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  console.log(
+    `hostile-tenant bench (in-cluster gateway ${url}), ${JSON.stringify(values)}, load average ${load}`,
+  );
+  console.log(`creating tenant A's hostile session ${evil} and tenant B's session ${good}...`);
+  await Promise.all([
+    session(url, keyA, nsA, evil, HOSTILE_IMAGE),
+    session(url, keyB, nsB, good, AGENT_IMAGE),
+  ]);
+  let gateway: GatewayProcess | undefined;
+  try {
+    gateway = await GatewayProcess.find(
+      kubeClients().core,
+      process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system',
+      process.env.E2E_PLATFORM_RELEASE ?? 'sandbox',
+    );
+    gateway.resetPeak();
+  } catch (err) {
+    console.log(`(no gateway RSS figures: ${(err as Error).message})`);
+    gateway = undefined;
+  }
+  const attacker = await spawnAttacker({
+    gatewayUrl: url,
+    apiKey: keyA,
+    session: evil,
+    workers: Number(values['attack-workers']),
+  });
+  const counts: Record<string, number> = {};
+  const path = `/v1/sessions/${good}/exec?namespace=${nsB}`;
+  const quiet = execTrueCall({ ...hostPort(url), path, token: keyB });
+  const attacked = execTrueCall({ ...hostPort(url), path, token: keyB });
+  const iterations = Number(values.iterations);
+  const warmup = Number(values.warmup);
+  const specs: ModeSpec[] = [
+    { mode: QUIET, call: quiet.call, iterations, warmup },
+    {
+      mode: ATTACKED,
+      call: attacked.call,
+      iterations,
+      warmup,
+      before: () => attacker.start(),
+      after: async () => {
+        for (const [k, v] of Object.entries(await attacker.stop())) counts[k] = (counts[k] ?? 0) + v;
+        await new Promise((r) => setTimeout(r, ATTACK_SETTLE_MS));
+      },
+    },
+  ];
+  try {
+    console.log(`measuring ${values.rounds} interleaved rounds of ${iterations} samples per mode...`);
+    const rows = await measureInterleaved(specs, {
+      rounds: Number(values.rounds),
+      concurrency: Number(values.concurrency),
+      durationMs: Number(values.seconds) * 1000,
+    });
+    report(rows, [['tenant B under attack / quiet (goal <= 2)', ATTACKED, QUIET]]);
+    console.log(`tenant A's attack answers (status: count): ${JSON.stringify(counts)}`);
+    if (gateway) {
+      const m = gateway.memory();
+      console.log(
+        `gateway ${gateway.podName}: peak RSS ${(m.hwm / MIB).toFixed(1)} MiB over the run, now ${(m.rss / MIB).toFixed(1)} MiB` +
+          (gateway.memoryLimit ? ` (limit ${(gateway.memoryLimit / MIB).toFixed(0)} MiB)` : ''),
+      );
+    }
+  } finally {
+    quiet.close();
+    attacked.close();
+    await attacker.close();
+    await remove(url, keyA, nsA, evil);
+    await remove(url, keyB, nsB, good);
+  }
+}
+
+if (values.serve === 'attacker') {
+  await serveAttacker({
+    gatewayUrl: values['gateway-url']!,
+    apiKey: process.env.BENCH_ATTACK_KEY!,
+    session: values.session!,
+    workers: Number(values.workers),
+  });
+} else {
+  await main();
+}
