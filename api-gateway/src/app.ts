@@ -3,7 +3,12 @@
  * no external resources: every dependency arrives in `deps`, so tests pass fakes and the
  * composition root passes the real informer-backed store and transports.
  */
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginCallback,
+} from 'fastify';
 
 import type { ActivityReporter } from './activity/reporter.js';
 import type { KeyAuthenticator } from './auth/keys.js';
@@ -50,6 +55,8 @@ export interface AppDeps {
   budget?: ByteBudget;
   /** The Agent's processes, terminal and port dialling (none: those routes answer 501). */
   interactive?: AgentInteractive;
+  /** Tracing on: @fastify/otel's plugin, registered before every route (tracing/tracing.ts). */
+  tracingPlugin?: FastifyPluginCallback;
 }
 
 /** How often node:http checks the header and request timeouts (their granularity). */
@@ -83,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics() });
   await app.register(jsonBodyPlugin);
   await app.register(sheddingPlugin);
+  if (deps.tracingPlugin) await app.register(deps.tracingPlugin);
   await app.register(storePlugin, { store: deps.store });
   await app.register(authPlugin, { keys: deps.keys });
   await app.register(limitsPlugin, { budget });

@@ -7,6 +7,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import winston from 'winston';
 import TransportStream from 'winston-transport';
 
+import type { LogContext } from './tracing/tracing-config.js';
+
 type Level = 'error' | 'warn' | 'info' | 'debug';
 
 /** How long a debug or info line may wait in the batch before it is written. */
@@ -142,6 +144,8 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   constructor(
     private readonly root: winston.Logger,
     private readonly bindings?: Record<string, unknown>,
+    /** Tracing on: trace_id and span_id of the active span, added to each line written. */
+    private readonly context?: LogContext,
   ) {}
 
   /** The winston logger of this adapter (the child, made now if it was not yet). */
@@ -160,7 +164,8 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   private write(level: Level, args: unknown[]): void {
     if (!(this.bound ?? this.root).isLevelEnabled(level)) return;
     const { message, meta } = toEntry(args);
-    this.w.log(level, message, meta);
+    const ids = this.context?.();
+    this.w.log(level, message, ids ? { ...meta, ...ids } : meta);
   }
 
   fatal = (...args: unknown[]): void => this.write('error', args);
@@ -174,7 +179,11 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   child(bindings: Record<string, unknown>): FastifyBaseLogger {
     // Nested winston children add their fields innermost first, so merging (the child's win) is
     // the same; a child made already (it may have its own level) is the parent as it is.
-    if (this.bound) return new WinstonFastifyLogger(this.bound, bindings);
-    return new WinstonFastifyLogger(this.root, this.bindings ? { ...this.bindings, ...bindings } : bindings);
+    if (this.bound) return new WinstonFastifyLogger(this.bound, bindings, this.context);
+    return new WinstonFastifyLogger(
+      this.root,
+      this.bindings ? { ...this.bindings, ...bindings } : bindings,
+      this.context,
+    );
   }
 }

@@ -31,7 +31,11 @@ async function main(): Promise<void> {
   const winston = createWinston(config.logLevel);
   // Lines are written in batches (logger.ts): whatever is pending goes out on every exit path.
   process.on('exit', () => flushLogs(winston));
-  const logger = new WinstonFastifyLogger(winston);
+  // Loaded only when on: with tracing off the SDK is not even imported (tracing/tracing.ts).
+  const tracing = config.tracing
+    ? (await import('./tracing/tracing.js')).startTracing(config.tracing)
+    : undefined;
+  const logger = new WinstonFastifyLogger(winston, undefined, tracing?.logContext);
   const keys = ApiKeys.parse(await readFile(config.apiKeysFile, 'utf8'), config.namespaces);
   // The one shared reader: the operator derives the same tokens from the same bytes.
   const masterKey = readMasterKeyFile(config.masterKeyFile);
@@ -44,19 +48,28 @@ async function main(): Promise<void> {
     kubeConfig: loadKubeConfig(),
     streamingKubeConfig: loadKubeConfig(),
     metrics: createMetrics(true),
+    ...(tracing ? { tracing } : {}),
   });
-  const app = await buildApp(deps);
+  const app = await buildApp(tracing ? { ...deps, tracingPlugin: tracing.fastifyPlugin } : deps);
   await deps.store.start();
   await app.listen({ port: config.port, host: config.host });
   logger.info(
     { namespaces: config.namespaces, keys: keys.size, synced: deps.store.synced() },
     'api-gateway listening',
   );
-  onSignals(app, logger, config.shutdownDelayMs, config.shutdownGraceMs);
+  onSignals(app, logger, { delayMs: config.shutdownDelayMs, graceMs: config.shutdownGraceMs, tracing });
 }
 
 /** Graceful shutdown on SIGTERM/SIGINT, forced after the delay plus the grace period. */
-function onSignals(app: FastifyInstance, logger: FastifyBaseLogger, delayMs: number, graceMs: number): void {
+function onSignals(
+  app: FastifyInstance,
+  logger: FastifyBaseLogger,
+  {
+    delayMs,
+    graceMs,
+    tracing,
+  }: { delayMs: number; graceMs: number; tracing?: { shutdown(): Promise<void> } },
+): void {
   let closing = false;
   const shutdown = (signal: string, drainMs: number): void => {
     if (closing) return;
@@ -70,6 +83,8 @@ function onSignals(app: FastifyInstance, logger: FastifyBaseLogger, delayMs: num
     app
       .drain(drainMs)
       .then(() => app.close())
+      // The spans still buffered are exported before the exit (bounded by the grace timer).
+      .then(() => tracing?.shutdown())
       .then(
         () => {
           logger.info({}, 'shut down');

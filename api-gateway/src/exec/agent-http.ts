@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 
 import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
+import type { AgentCallTracing } from '../tracing/tracing-config.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -53,6 +54,8 @@ export interface DeliveryOptions {
   retryDelayMs?: number;
   /** Charged with the CPU spent parsing the answer; reading pauses while the caller is in debt. */
   meter?: CpuMeter;
+  /** Tracing on: the call runs in a span and sends its traceparent (tracing/tracing.ts). */
+  trace?: AgentCallTracing;
 }
 
 /** Errors that prove the request never left the gateway (safe to retry). */
@@ -66,11 +69,15 @@ const CONNECT_ERRORS = new Set([
 ]);
 
 /** Sends a request with connect-only retries; rejects with AgentTransportError on transport failure. */
-export async function sendToAgent(
+export function sendToAgent(
   pool: AgentPool,
   req: AgentRequest,
   opts: DeliveryOptions,
 ): Promise<AgentResponse> {
+  return opts.trace ? traced(pool, req, opts.trace, { ...opts, trace: undefined }) : deliver(pool, req, opts);
+}
+
+async function deliver(pool: AgentPool, req: AgentRequest, opts: DeliveryOptions): Promise<AgentResponse> {
   for (let attempt = 0; ; attempt++) {
     const address = opts.address();
     try {
@@ -84,6 +91,18 @@ export async function sendToAgent(
       await new Promise((r) => setTimeout(r, delay));
     }
   }
+}
+
+/** The call in the tracer's span, its traceparent sent (tracing/tracing.ts). */
+function traced(
+  pool: AgentPool,
+  req: AgentRequest,
+  trace: AgentCallTracing,
+  untraced: DeliveryOptions,
+): Promise<AgentResponse> {
+  return trace.agentCall(req.method, req.path, (traceparent) =>
+    sendToAgent(pool, traceparent ? { ...req, traceparent } : req, untraced),
+  );
 }
 
 function attemptOnce(

@@ -13,6 +13,7 @@ import { deriveToken } from '@sandbox-platform/api';
 import { ProblemError, isProblemError, slugOfType } from '../errors.js';
 import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { ExecTarget } from '../sessions/model.js';
+import type { AgentCallTracing } from '../tracing/tracing-config.js';
 import {
   AgentAnswerTooLargeError,
   AgentBudgetError,
@@ -66,6 +67,8 @@ export interface AgentTransportOptions {
   fileTimeoutMs: number;
   lookup?: AddressLookup;
   pool?: AgentPool;
+  /** Tracing on: each call in a span, its traceparent sent to the agent (tracing/tracing.ts). */
+  tracing?: AgentCallTracing;
 }
 
 const PROBLEM_LIMIT = 64 * 1024;
@@ -206,6 +209,7 @@ export class AgentTransport implements ExecTransport {
           deadlineAt,
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.meter ? { meter: opts.meter } : {}),
+          ...(this.o.tracing ? { trace: this.o.tracing } : {}),
         },
       );
     } catch (err) {

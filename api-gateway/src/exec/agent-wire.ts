@@ -53,10 +53,13 @@ export interface WireRequest {
   /** Length of `bodyStream` when known (Content-Length); unknown: sent chunked. */
   bodyLength?: number;
   contentType?: string;
+  /** W3C trace context of the call (tracing on: tracing/tracing.ts); checked like every header value. */
+  traceparent?: string;
 }
 
 const SAFE_PATH = /^\/[!-~]*$/;
 const SAFE_VALUE = /^[\t\x20-\x7e]*$/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/;
 
 /** The request head (request line and headers, ending with the empty line), latin1 text. */
 export function requestHead(host: string, r: WireRequest): string {
@@ -67,6 +70,7 @@ export function requestHead(host: string, r: WireRequest): string {
     throw new Error('invalid agent request header value');
   }
   let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${r.token}\r\naccept: application/json\r\n`;
+  head += traceHeader(r.traceparent);
   if (r.bodyStream) {
     head += `content-type: ${r.contentType ?? 'application/octet-stream'}\r\n`;
     head +=
@@ -77,6 +81,13 @@ export function requestHead(host: string, r: WireRequest): string {
     head += 'content-length: 0\r\n';
   }
   return head + '\r\n';
+}
+
+/** The traceparent header line (tracing on), checked to be exactly a W3C value. */
+function traceHeader(traceparent: string | undefined): string {
+  if (traceparent === undefined) return '';
+  if (!TRACEPARENT.test(traceparent)) throw new Error('invalid agent request traceparent');
+  return `traceparent: ${traceparent}\r\n`;
 }
 
 /** Where the parsed parts of an answer go. */

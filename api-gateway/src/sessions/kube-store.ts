@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 
 import { ProblemError } from '../errors.js';
 import type { CancelSignal } from '../exec/types.js';
+import type { KubeApiTracing } from '../tracing/tracing-config.js';
 import { apiMessage, apiStatus } from './kube-errors.js';
 import { readyCondition } from './model.js';
 import { NamespaceWatch, type NamespaceCache } from './informer.js';
@@ -27,6 +28,8 @@ export interface KubeSessionStoreOptions {
   log: Log;
   /** Field manager recorded on writes. */
   fieldManager?: string;
+  /** Tracing on: every REST call (not the watches) in a span (tracing/kube-spans.ts). */
+  tracing?: KubeApiTracing;
 }
 
 const COLLECTED = new Set(['IdleTimeout', 'LifetimeExceeded']);
@@ -41,7 +44,8 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
   private readonly fieldManager: string;
 
   constructor(opts: KubeSessionStoreOptions) {
-    this.api = opts.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const api = opts.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    this.api = opts.tracing ? opts.tracing.traceApi(api, 'sandboxsessions') : api;
     this.fieldManager = opts.fieldManager ?? 'sandbox-api-gateway';
     for (const ns of opts.namespaces) {
       const events = {

@@ -44,7 +44,9 @@ describe('gateway config and chart', () => {
   });
 
   it('the chart sets only keys the config knows', () => {
-    const set = [...template.matchAll(/name: (GATEWAY_[A-Z_]+|SANDBOX_[A-Z_]+),/g)].map((m) => m[1]!);
+    const set = [...template.matchAll(/name: (GATEWAY_[A-Z_]+|SANDBOX_[A-Z_]+|OTEL_[A-Z_]+),/g)].map(
+      (m) => m[1]!,
+    );
     expect(set.length).toBeGreaterThan(LIMITS.length);
     for (const key of set) expect(config).toMatch(new RegExp(`^\\s+${key}: \\{`, 'm'));
   });

@@ -1,0 +1,84 @@
+/**
+ * A CLIENT span per Kubernetes API call: wraps the methods of a @kubernetes/client-node API object
+ * (the gateway's kube boundary, sessions/kube-store.ts) in a Proxy. The span is named after the
+ * method (`k8s createNamespacedCustomObject`) and carries the namespace, resource and object name
+ * of its parameter object, never the body; a failed call gets the API status code and the error's
+ * name. Watches (the informers) are not wrapped: a watch lasts for minutes and belongs to no request.
+ */
+import { SpanKind, context, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+
+import { fail } from './span-status.js';
+
+/** Attribute keys (OpenTelemetry's k8s conventions and ours). */
+const ATTR = {
+  method: 'k8s.api.method',
+  resource: 'k8s.resource.name',
+  namespace: 'k8s.namespace.name',
+  object: 'k8s.object.name',
+  status: 'http.response.status_code',
+} as const;
+
+/** The API object with each method run in a span; other members are passed through. */
+export function traceKubeApi<T extends object>(tracer: Tracer, api: T, kind: string): T {
+  const wrapped = new Map<PropertyKey, unknown>();
+  return new Proxy(api, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || typeof prop !== 'string' || prop === 'constructor') return value;
+      let fn = wrapped.get(prop);
+      if (fn === undefined) {
+        const method = value as (...args: unknown[]) => unknown;
+        fn = (...args: unknown[]): unknown =>
+          traced(tracer, attributes(kind, prop, args[0]), () => method.apply(target, args));
+        wrapped.set(prop, fn);
+      }
+      return fn;
+    },
+  });
+}
+
+function traced(tracer: Tracer, attrs: Attributes, call: () => unknown): unknown {
+  const span = tracer.startSpan(`k8s ${String(attrs[ATTR.method])}`, {
+    kind: SpanKind.CLIENT,
+    attributes: attrs,
+  });
+  let result: unknown;
+  try {
+    result = context.with(trace.setSpan(context.active(), span), call);
+  } catch (err) {
+    fail(span, err);
+    span.end();
+    throw err;
+  }
+  if (!(result instanceof Promise)) {
+    span.end();
+    return result;
+  }
+  return result.then(
+    (value: unknown) => {
+      span.end();
+      return value;
+    },
+    (err: unknown) => {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'number') span.setAttribute(ATTR.status, code);
+      fail(span, err);
+      span.end();
+      throw err;
+    },
+  );
+}
+
+/** Namespace, resource and name from client-node's parameter object (strings only). */
+function attributes(kind: string, method: string, params: unknown): Attributes {
+  const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
+  const text = (v: unknown): string | undefined => (typeof v === 'string' ? v.slice(0, 253) : undefined);
+  const namespace = text(p.namespace);
+  const name = text(p.name);
+  return {
+    [ATTR.method]: method,
+    [ATTR.resource]: text(p.plural) ?? kind,
+    ...(namespace !== undefined ? { [ATTR.namespace]: namespace } : {}),
+    ...(name !== undefined ? { [ATTR.object]: name } : {}),
+  };
+}

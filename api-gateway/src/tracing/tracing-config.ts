@@ -1,0 +1,53 @@
+/**
+ * The gateway's tracing configuration (config.ts fills it from the standard OTEL_* variables, as
+ * the operator's does) and the narrow ports the rest of the gateway sees. Kept apart from
+ * tracing.ts so that reading the configuration and wiring the ports never loads the OpenTelemetry
+ * SDK: with tracing off, server.ts does not import tracing.ts at all.
+ */
+
+/** The OTEL_TRACES_SAMPLER values supported (those of the OpenTelemetry specification, but jaeger/xray). */
+export const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+/** Tracing settings; tracing is on exactly when one is given. */
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: base URL; spans are posted to `<endpoint>/v1/traces`. */
+  readonly endpoint: string;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL. */
+  readonly protocol: 'http/protobuf' | 'http/json';
+  /** OTEL_TRACES_SAMPLER. */
+  readonly sampler: (typeof SAMPLERS)[number];
+  /** OTEL_TRACES_SAMPLER_ARG: ratio of the *traceidratio samplers. */
+  readonly samplerRatio: number;
+  /** OTEL_SERVICE_NAME. */
+  readonly serviceName: string;
+}
+
+/** What the agent transport asks of tracing (absent: tracing off, nothing is wrapped). */
+export interface AgentCallTracing {
+  /**
+   * Runs one call to a sandbox agent in a CLIENT span that ends when the answer's head arrived.
+   * `send` gets the `traceparent` value to send. The answer's `server-timing` header (the agent's
+   * own timings of the command, agent-timing.ts) becomes the agent's span, a child of this one.
+   */
+  agentCall<R extends { readonly status: number; readonly headers: Record<string, string> }>(
+    method: string,
+    path: string,
+    send: (traceparent: string | undefined) => Promise<R>,
+  ): Promise<R>;
+}
+
+/** What the Kubernetes boundary asks of tracing: a client whose every call runs in a CLIENT span. */
+export interface KubeApiTracing {
+  /** Wraps the methods of a @kubernetes/client-node API object; `kind` names it in the spans. */
+  traceApi<T extends object>(api: T, kind: string): T;
+}
+
+/** trace_id and span_id of the span in progress, for log lines (undefined outside a sampled span). */
+export type LogContext = () => Record<string, string> | undefined;

@@ -1,0 +1,259 @@
+/**
+ * OpenTelemetry traces of the gateway (docs/observability.md, "Traces"):
+ * - a SERVER span per request from `@fastify/otel`, the fastify project's own instrumentation,
+ *   named `<method> <route pattern>` (probes and /metrics are not traced; no hook or handler spans:
+ *   one span per request is what a trace needs and what it costs);
+ * - a CLIENT span per Kubernetes API call the gateway makes (kube-spans.ts);
+ * - a CLIENT span per call to a sandbox agent, which sends the W3C `traceparent` to the agent, and
+ *   the agent's span of the command, built from the timings the agent reports in its answer
+ *   (agent-timing.ts; why not exported by the agent itself: docs/adr/0019);
+ * - trace_id and span_id in the log lines written while a sampled span is active.
+ * Exported over OTLP/HTTP (protobuf or JSON) in batches (at most 2,048 spans wait; more are dropped).
+ *
+ * Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then free: server.ts imports this module only
+ * when tracing is on, so the SDK is not even loaded and nothing is wrapped.
+ *
+ * Unlike the operator's, the span in progress is the process-wide OpenTelemetry context (an
+ * AsyncLocalStorage context manager registered here): @fastify/otel reads and sets the active
+ * context, and the Kubernetes and agent spans find their request through it.
+ *
+ * Never in an attribute: command text, output, stdin, file contents, tokens or query strings (the
+ * request span's url.path is the path alone; exceptions are not recorded, their messages may quote
+ * what a sandbox answered).
+ */
+import { hostname } from 'node:os';
+
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import {
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  context,
+  isSpanContextValid,
+  propagation,
+  trace,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  SimpleSpanProcessor,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import type { FastifyPluginCallback } from 'fastify';
+
+import { parseAgentTiming, type AgentTiming } from './agent-timing.js';
+import { traceKubeApi } from './kube-spans.js';
+import { fail } from './span-status.js';
+import type { AgentCallTracing, KubeApiTracing, LogContext, TracingConfig } from './tracing-config.js';
+
+/** Attribute keys (OpenTelemetry semantic conventions, and ours under `sandbox.`). */
+export const ATTR = {
+  serviceName: 'service.name',
+  serviceInstance: 'service.instance.id',
+  urlPath: 'url.path',
+  method: 'http.request.method',
+  status: 'http.response.status_code',
+  urlTemplate: 'url.template',
+  queueMs: 'sandbox.exec.queue_ms',
+  runMs: 'sandbox.exec.run_ms',
+  outputBytes: 'sandbox.exec.output_bytes',
+  exitCode: 'process.exit.code',
+  timingInvalid: 'sandbox.agent.timing_invalid',
+} as const;
+
+/** Routes never traced: probes and scrapes would drown the traces that matter. */
+const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Tracing, once started. */
+export interface GatewayTracing {
+  /** Register before any route (buildApp does): @fastify/otel wires routes as they are added. */
+  readonly fastifyPlugin: FastifyPluginCallback;
+  readonly agent: AgentCallTracing;
+  readonly kube: KubeApiTracing;
+  readonly logContext: LogContext;
+  /** Exports what is buffered, stops, and unregisters the context manager and propagator. */
+  shutdown(): Promise<void>;
+}
+
+/** Options of {@link startTracing}. */
+export interface TracingOptions {
+  /** service.instance.id (default: the host name, the Pod's name in a cluster). */
+  readonly identity?: string;
+  /** Tests and benchmarks: an exporter to use instead of OTLP. */
+  readonly exporter?: SpanExporter;
+  /** With `exporter`: export span by span (tests) instead of in batches. */
+  readonly simple?: boolean;
+}
+
+/** Builds the provider, registers the context manager and the W3C propagator, and the ports. */
+export function startTracing(config: TracingConfig, opts: TracingOptions = {}): GatewayTracing {
+  const exporter = opts.exporter ?? otlpExporter(config);
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({
+      [ATTR.serviceName]: config.serviceName,
+      [ATTR.serviceInstance]: opts.identity ?? hostname(),
+    }),
+    sampler: sampler(config),
+    spanProcessors: [opts.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
+  });
+  const contextManager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(contextManager);
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const tracer = provider.getTracer('sandbox-api-gateway');
+
+  const instrumentation = new FastifyOtelInstrumentation({
+    registerOnInitialization: false,
+    instrumentHooks: false,
+    instrumentHandler: false,
+    recordExceptions: false,
+    ignorePaths: ({ url }) => UNTRACED.has(url),
+    requestHook: (span, request) => {
+      span.updateName(`${request.method} ${request.routeOptions.url ?? 'unknown route'}`);
+      span.setAttribute(ATTR.urlPath, request.url.split('?', 1)[0]!);
+    },
+  });
+  instrumentation.setTracerProvider(provider);
+
+  return {
+    fastifyPlugin: instrumentation.plugin(),
+    agent: { agentCall: (method, path, send) => agentCall(tracer, method, path, send) },
+    kube: { traceApi: (api, kind) => traceKubeApi(tracer, api, kind) },
+    logContext: () => {
+      const span = trace.getSpan(context.active());
+      return span ? ids(span) : undefined;
+    },
+    shutdown: async () => {
+      try {
+        await provider.shutdown();
+      } finally {
+        instrumentation.disable();
+        contextManager.disable();
+        context.disable();
+        propagation.disable();
+      }
+    },
+  };
+}
+
+/** OTLP/HTTP to `<endpoint>/v1/traces`, in the configured encoding. */
+function otlpExporter(config: TracingConfig): SpanExporter {
+  const url = `${config.endpoint.replace(/\/+$/, '')}/v1/traces`;
+  return config.protocol === 'http/json' ? new OtlpJsonExporter({ url }) : new OtlpProtoExporter({ url });
+}
+
+/** The OTEL_TRACES_SAMPLER semantics. */
+export function sampler(config: Pick<TracingConfig, 'sampler' | 'samplerRatio'>): Sampler {
+  const ratio = new TraceIdRatioBasedSampler(config.samplerRatio);
+  switch (config.sampler) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return ratio;
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: ratio });
+  }
+}
+
+/** Epoch milliseconds with sub-millisecond precision (the SDK's own clock). */
+function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * One agent call in a CLIENT span; the agent's timings, when its answer carries them, become the
+ * agent's SERVER span: it ends when the answer's head arrived and starts queue + run earlier (the
+ * gateway's clock: no skew between the two), never before the call began (a sandbox may report
+ * anything within the parser's bounds).
+ */
+async function agentCall<R extends { readonly status: number; readonly headers: Record<string, string> }>(
+  tracer: Tracer,
+  method: string,
+  path: string,
+  send: (traceparent: string | undefined) => Promise<R>,
+): Promise<R> {
+  const route = agentRoute(path);
+  const startTime = now();
+  const span = tracer.startSpan(`agent ${method} ${route}`, {
+    kind: SpanKind.CLIENT,
+    startTime,
+    attributes: { [ATTR.method]: method, [ATTR.urlTemplate]: route },
+  });
+  const sc = span.spanContext();
+  const traceparent = isSpanContextValid(sc)
+    ? `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`
+    : undefined;
+  try {
+    const res = await context.with(trace.setSpan(context.active(), span), () => send(traceparent));
+    const endTime = now();
+    span.setAttribute(ATTR.status, res.status);
+    if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    const header = res.headers['server-timing'];
+    const timing = parseAgentTiming(header);
+    if (timing) agentSpan(tracer, span, { route, timing, callStart: startTime, endTime });
+    else if (header !== undefined) span.setAttribute(ATTR.timingInvalid, true);
+    span.end(endTime);
+    return res;
+  } catch (err) {
+    fail(span, err);
+    span.end();
+    throw err;
+  }
+}
+
+function agentSpan(
+  tracer: Tracer,
+  parent: Span,
+  {
+    route,
+    timing: t,
+    callStart,
+    endTime,
+  }: { route: string; timing: AgentTiming; callStart: number; endTime: number },
+): void {
+  const span = tracer.startSpan(
+    `sandbox-agent ${route}`,
+    {
+      kind: SpanKind.SERVER,
+      startTime: Math.max(callStart, endTime - t.queueMs - t.runMs),
+      attributes: {
+        [ATTR.queueMs]: t.queueMs,
+        [ATTR.runMs]: t.runMs,
+        ...(t.outputBytes !== undefined ? { [ATTR.outputBytes]: t.outputBytes } : {}),
+        ...(t.exitCode !== undefined ? { [ATTR.exitCode]: t.exitCode } : {}),
+      },
+    },
+    trace.setSpan(context.active(), parent),
+  );
+  span.end(endTime);
+}
+
+/** The agent path as a route: file paths and process ids are not span names. */
+export function agentRoute(path: string): string {
+  if (path === '/v1/exec' || path === '/v1/exec/stream') return path;
+  const segments = path.split('/');
+  return segments.length > 3 ? `/${segments[1]}/${segments[2]}/{id}` : path;
+}
+
+/** The span's ids as log fields; none for a span the sampler dropped (no trace to look up). */
+function ids(span: Span): Record<string, string> | undefined {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return traceFlags & TraceFlags.SAMPLED ? { trace_id: traceId, span_id: spanId } : undefined;
+}

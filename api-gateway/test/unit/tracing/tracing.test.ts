@@ -1,0 +1,217 @@
+/**
+ * The gateway's traces end to end in one process: @fastify/otel's request span, a Kubernetes API
+ * call through the traced client, and a real AgentTransport call to a local agent that answers the
+ * command's timings; one trace with the right parents, the traceparent on the wire, trace ids in
+ * the log lines, and no command text, body or token in any attribute.
+ */
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+
+import { AgentTransport } from '../../../src/exec/agent-transport.js';
+import { WinstonFastifyLogger, createWinston, flushLogs } from '../../../src/logger.js';
+import type { ExecTarget } from '../../../src/sessions/model.js';
+import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
+import type { TracingConfig } from '../../../src/tracing/tracing-config.js';
+import { FakeAgent, json } from '../../helpers/fake-agent.js';
+import { result } from '../../helpers/fake-transport.js';
+
+const CONFIG: TracingConfig = {
+  endpoint: 'http://127.0.0.1:1',
+  protocol: 'http/protobuf',
+  sampler: 'parentbased_traceidratio',
+  samplerRatio: 1,
+  serviceName: 'sandbox-api-gateway',
+};
+const target: ExecTarget = {
+  namespace: 'team-a',
+  name: 'demo',
+  uid: 'uid-1',
+  podName: 'sbs-demo',
+  podIP: '127.0.0.1',
+  transport: 'Agent',
+  idleTimeoutSeconds: 1800,
+};
+const SECRET_COMMAND = 'echo top-secret-command';
+const TIMING = 'queue;dur=0.500, run;dur=2.000, output;desc=24, exit;desc=3';
+
+describe('gateway tracing', () => {
+  let agent: FakeAgent;
+  let tracing: GatewayTracing;
+  let exporter: InMemorySpanExporter;
+  let app: FastifyInstance;
+  let lines: string[];
+  let serverTiming: string | undefined;
+  let kubeCalls: unknown[];
+
+  beforeEach(async () => {
+    agent = new FakeAgent();
+    const port = await agent.start();
+    serverTiming = TIMING;
+    agent.handler = (_req, res) => {
+      if (serverTiming !== undefined) res.setHeader('server-timing', serverTiming);
+      json(res, 200, result({ stdout: 'top-secret-output\n', exitCode: 3 }));
+    };
+    exporter = new InMemorySpanExporter();
+    tracing = startTracing(CONFIG, { exporter, simple: true, identity: 'test' });
+    // Bound to this test's array: a batch of the previous test's logger may still be pending.
+    const own: string[] = (lines = []);
+    const winston = createWinston('info', { write: (chunk: string) => own.push(chunk) });
+    const logger: FastifyBaseLogger = new WinstonFastifyLogger(winston, undefined, tracing.logContext);
+    app = Fastify({ loggerInstance: logger });
+    await app.register(tracing.fastifyPlugin);
+    kubeCalls = [];
+    const kube = tracing.kube.traceApi(
+      {
+        patchNamespacedCustomObject: (params: unknown): Promise<object> => {
+          kubeCalls.push(params);
+          return Promise.resolve({});
+        },
+        getNamespacedCustomObject: (): Promise<object> =>
+          Promise.reject(Object.assign(new Error('HTTP-Code: 404\nMessage: not found'), { code: 404 })),
+      },
+      'sandboxsessions',
+    );
+    const transport = new AgentTransport({
+      connectTimeoutMs: 500,
+      connectRetries: 0,
+      deadlineMarginMs: 200,
+      maxOutputBytes: 64 * 1024,
+      fileTimeoutMs: 2000,
+      masterKey: Buffer.alloc(32, 7),
+      port,
+      tracing: tracing.agent,
+    });
+    app.post('/v1/sessions/:name/exec', async (request) => {
+      request.log.info({ session: 'demo' }, 'exec');
+      const body = { metadata: { annotations: { token: 'not-in-a-span' } } };
+      await kube.patchNamespacedCustomObject({
+        namespace: 'team-a',
+        plural: 'sandboxsessions',
+        name: 'demo',
+        body,
+      });
+      await kube.getNamespacedCustomObject().catch(() => undefined);
+      return transport.exec(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+    });
+    app.get('/healthz', () => ({ status: 'ok' }));
+    await app.ready();
+  });
+
+  afterEach(async () => {
+    await app.close();
+    await tracing.shutdown();
+    await agent.stop();
+  });
+
+  const exec = async (): Promise<ReadableSpan[]> => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/sessions/demo/exec?waitSeconds=5&secret=query',
+      payload: { command: SECRET_COMMAND },
+    });
+    expect(res.statusCode).toBe(200);
+    return exporter.getFinishedSpans();
+  };
+  const named = (spans: ReadableSpan[], name: string): ReadableSpan => {
+    const span = spans.find((s) => s.name === name);
+    if (!span) throw new Error(`no span ${name} in ${spans.map((s) => s.name).join(', ')}`);
+    return span;
+  };
+
+  it('records one trace: request, its Kubernetes calls and the agent call, whose child is the agent span', async () => {
+    const spans = await exec();
+    const request = named(spans, 'POST /v1/sessions/:name/exec');
+    const patch = named(spans, 'k8s patchNamespacedCustomObject');
+    const get = named(spans, 'k8s getNamespacedCustomObject');
+    const call = named(spans, 'agent POST /v1/exec');
+    const agentSpan = named(spans, 'sandbox-agent /v1/exec');
+    const traceId = request.spanContext().traceId;
+    expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
+    expect(request.kind).toBe(SpanKind.SERVER);
+    expect(request.parentSpanContext).toBeUndefined();
+    for (const child of [patch, get, call]) {
+      expect(child.kind).toBe(SpanKind.CLIENT);
+      expect(child.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    }
+    expect(agentSpan.kind).toBe(SpanKind.SERVER);
+    expect(agentSpan.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
+
+    expect(patch.attributes).toMatchObject({
+      'k8s.api.method': 'patchNamespacedCustomObject',
+      'k8s.resource.name': 'sandboxsessions',
+      'k8s.namespace.name': 'team-a',
+      'k8s.object.name': 'demo',
+    });
+    expect(get.attributes['http.response.status_code']).toBe(404);
+    expect(get.status).toMatchObject({ code: 2, message: 'HTTP-Code: 404' });
+    expect(agentSpan.attributes).toEqual({
+      'sandbox.exec.queue_ms': 0.5,
+      'sandbox.exec.run_ms': 2,
+      'sandbox.exec.output_bytes': 24,
+      'process.exit.code': 3,
+    });
+    expect(request.attributes['url.path']).toBe('/v1/sessions/demo/exec');
+    expect(kubeCalls).toHaveLength(1);
+  });
+
+  it('sends the agent call span as a sampled W3C traceparent', async () => {
+    const spans = await exec();
+    const call = named(spans, 'agent POST /v1/exec');
+    const { traceId, spanId } = call.spanContext();
+    expect(agent.seen[0]!.headers.traceparent).toBe(`00-${traceId}-${spanId}-01`);
+  });
+
+  it('puts no command, output, body, query or token in any attribute or status', async () => {
+    const spans = await exec();
+    const text = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.status, s.events]));
+    for (const secret of ['top-secret', 'not-in-a-span', 'secret=query', 'Bearer']) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it('writes trace_id and span_id of the request span in its log lines', async () => {
+    const spans = await exec();
+    const request = named(spans, 'POST /v1/sessions/:name/exec');
+    flushLogsOf(app);
+    const line = lines
+      .join('')
+      .split('\n')
+      .find((l) => l.includes('"message":"exec"'));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line!)).toMatchObject({
+      trace_id: request.spanContext().traceId,
+      span_id: request.spanContext().spanId,
+    });
+  });
+
+  it('keeps the agent span within its call whatever durations a sandbox reports', async () => {
+    serverTiming = 'queue;dur=86400000, run;dur=86400000';
+    const spans = await exec();
+    const call = named(spans, 'agent POST /v1/exec');
+    const agentSpan = named(spans, 'sandbox-agent /v1/exec');
+    const ns = (t: [number, number]): bigint => BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]);
+    expect(ns(agentSpan.startTime)).toBeGreaterThanOrEqual(ns(call.startTime));
+    expect(ns(agentSpan.endTime)).toBeLessThanOrEqual(ns(call.endTime));
+  });
+
+  it('records no agent span for a malformed Server-Timing, and marks the call', async () => {
+    serverTiming = 'queue;dur=1, run;dur=1, cmd;desc=ls';
+    const spans = await exec();
+    expect(spans.some((s) => s.name.startsWith('sandbox-agent'))).toBe(false);
+    expect(named(spans, 'agent POST /v1/exec').attributes['sandbox.agent.timing_invalid']).toBe(true);
+  });
+
+  it('does not trace probes', async () => {
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(exporter.getFinishedSpans()).toHaveLength(0);
+  });
+});
+
+/** Writes the batched log lines now. */
+function flushLogsOf(app: FastifyInstance): void {
+  const root = (app.log as unknown as { root: Parameters<typeof flushLogs>[0] }).root;
+  flushLogs(root);
+}
