@@ -11,6 +11,7 @@ import { NdjsonWriter, OutputCollector } from '../exec/observers.js';
 import { parseExecRequest } from '../exec/request.js';
 import { streamedStdin } from '../exec/stdin.js';
 import type { OutputObserver } from '../shell/execution.js';
+import { CommandTiming } from '../tracing/command-timing.js';
 import type { ExecRequest, ExecResult } from '../shell/persistent-shell.js';
 import { bodyChunks, parseJson, readBody } from './body.js';
 import type { ByteBudget } from './byte-budget.js';
@@ -47,11 +48,14 @@ export async function execRoute(
   runner: CommandRunner,
   opts: ExecRouteOptions,
 ): Promise<void> {
+  // A sampled traceparent: the command's timings go back in a Server-Timing header (tracing/).
+  const timing = CommandTiming.of(req);
   const request = await readJsonRequest(req, opts);
   const collector = new OutputCollector();
   const result = await withStdinBudget(request, opts.stdinBudget, () =>
-    runner.run(request, collector, cancelWhenClientLeaves(res)),
+    runner.run(request, timing ? timing.observe(collector) : collector, cancelWhenClientLeaves(res)),
   );
+  if (timing) res.setHeader('server-timing', timing.header(result));
   sendJson(res, 200, collector.response(result));
 }
 
