@@ -4,6 +4,8 @@
  * command's timings; one trace with the right parents, the traceparent on the wire, trace ids in
  * the log lines, and no command text, body or token in any attribute.
  */
+import type { AddressInfo } from 'node:net';
+
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -154,6 +156,27 @@ describe('gateway tracing', () => {
     });
     expect(request.attributes['url.path']).toBe('/v1/sessions/demo/exec');
     expect(kubeCalls).toHaveLength(1);
+  });
+
+  it('keeps the parents over a real connection, where the body arrives after the request hooks', async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/sessions/demo/exec`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: SECRET_COMMAND, pad: 'x'.repeat(256 * 1024) }),
+    });
+    expect(res.status).toBe(200);
+    const spans = exporter.getFinishedSpans();
+    const request = named(spans, 'POST /v1/sessions/:name/exec');
+    const inRequest = new Set(spans.filter((s) => s !== request).map((s) => s.spanContext().traceId));
+    expect(inRequest).toEqual(new Set([request.spanContext().traceId]));
+    const handler = spans.find((s) => s.parentSpanContext?.spanId === request.spanContext().spanId);
+    const parentOf = (name: string): string | undefined => named(spans, name).parentSpanContext?.spanId;
+    expect([request.spanContext().spanId, handler?.spanContext().spanId]).toContain(
+      parentOf('k8s patchNamespacedCustomObject'),
+    );
+    expect(parentOf('agent POST /v1/exec')).toBe(parentOf('k8s patchNamespacedCustomObject'));
   });
 
   it('sends the agent call span as a sampled W3C traceparent', async () => {
