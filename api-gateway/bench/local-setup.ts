@@ -82,6 +82,9 @@ class StaticStore implements SessionStore {
   delete(): Promise<boolean> {
     return Promise.reject(new Error('not in the benchmark'));
   }
+  setSuspended(): Promise<SandboxSession | undefined> {
+    return Promise.reject(new Error('not in the benchmark'));
+  }
 }
 
 /** What the local mode measures against. */

@@ -143,6 +143,8 @@ describe('sandbox ResourceQuota', () => {
       'requests.memory': '25Gi',
       'limits.cpu': '100',
       'limits.memory': '8Gi',
+      persistentvolumeclaims: '100',
+      'requests.storage': '200Gi',
     });
   });
 

@@ -129,6 +129,21 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           .min(1)
           .optional()
           .describe('Delete the session after this many idle seconds'),
+        persistentWorkspace: z
+          .boolean()
+          .optional()
+          .describe('Keep /workspace on a persistent volume: it survives suspension (see suspend_session)'),
+        shutdownPolicy: z
+          .enum(['Delete', 'Suspend'])
+          .optional()
+          .describe(
+            'When idle: Delete (default) ends the session; Suspend (needs persistentWorkspace) stops it and the next call resumes it with its files',
+          ),
+        pool: session
+          .optional()
+          .describe(
+            'A warm pool (SandboxPool) to take a ready sandbox from; not with image or persistentWorkspace',
+          ),
       },
     },
     (args) =>
@@ -246,6 +261,38 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       guarded(() =>
         Promise.resolve().then(() => jsonToolResult({ items: ctx.sessions.list(ns(args.namespace)) })),
       ),
+  );
+
+  server.registerTool(
+    'suspend_session',
+    {
+      title: 'Suspend a sandbox session',
+      description:
+        'Stops a sandbox session without deleting it: running processes end, files in /workspace are kept when it has a persistent workspace. ' +
+        'The next exec or file call resumes it (a few seconds), as does resume_session.',
+      inputSchema: { session, namespace },
+    },
+    (args) =>
+      guarded(async () =>
+        jsonToolResult({ ...(await ctx.sessions.setSuspended(ns(args.namespace), args.session, true)) }),
+      ),
+  );
+
+  server.registerTool(
+    'resume_session',
+    {
+      title: 'Resume a suspended sandbox session',
+      description:
+        'Starts a suspended sandbox session again on the same workspace and waits until it is ready. Not needed before exec: exec resumes it too.',
+      inputSchema: { session, namespace },
+    },
+    (args) =>
+      guarded(async () => {
+        const namespace = ns(args.namespace);
+        await ctx.sessions.setSuspended(namespace, args.session, false);
+        await ctx.execs.resolveTarget(namespace, args.session, ctx.limits.maxWaitSeconds, ctx.signal);
+        return jsonToolResult({ ...ctx.sessions.get(namespace, args.session) });
+      }),
   );
 
   server.registerTool(

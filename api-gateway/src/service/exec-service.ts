@@ -1,7 +1,8 @@
 /**
  * Exec and file operations shared by the REST routes and the MCP tools: find the session in the
- * informer cache, wait (bounded) for it to be Ready, pick its transport, forward, and report
- * activity off the request path. The pod address only ever comes from the session's status.
+ * informer cache, resume it when it is suspended, wait (bounded) for it to be Ready, pick its
+ * transport, forward, and report activity off the request path. The pod address only ever comes
+ * from the session's status.
  */
 import type { Readable } from 'node:stream';
 
@@ -85,7 +86,18 @@ export class ExecService {
       Math.min(waitSeconds ?? this.d.limits.defaultWaitSeconds, this.d.limits.maxWaitSeconds) * 1000;
     const now = Date.now();
     const limits = { deadline: now + waitMs, graceEnd: now + Math.min(waitMs, NOT_FOUND_GRACE_MS) };
+    let resumed = false;
     for (;;) {
+      // Resume on the next call (ADR 0015): a suspended session is resumed by this call, once,
+      // then waited for like any session that is starting.
+      const cached = this.d.store.get(namespace, name);
+      if (!resumed && cached?.spec.suspend === true && !cached.metadata.deletionTimestamp) {
+        resumed = true;
+        if (!(await this.d.store.setSuspended(namespace, name, false))) {
+          throw notFoundOrGone(this.d.store, namespace, name);
+        }
+        continue;
+      }
       const step = this.check(namespace, name, limits, signal);
       if ('target' in step) return step.target;
       await this.d.store.waitForChange(namespace, name, step.waitMs, signal);

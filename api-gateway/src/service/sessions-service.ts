@@ -1,6 +1,6 @@
 /**
- * Session operations shared by the REST routes and the MCP tools: create-or-get, get, list and
- * delete, each scoped to a namespace the caller's key may use.
+ * Session operations shared by the REST routes and the MCP tools: create-or-get, get, list,
+ * suspend/resume and delete, each scoped to a namespace the caller's key may use.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -113,6 +113,22 @@ export class SessionsService {
       .list(namespace)
       .map((s) => toSessionView(s, this.addressPolicy))
       .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Sets spec.suspend (ADR 0015): suspend deletes the Pod and keeps the Secret and workspace;
+   * resume makes a new Pod on the same workspace. Idempotent; 404 when the session does not exist,
+   * 410 when this replica saw it deleted, 409 while it is being deleted.
+   */
+  async setSuspended(namespace: string, name: string, suspend: boolean): Promise<SessionView> {
+    assertSessionName(name);
+    const cached = this.store.get(namespace, name);
+    if (cached?.metadata.deletionTimestamp) {
+      throw new ProblemError('conflict', `session ${name} is being deleted`);
+    }
+    const patched = await this.store.setSuspended(namespace, name, suspend);
+    if (!patched) throw notFoundOrGone(this.store, namespace, name);
+    return toSessionView(patched, this.addressPolicy);
   }
 
   /** Deletes a session; 404 when it does not exist. */

@@ -130,6 +130,32 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     }
   }
 
+  async setSuspended(namespace: string, name: string, suspend: boolean): Promise<SandboxSession | undefined> {
+    const body = suspend
+      ? { spec: { suspend } }
+      : {
+          spec: { suspend },
+          metadata: { annotations: { [ANNOTATIONS.lastActivity]: new Date().toISOString() } },
+        };
+    try {
+      return (await this.api.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name,
+          body,
+          fieldManager: this.fieldManager,
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      )) as SandboxSession;
+    } catch (err) {
+      if (apiStatus(err) === 404) return undefined;
+      throw toProblem(err, suspend ? 'suspend session' : 'resume session');
+    }
+  }
+
   async patchLastActivity(namespace: string, name: string, at: Date): Promise<void> {
     const body = { metadata: { annotations: { [ANNOTATIONS.lastActivity]: at.toISOString() } } };
     await this.api.patchNamespacedCustomObject(

@@ -51,6 +51,8 @@ export function sessionState(
   if (cond?.status === 'False' && COLLECTED_REASONS.has(cond.reason)) {
     return { kind: 'gone', reason: cond.reason, message: cond.message };
   }
+  const suspended = suspendedState(s, cond);
+  if (suspended) return suspended;
   const podIP = readyAddress(s, cond, policy);
   if (podIP) return { kind: 'ready', target: toTarget(s, podIP) };
   return {
@@ -58,6 +60,22 @@ export function sessionState(
     reason: cond?.reason ?? REASONS.creating,
     message: cond?.message ?? 'the operator has not reported on this session yet',
   };
+}
+
+/**
+ * Suspended (ADR 0015): pending with reason Suspended, even while the operator has not deleted
+ * the Pod yet (it is on its way out; a call resumes the session first instead of dialing it).
+ */
+function suspendedState(
+  s: SandboxSession,
+  cond: SandboxSessionCondition | undefined,
+): SessionState | undefined {
+  if (s.spec.suspend !== true) return undefined;
+  const message =
+    cond?.reason === REASONS.suspended
+      ? cond.message
+      : 'the session is being suspended; the next call resumes it';
+  return { kind: 'pending', reason: REASONS.suspended, message };
 }
 
 /**
@@ -101,8 +119,14 @@ export interface SessionView {
   execTransport: TransportKind;
   idleTimeoutSeconds: number | undefined;
   maxLifetimeSeconds: number | undefined;
-  /** As the CRD spells it (Suspend needs a persistent workspace; the gateway cannot create one). */
+  /** As the CRD spells it (Suspend needs a persistent workspace). */
   shutdownPolicy: SandboxSession['spec']['shutdownPolicy'];
+  /** spec.suspend: no Pod; the next exec, file or MCP call (or resume) brings it back. */
+  suspended: boolean;
+  /** /workspace is a PersistentVolumeClaim (spec.workspace.persistentVolumeClaim). */
+  persistentWorkspace: boolean;
+  /** spec.poolRef.name: the SandboxPool the session was created from. */
+  pool: string | undefined;
   lastActivityTime: string | undefined;
   expiresAt: string | undefined;
 }
@@ -110,6 +134,15 @@ export interface SessionView {
 function iso(value: string | Date | undefined): string | undefined {
   if (value === undefined) return undefined;
   return value instanceof Date ? value.toISOString() : value;
+}
+
+/** The view's fields of suspension, persistent workspaces and pools. */
+function keepingFields(s: SandboxSession): Pick<SessionView, 'suspended' | 'persistentWorkspace' | 'pool'> {
+  return {
+    suspended: s.spec.suspend === true,
+    persistentWorkspace: s.spec.workspace?.persistentVolumeClaim !== undefined,
+    pool: s.spec.poolRef?.name,
+  };
 }
 
 /** Builds the API representation of a session. */
@@ -133,6 +166,7 @@ export function toSessionView(
     idleTimeoutSeconds: s.spec.idleTimeoutSeconds,
     maxLifetimeSeconds: s.spec.maxLifetimeSeconds,
     shutdownPolicy: s.spec.shutdownPolicy,
+    ...keepingFields(s),
     lastActivityTime: s.status?.lastActivityTime,
     expiresAt: s.status?.expiresAt,
   };

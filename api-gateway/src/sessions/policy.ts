@@ -20,9 +20,17 @@ export interface SessionOverrides {
   env?: Record<string, string>;
   idleTimeoutSeconds?: number;
   maxLifetimeSeconds?: number;
-  shutdownPolicy?: 'Delete' | 'Retain';
+  /** Suspend needs persistentWorkspace (the CRD's CEL rule refuses it otherwise: 422). */
+  shutdownPolicy?: 'Delete' | 'Retain' | 'Suspend';
   execTransport?: TransportKind;
+  /** /workspace on a PersistentVolumeClaim of the default StorageClass (ADR 0015). */
+  persistentWorkspace?: boolean;
+  /** spec.poolRef: bind a warm Pod of this SandboxPool (ADR 0016). */
+  pool?: string;
 }
+
+/** Overrides that shape the Pod: a pool's template decides them, so they cannot come with a pool. */
+const POD_SHAPING = ['image', 'env', 'execTransport', 'persistentWorkspace'] as const;
 
 /** Total bytes of env names and values, UTF-8 (what the CRD's CEL rule counts). */
 export function envBytes(env: Record<string, string>): number {
@@ -31,8 +39,31 @@ export function envBytes(env: Record<string, string>): number {
   return n;
 }
 
+/**
+ * Combinations the CRD refuses (its CEL rules would answer 422 from the API server): refused here
+ * first with a message in the gateway's terms (400 invalid-request).
+ */
+function checkShape(o: SessionOverrides): void {
+  if (o.pool !== undefined) {
+    const shaping = POD_SHAPING.filter((k) => o[k] !== undefined && o[k] !== false);
+    if (shaping.length > 0) {
+      throw new ProblemError(
+        'invalid-request',
+        `pool ${o.pool} decides the sandbox: ${shaping.join(', ')} cannot be given with it`,
+      );
+    }
+  }
+  if (o.shutdownPolicy === 'Suspend' && o.persistentWorkspace !== true) {
+    throw new ProblemError(
+      'invalid-request',
+      'shutdownPolicy Suspend needs persistentWorkspace: true (an emptyDir workspace would be lost at every idle suspension)',
+    );
+  }
+}
+
 /** Throws policy-violation (422) naming the first override the policy refuses. */
 export function checkPolicy(o: SessionOverrides, policy: SessionPolicy): void {
+  checkShape(o);
   if (o.image !== undefined && !imageAllowed(o.image, policy.imageAllowlist)) {
     throw new ProblemError('policy-violation', `image ${o.image} is not on the gateway's image allowlist`);
   }
@@ -77,6 +108,8 @@ export function buildSpec(o: SessionOverrides, policy: SessionPolicy): SandboxSe
   if (o.env !== undefined) spec.env = Object.entries(o.env).map(([name, value]) => ({ name, value }));
   if (o.shutdownPolicy !== undefined) spec.shutdownPolicy = o.shutdownPolicy;
   if (o.execTransport !== undefined) spec.execTransport = o.execTransport;
+  if (o.persistentWorkspace === true) spec.workspace = { persistentVolumeClaim: {} };
+  if (o.pool !== undefined) spec.poolRef = { name: o.pool };
   return spec;
 }
 
@@ -104,6 +137,11 @@ export function conflictingFields(o: SessionOverrides, existing: SandboxSessionS
     return wanted !== undefined && wanted !== have[k];
   });
   if (o.env !== undefined && !sameEnv(o.env, existing.env ?? [])) out.push('env');
+  const persistent = existing.workspace?.persistentVolumeClaim !== undefined;
+  if (o.persistentWorkspace !== undefined && o.persistentWorkspace !== persistent) {
+    out.push('persistentWorkspace');
+  }
+  if (o.pool !== undefined && o.pool !== existing.poolRef?.name) out.push('pool');
   return out;
 }
 

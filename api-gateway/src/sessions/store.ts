@@ -40,6 +40,12 @@ export interface SessionStore {
   createOrGet(session: SandboxSession): Promise<CreateResult>;
   /** Deletes the session; false when it did not exist. */
   delete(namespace: string, name: string): Promise<boolean>;
+  /**
+   * Sets spec.suspend (ADR 0015) with one merge patch, no precondition: idempotent, so any number
+   * of replicas and calls may send it at once. A resume also stamps the activity annotation, so
+   * the fresh Pod is not found idle at once. The patched object, or undefined when it is gone.
+   */
+  setSuspended(namespace: string, name: string, suspend: boolean): Promise<SandboxSession | undefined>;
 }
 
 /** Writes the activity annotation (merge patch). */

@@ -64,6 +64,16 @@ export class FakeStore implements SessionStore {
     return Promise.resolve({ session: structuredClone(created), created: true });
   }
 
+  setSuspended(namespace: string, name: string, suspend: boolean): Promise<SandboxSession | undefined> {
+    this.calls.push(`${suspend ? 'suspend' : 'resume'} ${namespace}/${name}`);
+    const s = this.get(namespace, name);
+    if (!s) return Promise.resolve(undefined);
+    const next = structuredClone(s);
+    next.spec.suspend = suspend;
+    this.put(next);
+    return Promise.resolve(structuredClone(next));
+  }
+
   delete(namespace: string, name: string): Promise<boolean> {
     this.calls.push(`delete ${namespace}/${name}`);
     if (!this.get(namespace, name)) return Promise.resolve(false);

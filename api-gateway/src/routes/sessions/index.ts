@@ -1,10 +1,11 @@
-/** Session routes: create-or-get, get, list, delete. */
+/** Session routes: create-or-get, get, list, suspend, resume, delete. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
 import { resolveNamespace } from '../../service/namespaces.js';
+import { responseSignal } from '../request-signal.js';
 import type { CreateSessionInput } from '../../service/sessions-service.js';
-import { createSchema, deleteSchema, getSchema, listSchema } from './schemas.js';
+import { createSchema, deleteSchema, getSchema, listSchema, resumeSchema, suspendSchema } from './schemas.js';
 
 type NsQuery = { Querystring: { namespace?: string } };
 type NameParams = { Params: { name: string } };
@@ -43,6 +44,42 @@ export default function sessionRoutes(
     const namespace = resolveNamespace(request.principal, request.query.namespace);
     return app.sessions.get(namespace, request.params.name);
   });
+
+  app.post<NsQuery & NameParams & { Body: Record<string, never> | undefined }>(
+    '/v1/sessions/:name/suspend',
+    { schema: suspendSchema },
+    async (request) => {
+      const namespace = resolveNamespace(request.principal, request.query.namespace);
+      const view = await app.sessions.setSuspended(namespace, request.params.name, true);
+      request.log.info(
+        { keyId: request.principal.keyId, namespace, session: request.params.name },
+        'session suspended',
+      );
+      return view;
+    },
+  );
+
+  app.post<NsQuery & NameParams & { Body: { waitSeconds?: number } | undefined }>(
+    '/v1/sessions/:name/resume',
+    { schema: resumeSchema },
+    async (request, reply) => {
+      const namespace = resolveNamespace(request.principal, request.query.namespace);
+      const { name } = request.params;
+      let view = await app.sessions.setSuspended(namespace, name, false);
+      request.log.info({ keyId: request.principal.keyId, namespace, session: name }, 'session resumed');
+      const waitSeconds = request.body?.waitSeconds ?? 0;
+      if (waitSeconds > 0) {
+        const { signal, dispose } = responseSignal(reply.raw);
+        try {
+          await app.execs.resolveTarget(namespace, name, waitSeconds, signal);
+        } finally {
+          dispose();
+        }
+        view = app.sessions.get(namespace, name);
+      }
+      return view;
+    },
+  );
 
   app.delete<NsQuery & NameParams>(
     '/v1/sessions/:name',

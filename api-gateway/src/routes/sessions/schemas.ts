@@ -21,6 +21,12 @@ export const sessionView = {
     idleTimeoutSeconds: { type: 'integer' },
     maxLifetimeSeconds: { type: 'integer' },
     shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain', 'Suspend'] },
+    suspended: {
+      type: 'boolean',
+      description: 'spec.suspend: no Pod; the next exec, file or MCP call (or resume) brings it back',
+    },
+    persistentWorkspace: { type: 'boolean', description: '/workspace is a PersistentVolumeClaim' },
+    pool: { type: 'string', description: 'The SandboxPool the session was created from (spec.poolRef)' },
     lastActivityTime: { type: 'string' },
     expiresAt: { type: 'string' },
   },
@@ -55,8 +61,22 @@ export const createBody = {
       maximum: 2592000,
       description: 'Lifetime in seconds (bounded by policy)',
     },
-    shutdownPolicy: { type: 'string', enum: ['Delete', 'Retain'] },
+    shutdownPolicy: {
+      type: 'string',
+      enum: ['Delete', 'Retain', 'Suspend'],
+      description: 'Suspend (suspend when idle, resume on the next call) needs persistentWorkspace',
+    },
     execTransport: { type: 'string', enum: ['Agent', 'KubernetesExec'] },
+    persistentWorkspace: {
+      type: 'boolean',
+      description:
+        "/workspace (= HOME) on a PersistentVolumeClaim of the cluster's default StorageClass: it survives suspension and Pod loss",
+    },
+    pool: {
+      ...dnsLabel,
+      description:
+        'A SandboxPool of the namespace: bind one of its warm Pods (cold from its template when none is ready); not with image, env, execTransport or persistentWorkspace',
+    },
   },
 } as const;
 
@@ -88,6 +108,37 @@ export const listSchema = {
     },
     ...problemResponses(503),
   },
+} as const;
+
+export const suspendSchema = {
+  summary: 'Suspend a session: its Pod is deleted, its Secret, token and workspace kept (idempotent)',
+  tags: ['sessions'],
+  params: nameParams,
+  querystring: namespaceQuery,
+  body: { type: 'object', additionalProperties: false, properties: {} },
+  response: { 200: sessionView, ...problemResponses(404, 409, 410) },
+} as const;
+
+export const resumeSchema = {
+  summary:
+    'Resume a suspended session (a new Pod on the same workspace; idempotent). Not needed before a call: exec, file and MCP calls resume it',
+  tags: ['sessions'],
+  params: nameParams,
+  querystring: namespaceQuery,
+  body: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      waitSeconds: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 300,
+        description:
+          "Seconds to wait for Ready before answering (0, the default: at once; bounded by the gateway's maximum wait); 503 session-not-ready after that",
+      },
+    },
+  },
+  response: { 200: sessionView, ...problemResponses(404, 409, 410, 503) },
 } as const;
 
 export const deleteSchema = {

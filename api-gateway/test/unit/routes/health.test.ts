@@ -73,6 +73,8 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/exec',
       '/v1/sessions/{name}/exec/stream',
       '/v1/sessions/{name}/files/{path}',
+      '/v1/sessions/{name}/resume',
+      '/v1/sessions/{name}/suspend',
     ]);
     expect(Object.keys(doc.paths['/v1/sessions']!).sort()).toEqual(['get', 'post']);
     expect(doc.paths['/v1/sessions/{name}/exec']!.post!.requestBody).toMatchObject({

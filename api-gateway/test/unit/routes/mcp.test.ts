@@ -34,7 +34,7 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
     await t.app.close();
   });
 
-  it('lists the six tools with descriptions and input schemas', async () => {
+  it('lists the eight tools with descriptions and input schemas', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([
       'create_session',
@@ -42,6 +42,8 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
       'exec',
       'list_sessions',
       'read_file',
+      'resume_session',
+      'suspend_session',
       'write_file',
     ]);
     const exec = tools.find((x) => x.name === 'exec')!;
