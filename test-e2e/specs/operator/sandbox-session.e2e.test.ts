@@ -171,10 +171,13 @@ describe('a SandboxSession on a real node', () => {
       'POD IP',
       'LAST ACTIVITY',
       'EXPIRES',
+      'SUSPEND',
       'AGE',
     ]);
     expect(row).toMatch(
-      new RegExp(`^${name}\\s+True\\s+SandboxReady\\s+\\d+\\.\\d+\\.\\d+\\.\\d+\\s+.*\\d{4}-\\d{2}-\\d{2}T`),
+      new RegExp(
+        `^${name}\\s+True\\s+SandboxReady\\s+\\d+\\.\\d+\\.\\d+\\.\\d+\\s+.*\\d{4}-\\d{2}-\\d{2}T.*\\s+false\\s+\\S+$`,
+      ),
     );
     const wide = await kubectl('get', 'sandboxsessions', name, '-o', 'wide');
     expect(wide.split('\n')[0]).toMatch(/PHASE\s+POD\s+NODE/);

@@ -1,0 +1,312 @@
+/**
+ * Benchmark of issue 14 (docs/adr/0016), side by side in one run on the local cluster, through the
+ * in-cluster gateway: create-to-first-output, i.e. `POST /v1/sessions` (create-or-get) then
+ * `POST /v1/sessions/<name>/exec` of `true` (the gateway waits for Ready, then runs it), timed from
+ * the create to the exec's answer.
+ *   warm: the session names a SandboxPool with `--batch` warm Pods;
+ *   cold: a default session (no pool).
+ * Rounds alternate a batch of warm samples and as many cold ones, one sample at a time; after each
+ * round the sessions are deleted and the pool is left to refill to `--batch` available warm Pods
+ * (untimed), so every warm sample finds a warm Pod. Goal: warm p50 <= 100 ms and warm p50 at least
+ * 5x faster than cold.
+ *
+ * Also measured, to show where the time goes: the create call alone, create to Ready as the API
+ * server reports it (a watch on the session), an exec of `true` on a session that is Ready
+ * already (the gateway and agent floor), and the operator's own claim latency
+ * (sandbox_operator_pool_claim_duration_seconds, read through the API server's pod proxy).
+ *
+ * Needs `make platform-up` (platform.env).
+ *   --samples N   warm and cold samples each (default 30)
+ *   --batch B     warm Pods in the pool = warm samples per round (default 5: each idle sandbox Pod
+ *                 runs its exec readiness probe, a node process, every 2 s; 10 on the local node's
+ *                 2 CPUs starve each other's probes)
+ *   --default-pool  the pool is the namespace default: warm sessions name no pool, cold ones an image
+ */
+import * as os from 'node:os';
+import { parseArgs } from 'node:util';
+
+import * as k8s from '@kubernetes/client-node';
+import {
+  CONDITIONS,
+  GROUP,
+  LABELS,
+  PLURAL,
+  POOL_PLURAL,
+  VERSION,
+  type SandboxPool,
+  type SandboxSession,
+} from '@sandbox-platform/api';
+
+import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
+import { kubeClients } from '../src/framework/index.js';
+import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { AGENT_IMAGE, namespaceOf, uniqueName } from '../specs/isolation/support.js';
+
+const { values } = parseArgs({
+  options: {
+    samples: { type: 'string', default: '30' },
+    batch: { type: 'string', default: '5' },
+    'default-pool': { type: 'boolean', default: false },
+  },
+});
+/**
+ * --default-pool: the pool is the namespace default and warm sessions name no pool (cold ones set
+ * the image explicitly, which no default pool takes): the same warm path without spec.poolRef.
+ */
+const viaDefault = values['default-pool'];
+const N = Number(values.samples);
+const B = Number(values.batch);
+const ns = namespaceOf('e2e');
+const kube = kubeClients();
+const baseUrl = process.env.E2E_GATEWAY_URL;
+const apiKey = process.env.E2E_GATEWAY_API_KEY;
+if (!baseUrl || !apiKey) throw new Error('needs E2E_GATEWAY_URL and E2E_GATEWAY_API_KEY (make platform-up)');
+const sbx = new SandboxClient({ baseUrl, apiKey, namespace: ns, timeoutMs: 300_000 });
+const poolName = uniqueName('bench-pool');
+
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+const now = (): bigint => process.hrtime.bigint();
+const since = (t0: bigint, t1: bigint = now()): number => Number(t1 - t0) / 1e6;
+
+interface Sample {
+  total: number;
+  create: number;
+  ready?: number;
+}
+
+/** Watches sessions of the namespace and remembers when each first showed Ready=True. */
+class ReadyWatch {
+  readonly readyAt = new Map<string, bigint>();
+  private abort?: AbortController;
+
+  async start(): Promise<void> {
+    const watch = new k8s.Watch(kube.kc);
+    this.abort = await watch.watch(
+      `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}`,
+      {},
+      (_phase, obj: SandboxSession) => {
+        const name = obj.metadata?.name;
+        const ready = obj.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.status === 'True';
+        if (name && ready && !this.readyAt.has(name)) this.readyAt.set(name, now());
+      },
+      () => undefined,
+    );
+  }
+
+  stop(): void {
+    this.abort?.abort();
+  }
+}
+
+async function sample(name: string, pool: string | undefined, watch: ReadyWatch): Promise<Sample> {
+  const how = viaDefault ? (pool ? {} : { image: AGENT_IMAGE }) : pool ? { pool } : {};
+  const t0 = now();
+  await sbx.createSession({ name, idleTimeoutSeconds: 600, ...how });
+  const created = now();
+  const r = await execWhenReady(name);
+  const done = now();
+  if (r.exitCode !== 0) throw new Error(`${name}: exit ${r.exitCode}`);
+  const readyAt = watch.readyAt.get(name);
+  return {
+    total: since(t0, done),
+    create: since(t0, created),
+    ready: readyAt === undefined ? undefined : since(t0, readyAt),
+  };
+}
+
+/**
+ * exec `true`, the gateway waiting for Ready (up to its maximum wait); on a busy node a cold Pod
+ * can take longer, and its 503 session-not-ready is retried (the time counts).
+ */
+async function execWhenReady(name: string): Promise<{ exitCode: number }> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    try {
+      return await sbx.exec(name, { command: 'true', timeoutSeconds: 30, waitSeconds: 120 });
+    } catch (err) {
+      if (!(err instanceof UnavailableError) || err.code !== 'session-not-ready' || Date.now() > deadline)
+        throw err;
+    }
+  }
+}
+
+async function pool(): Promise<SandboxPool> {
+  return (await kube.custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: POOL_PLURAL,
+    namespace: ns,
+    name: poolName,
+  })) as SandboxPool;
+}
+
+async function refilled(): Promise<void> {
+  await waitFor(
+    () => pool(),
+    predicate(`${B} warm Pods available`, (p) => (p.status?.available ?? 0) >= B),
+    { timeoutMs: 300_000, intervalMs: 250 },
+  );
+}
+
+async function gone(names: string[]): Promise<void> {
+  await Promise.all(names.map((n) => sbx.deleteSession(n).catch(() => undefined)));
+  await waitFor(
+    async () => {
+      let left = 0;
+      for (const name of names) {
+        const list = await kube.core.listNamespacedPod({
+          namespace: ns,
+          labelSelector: `${LABELS.session}=${name}`,
+        });
+        left += list.items.length;
+      }
+      return left;
+    },
+    predicate('their Pods gone', (left) => left === 0),
+    { timeoutMs: 300_000, intervalMs: 500 },
+  );
+}
+
+function summary(label: string, samples: number[]): { p50: number; p99: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const p50 = quantile(sorted, 0.5);
+  const p99 = quantile(sorted, 0.99);
+  console.log(
+    `  ${label.padEnd(44)} n=${String(sorted.length).padEnd(4)} p50 ${p50.toFixed(1)} ms  p99 ${p99.toFixed(1)} ms` +
+      `  (min ${sorted[0]!.toFixed(1)}, max ${sorted.at(-1)!.toFixed(1)})`,
+  );
+  return { p50, p99 };
+}
+
+/** p50 of the operator's claim latency from its /metrics (histogram buckets), via the pod proxy. */
+async function operatorClaimP50(): Promise<string> {
+  const platformNs = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
+  const pods = await kube.core.listNamespacedPod({
+    namespace: platformNs,
+    labelSelector: 'app.kubernetes.io/component=operator',
+  });
+  for (const pod of pods.items) {
+    try {
+      const text = await kube.core.connectGetNamespacedPodProxyWithPath({
+        name: `${pod.metadata!.name!}:9090`,
+        namespace: platformNs,
+        path: 'metrics',
+      });
+      const lines = String(text)
+        .split('\n')
+        .filter(
+          (l) => l.startsWith('sandbox_operator_pool_claim_duration_seconds_bucket') && l.includes(poolName),
+        );
+      const buckets = lines.map((l) => ({
+        le: Number(/le="([^"]+)"/.exec(l)?.[1] === '+Inf' ? Infinity : /le="([^"]+)"/.exec(l)?.[1]),
+        n: Number(l.split(' ').at(-1)),
+      }));
+      const total = buckets.find((b) => b.le === Infinity)?.n ?? 0;
+      if (total === 0) continue;
+      const half = buckets.find((b) => b.n >= total / 2);
+      return `p50 <= ${((half?.le ?? NaN) * 1000).toFixed(1)} ms (histogram bucket; ${total} claims, leader ${pod.metadata!.name})`;
+    } catch {
+      // Not the leader, or the proxy refused: try the next replica.
+    }
+  }
+  return 'not available (metrics not reachable through the pod proxy)';
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `\n== warm pool vs cold: create-or-get + exec \`true\` through the gateway (${N} samples each, pool of ${B}` +
+      `${viaDefault ? ', namespace default pool' : ''}; load ${loadavg()})`,
+  );
+  await kube.custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: POOL_PLURAL,
+    namespace: ns,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'SandboxPool',
+      metadata: { name: poolName },
+      spec: { replicas: B, namespaceDefault: viaDefault },
+    },
+  });
+  const watch = new ReadyWatch();
+  await watch.start();
+  const warm: Sample[] = [];
+  const cold: Sample[] = [];
+  const floor: number[] = [];
+  try {
+    await refilled();
+    // The gateway's and the agent's floor: exec `true` on a session that is Ready already.
+    const probe = uniqueName('bench-floor');
+    await sample(probe, poolName, watch);
+    for (let i = 0; i < 20; i++) {
+      const t0 = now();
+      await sbx.exec(probe, { command: 'true', timeoutSeconds: 30 });
+      floor.push(since(t0));
+    }
+    await gone([probe]);
+    while (warm.length < N) {
+      await refilled();
+      const round = Math.min(B, N - warm.length);
+      const warmNames = Array.from({ length: round }, () => uniqueName('bench-warm'));
+      for (const name of warmNames) warm.push(await sample(name, poolName, watch));
+      const coldNames = Array.from({ length: round }, () => uniqueName('bench-cold'));
+      for (const name of coldNames) {
+        cold.push(await sample(name, undefined, watch));
+        await gone([name]);
+      }
+      await gone(warmNames);
+      console.log(`  ${warm.length}/${N} warm and cold samples (load ${loadavg()})`);
+    }
+    const w = summary(
+      'warm create-to-first-output',
+      warm.map((s) => s.total),
+    );
+    const c = summary(
+      'cold create-to-first-output',
+      cold.map((s) => s.total),
+    );
+    console.log(
+      `  ratio cold/warm: p50 ${(c.p50 / w.p50).toFixed(1)}x (goal >= 5x), p99 ${(c.p99 / w.p99).toFixed(1)}x; ` +
+        `warm p50 <= 100 ms: ${w.p50 <= 100 ? 'yes' : 'no'}`,
+    );
+    console.log('  where the warm time goes:');
+    summary(
+      '  POST /v1/sessions (create-or-get)',
+      warm.map((s) => s.create),
+    );
+    summary(
+      '  create to Ready=True (API server watch)',
+      warm.flatMap((s) => (s.ready === undefined ? [] : [s.ready])),
+    );
+    summary('  exec `true` on a Ready session (floor)', floor);
+    console.log(`    operator claim (patch + bind): ${await operatorClaimP50()}`);
+    summary(
+      '  cold: create to Ready=True',
+      cold.flatMap((s) => (s.ready === undefined ? [] : [s.ready])),
+    );
+    console.log(`  raw warm ms: ${warm.map((s) => s.total.toFixed(1)).join(' ')}`);
+    console.log(`  raw cold ms: ${cold.map((s) => s.total.toFixed(1)).join(' ')}`);
+  } finally {
+    watch.stop();
+    await kube.custom
+      .deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: POOL_PLURAL,
+        namespace: ns,
+        name: poolName,
+      })
+      .catch(() => undefined);
+  }
+}
+
+function loadavg(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+}
+
+await main();
