@@ -103,17 +103,17 @@ async function main(): Promise<void> {
     session(url, keyA, nsA, evil, HOSTILE_IMAGE),
     session(url, keyB, nsB, good, AGENT_IMAGE),
   ]);
-  let gateway: GatewayProcess | undefined;
+  let gateways: GatewayProcess[] = [];
   try {
-    gateway = await GatewayProcess.find(
+    gateways = await GatewayProcess.findAll(
       kubeClients().core,
       process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system',
       process.env.E2E_PLATFORM_RELEASE ?? 'sandbox',
     );
-    gateway.resetPeak();
+    for (const g of gateways) g.resetPeak();
   } catch (err) {
     console.log(`(no gateway RSS figures: ${(err as Error).message})`);
-    gateway = undefined;
+    gateways = [];
   }
   const attacker = await spawnAttacker({
     gatewayUrl: url,
@@ -150,11 +150,11 @@ async function main(): Promise<void> {
     });
     report(rows, [['tenant B under attack / quiet (goal <= 2)', ATTACKED, QUIET]]);
     console.log(`tenant A's attack answers (status: count): ${JSON.stringify(counts)}`);
-    if (gateway) {
-      const m = gateway.memory();
+    for (const g of gateways) {
+      const m = g.memory();
       console.log(
-        `gateway ${gateway.podName}: peak RSS ${(m.hwm / MIB).toFixed(1)} MiB over the run, now ${(m.rss / MIB).toFixed(1)} MiB` +
-          (gateway.memoryLimit ? ` (limit ${(gateway.memoryLimit / MIB).toFixed(0)} MiB)` : ''),
+        `gateway ${g.podName}: peak RSS ${(m.hwm / MIB).toFixed(1)} MiB over the run, now ${(m.rss / MIB).toFixed(1)} MiB` +
+          (g.memoryLimit ? ` (limit ${(g.memoryLimit / MIB).toFixed(0)} MiB)` : ''),
       );
     }
   } finally {

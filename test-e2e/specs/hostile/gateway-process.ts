@@ -53,7 +53,7 @@ export interface ProcessMemory {
   hwm: number;
 }
 
-/** One gateway container's main process on this node. */
+/** One gateway replica's main process on this node. */
 export class GatewayProcess {
   private constructor(
     readonly podName: string,
@@ -64,13 +64,14 @@ export class GatewayProcess {
     private readonly cgroupDir: string | undefined,
   ) {}
 
-  /** Finds the only Running gateway pod's main process (the node process with the largest RSS). */
-  static async find(core: k8s.CoreV1Api, namespace: string, release: string): Promise<GatewayProcess> {
+  /** The main process (the node process with the largest RSS) of every Running gateway pod. */
+  static async findAll(core: k8s.CoreV1Api, namespace: string, release: string): Promise<GatewayProcess[]> {
     const pods = await gatewayPods(core, namespace, release);
-    if (pods.length !== 1) {
-      throw new Error(`expected one Running gateway pod in ${namespace}, found ${pods.length}`);
-    }
-    const pod = pods[0]!;
+    if (pods.length === 0) throw new Error(`no Running gateway pod in ${namespace}`);
+    return pods.map((pod) => GatewayProcess.of(pod));
+  }
+
+  private static of(pod: k8s.V1Pod): GatewayProcess {
     const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^[a-z]+:\/\//, '');
     if (!id) throw new Error(`gateway pod ${pod.metadata?.name} has no container id yet`);
     const pids = containerPids(id);
