@@ -36,8 +36,8 @@ platform-keys: ## Create the local API keys (plain keys in .localkube/platform/*
 
 .PHONY: platform-up
 platform-up: cluster-up images images-import tools platform-keys ## Install or upgrade the chart on the local cluster (images built and imported first)
-	@# Helm installs crds/ only on first install and never upgrades it: apply the current CRD first.
-	$(KUBECTL_BIN) $(PK) apply --server-side --force-conflicts -f crds/sandboxsessions.sandbox.dev.yaml
+	@# Helm installs crds/ only on first install and never upgrades it: apply the current CRDs first.
+	$(KUBECTL_BIN) $(PK) apply --server-side --force-conflicts -f crds/sandboxsessions.sandbox.dev.yaml -f crds/sandboxpools.sandbox.dev.yaml
 	@echo ">> helm upgrade --install $(PLATFORM_RELEASE) in $(PLATFORM_NAMESPACE)"
 	$(HELM) $(PK) upgrade --install $(PLATFORM_RELEASE) $(CHART) -n $(PLATFORM_NAMESPACE) --create-namespace \
 	  -f $(PLATFORM_DIR)/values-keys.yaml \
