@@ -3,6 +3,7 @@
  * no external resources: every dependency arrives in `deps`, so tests pass fakes and the
  * composition root passes the real informer-backed store and transports.
  */
+import websocketPlugin from '@fastify/websocket';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -35,6 +36,7 @@ import execRoutes from './routes/exec/index.js';
 import fileRoutes from './routes/files/index.js';
 import healthRoutes from './routes/health.js';
 import processRoutes from './routes/processes/index.js';
+import ptyRoutes from './routes/pty/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import sessionRoutes from './routes/sessions/index.js';
 import type { TransportKind } from './sessions/model.js';
@@ -58,6 +60,12 @@ export interface AppDeps {
   /** Tracing on: @fastify/otel's plugin, registered before every route (tracing/tracing.ts). */
   tracingPlugin?: FastifyPluginCallback;
 }
+
+/**
+ * Largest WebSocket message accepted from a caller (terminal input is further bounded by the agent
+ * at 64 KiB; port WebSockets relay messages up to this size).
+ */
+const WS_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /** How often node:http checks the header and request timeouts (their granularity). */
 const CONNECTIONS_CHECK_MS = 1000;
@@ -83,6 +91,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const budget = deps.budget ?? new ByteBudget(limits.maxBufferedAnswerBytes);
   await app.register(errorsPlugin);
+  // Upgrades go through the routes' hooks (auth, tenant checks) before they are answered. First of
+  // the hooks: its onRequest marks upgrades, so a refused one (401 from auth) closes its socket.
+  await app.register(websocketPlugin, {
+    options: { maxPayload: WS_MAX_MESSAGE_BYTES, perMessageDeflate: false },
+  });
   await app.register(shutdownPlugin);
   await app.register(validationPlugin);
   await app.register(openapiPlugin);
@@ -104,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(execRoutes);
   await app.register(fileRoutes);
   await app.register(processRoutes);
+  await app.register(ptyRoutes);
   await app.register(mcpRoutes);
   return app;
 }

@@ -3,6 +3,7 @@ import { hash } from 'node:crypto';
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
+import { ProblemError } from '../../errors.js';
 import { causeMessage, toProblem } from '../../plugins/errors.js';
 import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
@@ -19,12 +20,27 @@ function commandDigest(command: string): string {
 
 export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
   const limits = app.config.exec;
-  // A full stdin fits on top of the body limit (the schema bounds stdin itself).
+  // A full stdin fits on top of the body limit (the schema bounds stdin itself); the rest of the
+  // body is still held to the limit.
   const bodyLimit = app.config.maxBodyBytes + EXEC_STDIN_BODY_BYTES;
+  const preValidation = (
+    request: FastifyRequest<ExecRoute>,
+    _reply: unknown,
+    hookDone: (err?: Error) => void,
+  ): void => {
+    const stdin = (request.body as { stdin?: unknown } | undefined)?.stdin;
+    const rest =
+      Number(request.headers['content-length'] ?? 0) - (typeof stdin === 'string' ? stdin.length : 0);
+    if (rest > app.config.maxBodyBytes) {
+      const detail = `the request without its stdin is ${rest} bytes; the limit is ${app.config.maxBodyBytes}`;
+      return hookDone(new ProblemError('payload-too-large', detail));
+    }
+    hookDone();
+  };
 
   app.post<ExecRoute>(
     '/v1/sessions/:name/exec',
-    { schema: execSchema(limits), bodyLimit },
+    { schema: execSchema(limits), bodyLimit, preValidation },
     async (request: FastifyRequest<ExecRoute>, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);
@@ -62,7 +78,7 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
 
   app.post<ExecRoute>(
     '/v1/sessions/:name/exec/stream',
-    { schema: execStreamSchema(limits), bodyLimit },
+    { schema: execStreamSchema(limits), bodyLimit, preValidation },
     async (request, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { signal, dispose } = responseSignal(reply.raw);

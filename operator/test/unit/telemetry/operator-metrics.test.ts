@@ -85,7 +85,8 @@ describe('reconcile with a phase tracer', () => {
     };
     await reconcile({ namespace: 'team-a', name: 'demo' }, deps);
     // Every phase of the reconcile, in its order (provisioning phases may be added between).
-    expect(names[0]).toBe('ensureSecret');
+    // The claim phase comes first (ADR 0016: a pooled session's Secret is created while it claims).
+    expect(names.slice(0, 2)).toEqual(['claimPooledPod', 'ensureSecret']);
     expect(names.at(-1)).toBe('expireIfDue');
     expect(names).toContain('ensurePod');
     expect(cluster.writes).toEqual(
