@@ -9,3 +9,12 @@ otel-receiver: ## Build the e2e OTLP receiver (the OpenTelemetry Collector's otl
 
 # test-e2e/specs/observability runs it: built before the specs (cached, so instant when unchanged).
 test-e2e: otel-receiver
+
+.PHONY: bench-gateway-tracing
+# Sequential execs per mode, interleaved rounds, and the req/s phase of the tracing benchmark.
+BENCH_GATEWAY_TRACING_ARGS ?= --iterations 2000 --warmup 200 --rounds 8 --concurrency 8 --duration-ms 8000
+
+bench-gateway-tracing: node-deps ## What tracing costs a gateway exec: off vs on (100%, OTLP to a loopback sink), real gateway and agent on loopback, same run
+	nice node api-gateway/bench/tracing-run.mjs $(BENCH_GATEWAY_TRACING_ARGS)
+
+bench: bench-gateway-tracing

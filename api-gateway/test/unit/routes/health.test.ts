@@ -73,6 +73,13 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/exec',
       '/v1/sessions/{name}/exec/stream',
       '/v1/sessions/{name}/files/{path}',
+      '/v1/sessions/{name}/processes',
+      '/v1/sessions/{name}/processes/{id}',
+      '/v1/sessions/{name}/processes/{id}/output',
+      '/v1/sessions/{name}/processes/{id}/output/stream',
+      '/v1/sessions/{name}/processes/{id}/signal',
+      '/v1/sessions/{name}/processes/{id}/wait',
+      '/v1/sessions/{name}/pty',
       '/v1/sessions/{name}/resume',
       '/v1/sessions/{name}/suspend',
     ]);

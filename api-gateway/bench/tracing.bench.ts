@@ -1,0 +1,221 @@
+/**
+ * What tracing costs a gateway exec (make bench-gateway-tracing): `POST /v1/sessions/bench/exec`
+ * running `true` through the real gateway code and a real agent on 127.0.0.1, with tracing off and
+ * on (sampler always on, i.e. 100%, OTLP/HTTP protobuf export in batches to a loopback sink that
+ * answers 200, standing in for a collector), in the same run, interleaved slice by slice
+ * (stats.ts). Each gateway runs in its own child process: tracing registers a process-wide
+ * AsyncLocalStorage context manager, which must not tax the "off" gateway. The agent answers
+ * Server-Timing when called with a sampled traceparent, so "on" includes the agent's part too.
+ *
+ * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50).
+ * Usage: run.mjs [--iterations 2000] [--warmup 200] [--rounds 8] [--concurrency 8] [--duration-ms 8000]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+
+import type { SandboxSession } from '@sandbox-platform/api';
+
+import { ThrottledActivityReporter } from '../src/activity/reporter.js';
+import { buildApp } from '../src/app.js';
+import { ApiKeys } from '../src/auth/keys.js';
+import { loadConfig } from '../src/config.js';
+import { AgentTransport } from '../src/exec/agent-transport.js';
+import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
+import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
+import { execTrueCall, hostPort } from './agent-call.js';
+import { startLocalAgent } from './local-setup.js';
+import { measureInterleaved, report } from './stats.js';
+
+// The bench session of local-setup.ts (its agent's token is derived from these).
+const NAMESPACE = 'bench';
+const NAME = 'bench';
+const UID = 'bench-uid';
+const MASTER_KEY = Buffer.alloc(32, 1);
+const API_KEY = 'bench-tracing-key-0123456789abcdef';
+
+const { values } = parseArgs({
+  options: {
+    role: { type: 'string', default: '' },
+    'agent-port': { type: 'string', default: '0' },
+    endpoint: { type: 'string', default: '' },
+    iterations: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '8' },
+    concurrency: { type: 'string', default: '8' },
+    'duration-ms': { type: 'string', default: '8000' },
+  },
+});
+
+/** A store holding the bench session, Ready at 127.0.0.1. */
+class OneSessionStore implements SessionStore {
+  private readonly session: SandboxSession = {
+    metadata: { name: NAME, namespace: NAMESPACE, uid: UID },
+    spec: { idleTimeoutSeconds: 1800 },
+    status: {
+      podIP: '127.0.0.1',
+      podName: `sbs-${NAME}`,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'SandboxReady',
+          message: '',
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+    },
+  };
+  synced(): boolean {
+    return true;
+  }
+  get(namespace: string, name: string): SandboxSession | undefined {
+    return namespace === NAMESPACE && name === NAME ? this.session : undefined;
+  }
+  list(namespace: string): SandboxSession[] {
+    return namespace === NAMESPACE ? [this.session] : [];
+  }
+  tombstone(): Tombstone | undefined {
+    return undefined;
+  }
+  waitForChange(): Promise<void> {
+    return Promise.resolve();
+  }
+  createOrGet(): Promise<CreateResult> {
+    return Promise.reject(new Error('not in the benchmark'));
+  }
+  delete(): Promise<boolean> {
+    return Promise.reject(new Error('not in the benchmark'));
+  }
+  setSuspended(): Promise<SandboxSession | undefined> {
+    return Promise.reject(new Error('not in the benchmark'));
+  }
+}
+
+/** Child: the gateway in front of the agent, traced when `endpoint` is set; prints its URL. */
+async function serveGateway(agentPort: number, endpoint: string): Promise<void> {
+  const config = loadConfig({
+    GATEWAY_API_KEYS_FILE: '/unused',
+    SANDBOX_MASTER_KEY_FILE: '/unused',
+    GATEWAY_NAMESPACES: NAMESPACE,
+    GATEWAY_AGENT_PORT: String(agentPort),
+    GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
+    GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: '0',
+    GATEWAY_KEY_MAX_CONCURRENT_REQUESTS: '0',
+    GATEWAY_SHED_EVENT_LOOP_DELAY_MS: '0',
+    ...(endpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'always_on' } : {}),
+  });
+  // As server.ts: the SDK is loaded only when tracing is on.
+  const tracing = config.tracing
+    ? (await import('../src/tracing/tracing.js')).startTracing(config.tracing)
+    : undefined;
+  // Info lines are written (batched) to /dev/null's stand-in: a sink that drops them.
+  const logger = new WinstonFastifyLogger(
+    createWinston('info', { write: () => true }),
+    undefined,
+    tracing?.logContext,
+  );
+  const transport = new AgentTransport({
+    masterKey: MASTER_KEY,
+    port: agentPort,
+    connectTimeoutMs: config.exec.connectTimeoutMs,
+    connectRetries: config.exec.connectRetries,
+    deadlineMarginMs: config.exec.deadlineMarginMs,
+    maxOutputBytes: config.exec.maxOutputBytes,
+    fileTimeoutMs: 60_000,
+    ...(tracing ? { tracing: tracing.agent } : {}),
+  });
+  const patcher = { patchLastActivity: (): Promise<void> => Promise.resolve() };
+  const app = await buildApp({
+    config,
+    logger,
+    keys: ApiKeys.parse(JSON.stringify({ keys: [{ id: 'bench', key: API_KEY, namespaces: [NAMESPACE] }] }), [
+      NAMESPACE,
+    ]),
+    store: new OneSessionStore(),
+    transports: { Agent: transport, KubernetesExec: transport },
+    activity: new ThrottledActivityReporter({
+      patcher: tracing ? tracing.kube.traceApi(patcher, 'sandboxsessions') : patcher,
+      throttleMs: config.activityThrottleMs,
+      log: logger,
+    }),
+    ...(tracing ? { tracingPlugin: tracing.fastifyPlugin } : {}),
+  });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  process.stdout.write(`${JSON.stringify({ url })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => {
+    void app
+      .close()
+      .then(() => tracing?.shutdown())
+      .finally(() => process.exit(0));
+  });
+}
+
+/** Parent: starts a gateway child process and returns its URL. */
+async function startChild(agentPort: number, endpoint: string): Promise<{ url: string; proc: ChildProcess }> {
+  const args = [
+    process.argv[1]!,
+    '--role',
+    'gateway',
+    '--agent-port',
+    String(agentPort),
+    '--endpoint',
+    endpoint,
+  ];
+  const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: proc.stdout }).once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
+  });
+  return { url: (JSON.parse(line) as { url: string }).url, proc };
+}
+
+async function main(): Promise<void> {
+  if (values.role === 'gateway') return serveGateway(Number(values['agent-port']), values.endpoint ?? '');
+  let exports = 0;
+  let exportedBytes = 0;
+  const sink = createServer((req, res) => {
+    exports++;
+    req.on('data', (c: Buffer) => (exportedBytes += c.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const endpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const agent = await startLocalAgent();
+  const off = await startChild(agent.port, '');
+  const on = await startChild(agent.port, endpoint);
+  const path = `/v1/sessions/${NAME}/exec?namespace=${NAMESPACE}`;
+  const calls = {
+    off: execTrueCall({ ...hostPort(off.url), path, token: API_KEY }),
+    on: execTrueCall({ ...hostPort(on.url), path, token: API_KEY }),
+  };
+  const iterations = Number(values.iterations);
+  const warmup = Number(values.warmup);
+  console.error(
+    `[tracing bench] ${iterations} sequential execs per mode in ${values.rounds} interleaved rounds...`,
+  );
+  const rows = await measureInterleaved(
+    [
+      { mode: 'gateway, tracing off', call: calls.off.call, iterations, warmup },
+      { mode: 'gateway, tracing on (100%)', call: calls.on.call, iterations, warmup },
+    ],
+    {
+      rounds: Number(values.rounds),
+      concurrency: Number(values.concurrency),
+      durationMs: Number(values['duration-ms']),
+    },
+  );
+  report(rows, [['tracing on / off', 'gateway, tracing on (100%)', 'gateway, tracing off']]);
+  console.log(`(OTLP export requests received by the sink: ${exports}, ${exportedBytes} bytes)`);
+  calls.off.close();
+  calls.on.close();
+  for (const c of [off, on]) c.proc.stdin!.end();
+  await Promise.all([off, on].map((c) => new Promise((r) => c.proc.once('exit', r))));
+  await agent.close();
+  sink.close();
+}
+
+await main();
