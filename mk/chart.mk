@@ -18,7 +18,8 @@ CHECK_VALUES := --set apiKeys.keys[0].id=check --set apiKeys.keys[0].sha256=$(sh
 # Every optional object of the chart on: monitoring, tracing.
 MONITORING_VALUES := --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true \
   --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboard.enabled=true \
-  --set operator.tracing.otlpEndpoint=http://otel-collector.observability:4318
+  --set operator.tracing.otlpEndpoint=http://otel-collector.observability:4318 \
+  --set gateway.tracing.otlpEndpoint=http://otel-collector.observability:4318
 
 .PHONY: tools
 tools: ## Build helm and kubeconform from their pinned Go modules (hash-cached: unchanged inputs compile nothing)
