@@ -29,6 +29,7 @@ import { kubeClients } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
 import { AGENT_IMAGE, namespaceOf, uniqueName } from '../specs/isolation/support.js';
 import { GatewayProcess, MIB } from '../specs/hostile/gateway-process.js';
+import { createHostileSession } from '../specs/hostile/hostile-session.js';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +47,6 @@ const { values } = parseArgs({
   },
 });
 
-const HOSTILE_IMAGE = 'localhost/sandbox-platform/hostile-agent:dev';
 const QUIET = 'tenant B, tenant A quiet';
 const ATTACKED = 'tenant B, tenant A attacking';
 /** Pause after each attacked slice, so answers the gateway already cut do not spill over. */
@@ -66,6 +66,11 @@ async function session(url: string, key: string, ns: string, name: string, image
     body: JSON.stringify({ name, image, idleTimeoutSeconds: 900 }),
   });
   if (res.status !== 201) throw new Error(`create ${name}: ${res.status} ${await res.text()}`);
+  await ready(url, key, ns, name);
+}
+
+async function ready(url: string, key: string, ns: string, name: string): Promise<void> {
+  const headers = { authorization: `Bearer ${key}` };
   await waitFor(
     async () =>
       (await (await fetch(`${url}/v1/sessions/${name}?namespace=${ns}`, { headers })).json()) as {
@@ -99,10 +104,8 @@ async function main(): Promise<void> {
     `hostile-tenant bench (in-cluster gateway ${url}), ${JSON.stringify(values)}, load average ${load}`,
   );
   console.log(`creating tenant A's hostile session ${evil} and tenant B's session ${good}...`);
-  await Promise.all([
-    session(url, keyA, nsA, evil, HOSTILE_IMAGE),
-    session(url, keyB, nsB, good, AGENT_IMAGE),
-  ]);
+  await createHostileSession(kubeClients(), nsA, evil, 'e2e');
+  await Promise.all([ready(url, keyA, nsA, evil), session(url, keyB, nsB, good, AGENT_IMAGE)]);
   let gateways: GatewayProcess[] = [];
   try {
     gateways = await GatewayProcess.findAll(

@@ -22,8 +22,8 @@ import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { AGENT_IMAGE, namespaceOf, READY_TIMEOUT_MS } from '../isolation/support.js';
 import { GatewayProcess, gatewayPods, MIB, restartCount } from './gateway-process.js';
+import { createHostileSession } from './hostile-session.js';
 
-const HOSTILE_IMAGE = 'localhost/sandbox-platform/hostile-agent:dev';
 const PROBLEM_BASE = 'https://sandbox.dev/problems/';
 
 function env(name: string): string {
@@ -94,7 +94,8 @@ function connect(): net.Socket {
 }
 
 describe('a hostile tenant against the in-cluster gateway', () => {
-  const { core } = kubeClients();
+  const kube = kubeClients();
+  const { core } = kube;
   /** Every gateway replica (the Service spreads the calls over them). */
   let gateways: GatewayProcess[] = [];
   let restartsBefore: Record<string, number> = {};
@@ -130,12 +131,7 @@ describe('a hostile tenant against the in-cluster gateway', () => {
     startedAt = Date.now();
     gateways = await GatewayProcess.findAll(core, PLATFORM_NS, RELEASE);
     restartsBefore = await restartsByPod();
-    const a = await call(KEY_A, 'POST', '/v1/sessions', {
-      name: EVIL,
-      image: HOSTILE_IMAGE,
-      idleTimeoutSeconds: 900,
-    });
-    expect(a.status).toBe(201);
+    await createHostileSession(kube, NS_A, EVIL, 'e2e');
     const b = await call(KEY_B, 'POST', '/v1/sessions', {
       name: GOOD,
       image: AGENT_IMAGE,
