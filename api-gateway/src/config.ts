@@ -36,6 +36,14 @@ const envSchema = {
     /** Port of the in-pod agent. Only tests change it (a local agent); clients can never choose it. */
     GATEWAY_AGENT_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 8090 },
     /**
+     * Lowest and highest port of a sandbox the port route (/v1/sessions/{name}/ports/{port}/...)
+     * proxies to; the agent port is refused whatever the range. The chart's NetworkPolicy admits
+     * the gateway to sandbox pods on exactly this range (gateway.ports.allowed). Default 1024 to
+     * 65535: unprivileged ports, where dev servers listen (3000, 5000, 8000, 8080...).
+     */
+    GATEWAY_PROXY_PORT_MIN: { type: 'integer', minimum: 1, maximum: 65535, default: 1024 },
+    GATEWAY_PROXY_PORT_MAX: { type: 'integer', minimum: 1, maximum: 65535, default: 65535 },
+    /**
      * Comma-separated image allowlist (syntax in sessions/image-allowlist.ts and docs/gateway.md):
      * `repo` (any tag or digest of exactly that repository), `repo:tag` or `repo@digest` (exactly
      * that image), `path/*` (any repository below that path). Empty: only the operator default image.
@@ -173,6 +181,8 @@ export interface GatewayConfig {
   masterKeyFile: string;
   namespaces: string[];
   agentPort: number;
+  /** Ports of a sandbox the port route proxies to (inclusive; the agent port never). */
+  proxyPorts: { min: number; max: number };
   /** Which pod IPs may be dialed (see sessions/address.ts). */
   addressPolicy: AddressPolicy;
   policy: SessionPolicy;
@@ -313,6 +323,7 @@ function toConfig(e: RawEnv): GatewayConfig {
     masterKeyFile: e.SANDBOX_MASTER_KEY_FILE,
     namespaces: [...new Set(namespaces)],
     agentPort: e.GATEWAY_AGENT_PORT,
+    proxyPorts: proxyPorts(e.GATEWAY_PROXY_PORT_MIN, e.GATEWAY_PROXY_PORT_MAX),
     addressPolicy: { allowLoopback: e.GATEWAY_ALLOW_LOOPBACK_POD_IPS },
     policy: {
       imageAllowlist,
@@ -374,4 +385,14 @@ function toConfig(e: RawEnv): GatewayConfig {
 function checkOrder(value: number, max: number, key: string): void {
   if (value > max)
     throw new Error(`invalid gateway configuration: ${key} (${value}) exceeds its maximum (${max})`);
+}
+
+/** The proxied port range; a range that is empty is a configuration error. */
+function proxyPorts(min: number, max: number): { min: number; max: number } {
+  if (min > max) {
+    throw new Error(
+      `invalid gateway configuration: GATEWAY_PROXY_PORT_MIN (${min}) exceeds GATEWAY_PROXY_PORT_MAX (${max})`,
+    );
+  }
+  return { min, max };
 }

@@ -26,7 +26,7 @@ export const PROBLEMS = {
   'too-many-processes': { status: 409, title: 'The sandbox holds its maximum of processes' },
   'too-many-terminals': { status: 409, title: 'The sandbox has its maximum of open terminals' },
   'pty-unavailable': { status: 503, title: 'The sandbox image has no terminal helper' },
-  'port-forbidden': { status: 400, title: 'This port cannot be reached through the gateway' },
+  'port-forbidden': { status: 403, title: 'This port of the sandbox is not proxied by the gateway' },
   'upgrade-required': { status: 426, title: 'This route needs a WebSocket upgrade' },
   'session-gone': { status: 410, title: 'The session was deleted or collected' },
   'quota-exceeded': { status: 403, title: 'A quota of this API key or namespace is used up' },

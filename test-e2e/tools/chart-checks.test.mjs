@@ -322,6 +322,27 @@ describe('warm pools (docs/adr/0016)', () => {
     assert.equal(gateway.spec.podSelector.matchExpressions, undefined);
   });
 
+  it('admits the gateway to sandbox pods on the agent port and exactly gateway.ports.allowed, which it proxies', () => {
+    const ports = (sets) =>
+      render(sets).find('NetworkPolicy', 'sandbox-ingress-from-gateway').spec.ingress[0].ports;
+    assert.deepEqual(ports([]), [
+      { protocol: 'TCP', port: 8090 },
+      { protocol: 'TCP', port: 1024, endPort: 65535 },
+    ]);
+    assert.deepEqual(ports(['gateway.ports.allowed.min=8000', 'gateway.ports.allowed.max=8000']), [
+      { protocol: 'TCP', port: 8090 },
+      { protocol: 'TCP', port: 8000 },
+    ]);
+    const gw = render(['gateway.ports.allowed.min=3000', 'gateway.ports.allowed.max=9000']).find(
+      'Deployment',
+      'rel-sandbox-platform-gateway',
+    );
+    assert.equal(env(gw).GATEWAY_PROXY_PORT_MIN, '3000');
+    assert.equal(env(gw).GATEWAY_PROXY_PORT_MAX, '9000');
+    assert.notEqual(template(['gateway.ports.allowed.min=9000', 'gateway.ports.allowed.max=3000']).status, 0);
+    assert.notEqual(template(['gateway.ports.allowed.min=0']).status, 0);
+  });
+
   it('maps operator.pool.bindTimeoutMs to POOL_BIND_TIMEOUT_MS, the agent port fixed', () => {
     const op = render(['operator.pool.bindTimeoutMs=750']).find(
       'Deployment',

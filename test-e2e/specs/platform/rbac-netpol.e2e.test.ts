@@ -181,7 +181,7 @@ describe('chart RBAC is least-privilege', () => {
 describe('chart NetworkPolicies for sandbox pods', () => {
   const sandboxSelector = { [LABELS.component]: SANDBOX_COMPONENT, [LABELS.managedBy]: MANAGER_NAME };
 
-  it('admits ingress only from gateway pods of the release namespace, on the agent port', async () => {
+  it('admits ingress only from gateway pods of the release namespace, on the agent port and the proxied port range', async () => {
     const np = await net.readNamespacedNetworkPolicy({
       name: 'sandbox-ingress-from-gateway',
       namespace: SANDBOX_NS,
@@ -196,7 +196,11 @@ describe('chart NetworkPolicies for sandbox pods', () => {
             podSelector: { matchLabels: { 'sandbox.dev/gateway': 'true' } },
           },
         ],
-        ports: [{ protocol: 'TCP', port: AGENT_PORT }],
+        // The port route's range (gateway.ports.allowed, default 1024-65535).
+        ports: [
+          { protocol: 'TCP', port: AGENT_PORT },
+          { protocol: 'TCP', port: 1024, endPort: 65535 },
+        ],
       },
     ]);
   });
