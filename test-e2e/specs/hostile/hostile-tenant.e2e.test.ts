@@ -300,7 +300,15 @@ describe('a hostile tenant against the in-cluster gateway', () => {
       });
       if (i < uploads) {
         // An upload the agent never reads: the gateway must apply backpressure, not buffer it.
-        socket.write(rawHead('PUT', `/v1/sessions/${EVIL}/files/hostile-no-read`, KEY_A, 16 * MIB, 'x'));
+        socket.write(
+          rawHead(
+            'PUT',
+            `/v1/sessions/${EVIL}/files/hostile-no-read`,
+            KEY_A,
+            16 * MIB,
+            'application/octet-stream',
+          ),
+        );
         const block = Buffer.alloc(MIB, 7);
         let sent = 0;
         // `sent` counts the MiB handed to the socket; past what the kernel takes, it waits
@@ -339,8 +347,11 @@ describe('a hostile tenant against the in-cluster gateway', () => {
       if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       return `${res.status} ${await slugOf(res)}`;
     });
-    for (const a of answers) expect(['504 upstream-timeout', '429 concurrency-limited']).toContain(a);
-    const admitted = answers.filter((a) => a === '504 upstream-timeout').length;
+    // Admitted calls end at their deadline (504), or 502 when the gateway's kept-alive connection
+    // to the agent was closed by the agent as it was reused (the hostile agent's 5 s keep-alive).
+    const admittedAnswers = ['504 upstream-timeout', '502 upstream-error'];
+    for (const a of answers) expect([...admittedAnswers, '429 concurrency-limited']).toContain(a);
+    const admitted = answers.filter((a) => admittedAnswers.includes(a)).length;
     expect(admitted).toBeLessThanOrEqual(32 * gateways.length);
     expect(admitted).toBeGreaterThan(0);
   });
