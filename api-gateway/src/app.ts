@@ -36,6 +36,7 @@ import execRoutes from './routes/exec/index.js';
 import fileRoutes from './routes/files/index.js';
 import healthRoutes from './routes/health.js';
 import processRoutes from './routes/processes/index.js';
+import portRoutes from './routes/ports/index.js';
 import ptyRoutes from './routes/pty/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import sessionRoutes from './routes/sessions/index.js';
@@ -118,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes);
   await app.register(processRoutes);
   await app.register(ptyRoutes);
+  await app.register(portRoutes);
   await app.register(mcpRoutes);
   return app;
 }

@@ -73,6 +73,8 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/exec',
       '/v1/sessions/{name}/exec/stream',
       '/v1/sessions/{name}/files/{path}',
+      '/v1/sessions/{name}/ports/{port}',
+      '/v1/sessions/{name}/ports/{port}/{path}',
       '/v1/sessions/{name}/processes',
       '/v1/sessions/{name}/processes/{id}',
       '/v1/sessions/{name}/processes/{id}/output',

@@ -1,0 +1,180 @@
+/**
+ * HTTP to a port of a sandbox Pod (the port route): the caller's request streams to
+ * `<pod IP>:<port>` and the answer streams back, both with backpressure. What crosses is filtered:
+ * hop-by-hop headers (RFC 9110 7.6.1, plus whatever `Connection` names) are dropped both ways, and
+ * the caller's credentials for the gateway (Authorization, the namespace header) never reach the
+ * sandbox's server. Time is bounded: a connect deadline, and a deadline for the whole exchange
+ * (the sandbox is hostile: a server that never ends its answer is cut).
+ */
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+
+import { ProblemError } from '../errors.js';
+
+/** Headers that describe one connection, not the message: never forwarded. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
+
+/** The gateway's own request headers: the API key and the namespace choice stay in the gateway. */
+export const NAMESPACE_HEADER = 'x-sandbox-namespace';
+const GATEWAY_ONLY = new Set(['authorization', NAMESPACE_HEADER]);
+
+/** Headers without hop-by-hop ones (and those the Connection header names) and `drop`. */
+export function forwardable(
+  headers: IncomingHttpHeaders,
+  drop: ReadonlySet<string> = new Set(),
+): Record<string, string | string[]> {
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || drop.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Options of one proxied exchange. */
+export interface PortProxyOptions {
+  podIP: string;
+  port: number;
+  /** Path and query for the sandbox's server, starting with '/'. */
+  path: string;
+  /** The public prefix of the route (sent as X-Forwarded-Prefix, so apps can build links). */
+  prefix: string;
+  connectTimeoutMs: number;
+  /** Deadline of the whole exchange, request and answer. */
+  timeoutMs: number;
+  /** Most request body bytes forwarded (413 beyond when declared; cut beyond when streamed). */
+  maxBodyBytes: number;
+  agent: http.Agent;
+}
+
+/** Fails once more than `limit` bytes went through (bodies without a declared length). */
+class BodyLimit extends Transform {
+  private size = 0;
+  constructor(private readonly limit: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.limit) cb(new Error(`the request body exceeds ${this.limit} bytes`));
+    else cb(null, chunk);
+  }
+}
+
+/**
+ * Proxies `req` to the sandbox and writes the answer to `res` (the caller's response, hijacked).
+ * Rejects with a ProblemError when nothing was answered yet (unreachable, refused, deadline);
+ * once the answer's head is out, failures cut the connection instead.
+ */
+export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortProxyOptions): Promise<void> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > o.maxBodyBytes) {
+    return Promise.reject(
+      new ProblemError(
+        'payload-too-large',
+        `the request body is ${declared} bytes; the limit is ${o.maxBodyBytes}`,
+      ),
+    );
+  }
+  const headers = forwardable(req.headers, GATEWAY_ONLY);
+  headers.host = o.podIP.includes(':') ? `[${o.podIP}]:${o.port}` : `${o.podIP}:${o.port}`;
+  headers['x-forwarded-prefix'] = o.prefix;
+  if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const upstream = http.request({
+      host: o.podIP,
+      port: o.port,
+      method: req.method,
+      path: o.path,
+      headers,
+      agent: o.agent,
+    });
+    const fail = (problem: ProblemError): void => {
+      clearTimeout(connectTimer);
+      clearTimeout(deadline);
+      upstream.destroy();
+      if (answered) res.destroy();
+      else reject(problem);
+    };
+    const connectTimer = setTimeout(
+      () =>
+        fail(
+          new ProblemError(
+            'upstream-timeout',
+            `port ${o.port} of the sandbox did not accept the connection in time`,
+          ),
+        ),
+      o.connectTimeoutMs,
+    );
+    const deadline = setTimeout(
+      () =>
+        fail(
+          new ProblemError(
+            'upstream-timeout',
+            `port ${o.port} of the sandbox did not answer within the deadline`,
+          ),
+        ),
+      o.timeoutMs,
+    );
+    upstream.once('socket', (s) => {
+      if (!s.connecting) clearTimeout(connectTimer);
+      else s.once('connect', () => clearTimeout(connectTimer));
+    });
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      const detail =
+        err.code === 'ECONNREFUSED'
+          ? `nothing listens on port ${o.port} of the sandbox`
+          : `port ${o.port} of the sandbox could not be reached`;
+      fail(new ProblemError('upstream-error', detail, { cause: err }));
+    });
+    upstream.once('response', (answer) => {
+      answered = true;
+      res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
+      answer.pipe(res);
+      answer.once('end', () => {
+        clearTimeout(deadline);
+        resolve();
+      });
+      answer.once('error', () => res.destroy());
+    });
+    // The caller leaving ends the exchange.
+    res.once('close', () => {
+      if (!res.writableFinished) {
+        clearTimeout(connectTimer);
+        clearTimeout(deadline);
+        upstream.destroy();
+        resolve();
+      }
+    });
+    if (
+      req.method === 'GET' ||
+      req.method === 'HEAD' ||
+      (declared === undefined && !req.headers['transfer-encoding'])
+    ) {
+      upstream.end();
+      return;
+    }
+    const limited = new BodyLimit(o.maxBodyBytes);
+    limited.once('error', () =>
+      fail(new ProblemError('payload-too-large', `the request body exceeds ${o.maxBodyBytes} bytes`)),
+    );
+    req.pipe(limited).pipe(upstream);
+  });
+}
