@@ -7,6 +7,8 @@
  * AsyncLocalStorage context manager, which must not tax the "off" gateway. The agent answers
  * Server-Timing when called with a sampled traceparent, so "on" includes the agent's part too.
  *
+ * A third mode has tracing on with the sampler at 0% (always_off): the SDK, the context manager and
+ * the wrappers run, nothing is recorded or exported (the fixed part of the cost).
  * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50).
  * Usage: run.mjs [--iterations 2000] [--warmup 200] [--rounds 8] [--concurrency 8] [--duration-ms 8000]
  */
@@ -41,6 +43,7 @@ const { values } = parseArgs({
     role: { type: 'string', default: '' },
     'agent-port': { type: 'string', default: '0' },
     endpoint: { type: 'string', default: '' },
+    sampler: { type: 'string', default: 'always_on' },
     iterations: { type: 'string', default: '2000' },
     warmup: { type: 'string', default: '200' },
     rounds: { type: 'string', default: '8' },
@@ -95,7 +98,7 @@ class OneSessionStore implements SessionStore {
 }
 
 /** Child: the gateway in front of the agent, traced when `endpoint` is set; prints its URL. */
-async function serveGateway(agentPort: number, endpoint: string): Promise<void> {
+async function serveGateway(agentPort: number, endpoint: string, sampler: string): Promise<void> {
   const config = loadConfig({
     GATEWAY_API_KEYS_FILE: '/unused',
     SANDBOX_MASTER_KEY_FILE: '/unused',
@@ -105,7 +108,7 @@ async function serveGateway(agentPort: number, endpoint: string): Promise<void> 
     GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: '0',
     GATEWAY_KEY_MAX_CONCURRENT_REQUESTS: '0',
     GATEWAY_SHED_EVENT_LOOP_DELAY_MS: '0',
-    ...(endpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'always_on' } : {}),
+    ...(endpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: sampler } : {}),
   });
   // As server.ts: the SDK is loaded only when tracing is on.
   const tracing = config.tracing
@@ -155,16 +158,13 @@ async function serveGateway(agentPort: number, endpoint: string): Promise<void> 
 }
 
 /** Parent: starts a gateway child process and returns its URL. */
-async function startChild(agentPort: number, endpoint: string): Promise<{ url: string; proc: ChildProcess }> {
-  const args = [
-    process.argv[1]!,
-    '--role',
-    'gateway',
-    '--agent-port',
-    String(agentPort),
-    '--endpoint',
-    endpoint,
-  ];
+async function startChild(
+  agentPort: number,
+  endpoint: string,
+  sampler = 'always_on',
+): Promise<{ url: string; proc: ChildProcess }> {
+  const args = [process.argv[1]!, '--role', 'gateway', '--agent-port', String(agentPort)];
+  args.push('--endpoint', endpoint, '--sampler', sampler);
   const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: proc.stdout }).once('line', resolve);
@@ -174,7 +174,9 @@ async function startChild(agentPort: number, endpoint: string): Promise<{ url: s
 }
 
 async function main(): Promise<void> {
-  if (values.role === 'gateway') return serveGateway(Number(values['agent-port']), values.endpoint ?? '');
+  if (values.role === 'gateway') {
+    return serveGateway(Number(values['agent-port']), values.endpoint ?? '', values.sampler ?? 'always_on');
+  }
   let exports = 0;
   let exportedBytes = 0;
   const sink = createServer((req, res) => {
@@ -187,10 +189,12 @@ async function main(): Promise<void> {
   const agent = await startLocalAgent();
   const off = await startChild(agent.port, '');
   const on = await startChild(agent.port, endpoint);
+  const unsampled = await startChild(agent.port, endpoint, 'always_off');
   const path = `/v1/sessions/${NAME}/exec?namespace=${NAMESPACE}`;
   const calls = {
     off: execTrueCall({ ...hostPort(off.url), path, token: API_KEY }),
     on: execTrueCall({ ...hostPort(on.url), path, token: API_KEY }),
+    unsampled: execTrueCall({ ...hostPort(unsampled.url), path, token: API_KEY }),
   };
   const iterations = Number(values.iterations);
   const warmup = Number(values.warmup);
@@ -201,6 +205,7 @@ async function main(): Promise<void> {
     [
       { mode: 'gateway, tracing off', call: calls.off.call, iterations, warmup },
       { mode: 'gateway, tracing on (100%)', call: calls.on.call, iterations, warmup },
+      { mode: 'gateway, tracing on (0%)', call: calls.unsampled.call, iterations, warmup },
     ],
     {
       rounds: Number(values.rounds),
@@ -208,12 +213,14 @@ async function main(): Promise<void> {
       durationMs: Number(values['duration-ms']),
     },
   );
-  report(rows, [['tracing on / off', 'gateway, tracing on (100%)', 'gateway, tracing off']]);
+  report(rows, [
+    ['tracing on (100%) / off', 'gateway, tracing on (100%)', 'gateway, tracing off'],
+    ['tracing on (0%) / off', 'gateway, tracing on (0%)', 'gateway, tracing off'],
+  ]);
   console.log(`(OTLP export requests received by the sink: ${exports}, ${exportedBytes} bytes)`);
-  calls.off.close();
-  calls.on.close();
-  for (const c of [off, on]) c.proc.stdin!.end();
-  await Promise.all([off, on].map((c) => new Promise((r) => c.proc.once('exit', r))));
+  for (const c of Object.values(calls)) c.close();
+  for (const c of [off, on, unsampled]) c.proc.stdin!.end();
+  await Promise.all([off, on, unsampled].map((c) => new Promise((r) => c.proc.once('exit', r))));
   await agent.close();
   sink.close();
 }
