@@ -14,17 +14,22 @@ import { encodeOutput } from '../exec/output.js';
 import type { AnswerHold, CallOptions, CancelSignal } from '../exec/types.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import { readLimited } from '../exec/read-limited.js';
+import { EXEC_STDIN_MAX_CHARS } from '../routes/exec/schemas.js';
 import { checkWorkspacePath } from '../routes/files/path.js';
 import type { ExecService } from '../service/exec-service.js';
 import { resolveNamespace } from '../service/namespaces.js';
+import type { ProcessService } from '../service/process-service.js';
 import type { SessionsService } from '../service/sessions-service.js';
 import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
+import { registerProcessTools } from './process-tools.js';
 
 /** What the tools need. */
 export interface ToolContext {
   principal: Principal;
   sessions: SessionsService;
   execs: ExecService;
+  /** Background processes (start_process, list_processes, read_process_output, signal_process). */
+  processes: ProcessService;
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
@@ -115,9 +120,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       description:
         `Creates a sandbox session, or returns the existing one when a session of that name exists (safe to call again). ${SANDBOX} ` +
         'Use one session per task and reuse it for every command of that task: files and shell state persist between exec calls. ' +
-        'A new session needs a few seconds to start; exec waits for it. Omit name to get a generated one (returned in the result).',
+        'A new session needs a few seconds to start; exec waits for it. Omit session to get a generated name (returned in the result as name).',
       inputSchema: {
-        name: session.optional(),
+        session: session.optional(),
+        // The argument was `name` before every tool said `session`; accepted for one release.
+        name: session.optional().describe('Deprecated alias of session'),
         namespace,
         image: z
           .string()
@@ -148,7 +155,14 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     },
     (args) =>
       guarded(async () => {
-        const { name, namespace: requested, ...overrides } = args;
+        const { session: chosen, name: alias, namespace: requested, ...overrides } = args;
+        if (chosen !== undefined && alias !== undefined && chosen !== alias) {
+          throw new ProblemError(
+            'invalid-request',
+            'session and its deprecated alias name differ: pass session only',
+          );
+        }
+        const name = chosen ?? alias;
         const input = { ...overrides, ...(name !== undefined ? { name } : {}) };
         const { session: view, created } = await ctx.sessions.create(ctx.principal, ns(requested), input);
         return jsonToolResult({ ...view, created });
@@ -166,7 +180,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         'restarted with its state lost. Commands of one session run one at a time. ' +
         `The command is killed after timeoutSeconds (default ${ctx.limits.defaultTimeoutSeconds}, at most ${ctx.limits.maxTimeoutSeconds}); ` +
         'output is capped and marked truncated. A non-zero exit code is reported as an error result that still carries the output. ' +
-        'Do not start interactive programs (no stdin) or servers in the foreground.',
+        'Pass input for the command as stdin (text, or base64 with stdinEncoding "base64"). ' +
+        'Do not start interactive programs or servers in the foreground: start servers with start_process.',
       inputSchema: {
         session,
         command: z.string().min(1).describe('A bash command line, e.g. "cd app && python3 -m pytest -q"'),
@@ -175,6 +190,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           .string()
           .optional()
           .describe('Working directory for this command (relative to /workspace or absolute)'),
+        stdin: z
+          .string()
+          .max(EXEC_STDIN_MAX_CHARS)
+          .optional()
+          .describe('Standard input for the command (then end of file); without it stdin is empty'),
+        stdinEncoding: z.enum(['utf-8', 'base64']).optional().describe('Encoding of stdin (default utf-8)'),
         namespace,
       },
     },
@@ -184,6 +205,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           command: args.command,
           ...(args.timeoutSeconds !== undefined ? { timeoutSeconds: args.timeoutSeconds } : {}),
           ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+          ...(args.stdin !== undefined ? { stdin: args.stdin } : {}),
+          ...(args.stdinEncoding !== undefined ? { stdinEncoding: args.stdinEncoding } : {}),
         };
         return execToolResult(await ctx.execs.exec(ns(args.namespace), args.session, input, call));
       }),
@@ -309,5 +332,6 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         return jsonToolResult({ deleted: args.session });
       }),
   );
+  registerProcessTools(server, { processes: ctx.processes, ns, guarded, call, session, namespace });
   return server;
 }

@@ -36,6 +36,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       principal: request.principal,
       sessions: app.sessions,
       execs: app.execs,
+      processes: app.processes,
       limits: app.config.exec,
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,

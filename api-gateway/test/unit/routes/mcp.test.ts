@@ -34,15 +34,19 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
     await t.app.close();
   });
 
-  it('lists the eight tools with descriptions and input schemas', async () => {
+  it('lists the twelve tools with descriptions and input schemas', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([
       'create_session',
       'delete_session',
       'exec',
+      'list_processes',
       'list_sessions',
       'read_file',
+      'read_process_output',
       'resume_session',
+      'signal_process',
+      'start_process',
       'suspend_session',
       'write_file',
     ]);
