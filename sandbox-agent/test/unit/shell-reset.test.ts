@@ -1,11 +1,15 @@
 /** When bash dies it is restarted at once, and the next command is told its state was reset. */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, symlink, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { eventually, TestAgent } from './helpers/test-agent.js';
+
+// Each test restarts bash (and waits for the agent to see it): under a load average of 30 on a
+// 2-CPU machine three of them ran past the default 10 s and failed make test-unit.
+jest.setTimeout(30_000);
 
 describe('shell reset', () => {
   let agent: TestAgent;
