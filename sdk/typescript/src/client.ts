@@ -21,6 +21,13 @@ import type {
   ExecResult,
   ExecStreamEvent,
   OutputEncoding,
+  ProcessFollowEvent,
+  ProcessFollowQuery,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessOutputQuery,
+  ProcessSignal,
+  ProcessStartRequest,
   ResumeRequest,
   Session,
   WriteFileResult,
@@ -294,6 +301,134 @@ export class SandboxClient {
     }
   }
 
+  /**
+   * Starts a command in the background (its own process group; it outlives the call and ends with
+   * the session). Never retried: a second attempt could start it twice.
+   */
+  async startProcess(
+    name: string,
+    req: ProcessStartRequest,
+    opts?: string | CallOptions,
+  ): Promise<ProcessInfo> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: processesPath(name),
+      body: jsonBody(req),
+      idempotent: false,
+      timeoutMs: ((req.waitSeconds ?? MAX_WAIT_S) + EXEC_MARGIN_S) * 1000,
+    });
+    return readJson<ProcessInfo>(ok, this.http.maxResponseBytes);
+  }
+
+  /** The background processes of a session (running and exited), oldest first. */
+  async listProcesses(name: string, opts?: string | CallOptions): Promise<ProcessInfo[]> {
+    const ok = await this.call(opts, { method: 'GET', path: processesPath(name), idempotent: true });
+    return (await readJson<{ processes: ProcessInfo[] }>(ok, this.http.maxResponseBytes)).processes;
+  }
+
+  /** One background process. */
+  async getProcess(name: string, id: string, opts?: string | CallOptions): Promise<ProcessInfo> {
+    const ok = await this.call(opts, { method: 'GET', path: processesPath(name, id), idempotent: true });
+    return readJson<ProcessInfo>(ok, this.http.maxResponseBytes);
+  }
+
+  /** Reads a process's output from byte offsets; pass each chunk's nextOffset to read what is new. */
+  async processOutput(
+    name: string,
+    id: string,
+    query: ProcessOutputQuery = {},
+    opts?: string | CallOptions,
+  ): Promise<ProcessOutput> {
+    const path = processesPath(name, id, 'output') + search({ ...query });
+    const ok = await this.call(opts, { method: 'GET', path, idempotent: true });
+    return readJson<ProcessOutput>(ok, this.http.maxResponseBytes);
+  }
+
+  /**
+   * Follows a process's output: yields output events as they come, then an exit event when it
+   * ends. A follow that reaches its timeoutSeconds ends without an exit event: follow again from
+   * the last offsets (offset + the event's byte length). Breaking out of the loop stops it.
+   */
+  async *followProcess(
+    name: string,
+    id: string,
+    query: ProcessFollowQuery = {},
+    opts?: string | CallOptions,
+  ): AsyncGenerator<ProcessFollowEvent> {
+    const path = processesPath(name, id, 'output/stream') + search({ ...query });
+    const ok = await this.call(opts, {
+      method: 'GET',
+      path,
+      idempotent: false,
+      timeoutMs: ((query.timeoutSeconds ?? MAX_EXEC_TIMEOUT_S) + EXEC_MARGIN_S) * 1000,
+    });
+    try {
+      if (!ok.response.body) throw new ProtocolError('the follow stream has no body');
+      for await (const value of ndjsonLines(ok.response.body, MAX_STREAM_LINE_BYTES)) {
+        const type = (value as { type?: unknown } | null)?.type;
+        if (type !== 'stdout' && type !== 'stderr' && type !== 'exit') {
+          throw new ProtocolError(`unexpected follow event: ${JSON.stringify(value).slice(0, 80)}`);
+        }
+        yield value as ProcessFollowEvent;
+        if (type === 'exit') return;
+      }
+    } finally {
+      ok.done();
+    }
+  }
+
+  /** Sends a signal to the process's group (default SIGTERM). Never retried. */
+  async signalProcess(
+    name: string,
+    id: string,
+    signal: ProcessSignal = 'SIGTERM',
+    opts?: string | CallOptions,
+  ): Promise<ProcessInfo> {
+    const ok = await this.call(opts, {
+      method: 'POST',
+      path: processesPath(name, id, 'signal'),
+      body: jsonBody({ signal }),
+      idempotent: false,
+    });
+    return readJson<ProcessInfo>(ok, this.http.maxResponseBytes);
+  }
+
+  /** Waits up to timeoutSeconds (default 30, at most 300) for the exit; `state` says whether it came. */
+  async waitProcess(
+    name: string,
+    id: string,
+    timeoutSeconds = 30,
+    opts?: string | CallOptions,
+  ): Promise<ProcessInfo> {
+    const ok = await this.call(opts, {
+      method: 'GET',
+      path: processesPath(name, id, 'wait') + search({ timeoutSeconds }),
+      idempotent: true,
+      timeoutMs: (timeoutSeconds + EXEC_MARGIN_S) * 1000,
+    });
+    return readJson<ProcessInfo>(ok, this.http.maxResponseBytes);
+  }
+
+  /** Removes an exited process (ConflictError-like 409 process-running while it runs). Retried. */
+  async removeProcess(name: string, id: string, opts?: string | CallOptions): Promise<void> {
+    let retried = false;
+    let ok;
+    try {
+      ok = await this.call(opts, {
+        method: 'DELETE',
+        path: processesPath(name, id),
+        idempotent: true,
+        onRetry: () => (retried = true),
+      });
+    } catch (err) {
+      // A 404 after a retry: an earlier attempt removed it.
+      if (err instanceof NotFoundError && retried) return;
+      throw err;
+    }
+    ok.done();
+    await ok.response.body?.cancel();
+  }
+
   private call(opts: string | CallOptions | undefined, spec: CallSpec): ReturnType<typeof send> {
     const o: CallOptions = typeof opts === 'string' ? { namespace: opts } : (opts ?? {});
     return send(this.http, {
@@ -355,6 +490,21 @@ function toStreamEvent(value: unknown): ExecStreamEvent {
 
 function jsonBody(value: unknown): { data: string; contentType: string } {
   return { data: JSON.stringify(value), contentType: 'application/json' };
+}
+
+/** `/v1/sessions/<name>/processes[/<id>[/<action>]]`, segments encoded. */
+function processesPath(name: string, id?: string, action?: string): string {
+  const base = `/v1/sessions/${seg(name)}/processes`;
+  if (id === undefined) return base;
+  return `${base}/${seg(id)}${action === undefined ? '' : `/${action}`}`;
+}
+
+/** `?a=1&b=2` of the defined numeric members, or ''. */
+function search(query: Record<string, number | undefined>): string {
+  const parts = Object.entries(query)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${String(v)}`);
+  return parts.length === 0 ? '' : `?${parts.join('&')}`;
 }
 
 /** A path segment (session name). */

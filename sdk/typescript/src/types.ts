@@ -88,6 +88,10 @@ export interface ExecRequest {
   cwd?: string;
   /** Extra environment variables for this command. */
   env?: Record<string, string>;
+  /** Bytes for the command's stdin (then end of file), spelled as stdinEncoding says; at most 1 MiB. */
+  stdin?: string;
+  /** Spelling of stdin: utf-8 (default) or base64 (binary). */
+  stdinEncoding?: OutputEncoding;
   /** Seconds to wait for a session that is not Ready yet (gateway default 30). */
   waitSeconds?: number;
 }
@@ -144,3 +148,100 @@ export interface WriteFileResult {
   path: string;
   size: number;
 }
+
+/** Start of a background process. */
+export interface ProcessStartRequest {
+  /** A bash command line (run in its own process group; it outlives the call). */
+  command: string;
+  /** Working directory, relative to /workspace or absolute. */
+  cwd?: string;
+  /** Extra environment variables for this process. */
+  env?: Record<string, string>;
+  /** Seconds to wait for a session that is not Ready yet (gateway default 30). */
+  waitSeconds?: number;
+}
+
+/** Signals a background process may be sent (others are refused: 400 signal-not-allowed). */
+export type ProcessSignal =
+  'SIGHUP' | 'SIGINT' | 'SIGQUIT' | 'SIGKILL' | 'SIGTERM' | 'SIGUSR1' | 'SIGUSR2' | 'SIGSTOP' | 'SIGCONT';
+
+/** Byte counters of one output stream of a background process. */
+export interface OutputCounters {
+  /** Bytes the process wrote to the stream so far. */
+  size: number;
+  /** Oldest bytes no longer held (the buffer is a ring); offsets below this are gone. */
+  dropped: number;
+}
+
+/** A background process. */
+export interface ProcessInfo {
+  /** 12 hex digits, never reused. */
+  id: string;
+  pid: number;
+  /** The command as started (its first 4096 characters). */
+  command: string;
+  cwd?: string;
+  state: 'running' | 'exited';
+  /** Only when exited: 128+N when killed by signal N. */
+  exitCode?: number;
+  /** Only when exited by a signal: its name. */
+  signal?: string;
+  startedAt: string;
+  exitedAt?: string;
+  stdout: OutputCounters;
+  stderr: OutputCounters;
+}
+
+/** One stream's part of a process output read. */
+export interface OutputChunk {
+  /** Offset of the first byte of data. */
+  offset: number;
+  /** Offset to read from next. */
+  nextOffset: number;
+  /** Bytes between the requested offset and offset that were dropped from the ring. */
+  skipped: number;
+  data: string;
+  encoding: OutputEncoding;
+}
+
+/** A read of a process's output. */
+export interface ProcessOutput {
+  process: ProcessInfo;
+  stdout: OutputChunk;
+  stderr: OutputChunk;
+}
+
+/** Offsets and size of an output read. */
+export interface ProcessOutputQuery {
+  stdoutOffset?: number;
+  stderrOffset?: number;
+  /** Most bytes per stream (gateway default and maximum 1 MiB). */
+  maxBytes?: number;
+}
+
+/** Offsets and length of a follow. */
+export interface ProcessFollowQuery {
+  stdoutOffset?: number;
+  stderrOffset?: number;
+  /** Seconds before the gateway ends the follow without an exit event (default 60, at most 300). */
+  timeoutSeconds?: number;
+}
+
+/** An output event of a followed process. */
+export interface ProcessOutputEvent {
+  type: 'stdout' | 'stderr';
+  offset: number;
+  skipped: number;
+  data: string;
+  encoding: OutputEncoding;
+}
+
+/** The last event of a followed process that exited. */
+export interface ProcessExitEvent {
+  type: 'exit';
+  exitCode: number;
+  signal?: string;
+}
+
+/** One event of a follow: output events, then an exit event when the process ended. */
+export type ProcessFollowEvent = ProcessOutputEvent | ProcessExitEvent;
