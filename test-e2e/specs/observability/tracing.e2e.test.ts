@@ -9,7 +9,8 @@
  * trace is found by its id; it must hold the gateway's request span (a child of the test's), a
  * Kubernetes API span (the first exec of a session stamps its activity annotation) and the agent
  * call as children of the request, and the agent's span of the command as a child of the call, with
- * its exit status and output size and without the command text.
+ * its exit status and output size and without the command text; the gateway's log line of the exec
+ * carries the trace and span ids.
  *
  * Local cluster only (the receiver runs on this node); needs platform.env.
  */
@@ -244,5 +245,27 @@ function gatewayRolledOut(endpoint: string): (pods: k8s.V1PodList) => boolean {
     expect(attr(agent, 'sandbox.exec.run_ms')).toEqual(expect.any(Number));
     expect(attr(agent, 'sandbox.exec.queue_ms')).toEqual(expect.any(Number));
     expect(JSON.stringify(spans)).not.toContain('traced-output');
+
+    // The gateway's audit line of the exec carries the trace: found in the log by its trace id.
+    const line = await waitFor(
+      () => gatewayLogLine(`"trace_id":"${traceId}"`),
+      predicate('a gateway log line with the trace id', (l: string | undefined) => l !== undefined),
+      { timeoutMs: 30_000, intervalMs: 1000 },
+    );
+    expect(JSON.parse(line!)).toMatchObject({ message: 'exec', session: name, span_id: request.spanId });
   });
+
+  /** The first line of a gateway pod's log containing `text`. */
+  async function gatewayLogLine(text: string): Promise<string | undefined> {
+    const pods = await kube.core.listNamespacedPod({
+      namespace: PLATFORM_NS,
+      labelSelector: 'app.kubernetes.io/component=gateway',
+    });
+    for (const pod of pods.items) {
+      const log = await kube.core.readNamespacedPodLog({ name: pod.metadata!.name!, namespace: PLATFORM_NS });
+      const found = log.split('\n').find((l) => l.includes(text));
+      if (found) return found;
+    }
+    return undefined;
+  }
 });
