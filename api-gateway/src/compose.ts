@@ -76,7 +76,9 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     },
   });
   const kubeExec = new KubernetesExecTransport({
-    executor: createPodExecutor(inputs.streamingKubeConfig),
+    executor: inputs.tracing
+      ? inputs.tracing.kube.traceApi(createPodExecutor(inputs.streamingKubeConfig), 'pods/exec')
+      : createPodExecutor(inputs.streamingKubeConfig),
     maxOutputBytes: config.exec.maxOutputBytes,
     deadlineMarginMs: config.exec.deadlineMarginMs,
     fileTimeoutMs: FILE_TIMEOUT_MS,

@@ -4,6 +4,8 @@
  * method (`k8s createNamespacedCustomObject`) and carries the namespace, resource and object name
  * of its parameter object, never the body; a failed call gets the API status code and the error's
  * name. Watches (the informers) are not wrapped: a watch lasts for minutes and belongs to no request.
+ * The pods/exec client (exec/pod-executor.ts) is wrapped the same way: its span lasts until the
+ * WebSocket is open (the API server's upgrade), and carries the namespace and Pod, never the command.
  */
 import { SpanKind, context, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 
@@ -74,7 +76,7 @@ function attributes(kind: string, method: string, params: unknown): Attributes {
   const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
   const text = (v: unknown): string | undefined => (typeof v === 'string' ? v.slice(0, 253) : undefined);
   const namespace = text(p.namespace);
-  const name = text(p.name);
+  const name = text(p.name) ?? text(p.podName);
   return {
     [ATTR.method]: method,
     [ATTR.resource]: text(p.plural) ?? kind,

@@ -226,6 +226,24 @@ describe('gateway tracing', () => {
     expect(named(spans, 'agent POST /v1/exec').attributes['sandbox.agent.timing_invalid']).toBe(true);
   });
 
+  it('traces a pods/exec call with its namespace and Pod, never its command', async () => {
+    const executor = tracing.kube.traceApi(
+      {
+        exec: (_c: { namespace: string; podName: string; command: string[] }): Promise<string> =>
+          Promise.resolve('socket'),
+      },
+      'pods/exec',
+    );
+    await executor.exec({ namespace: 'team-a', podName: 'sbs-demo', command: ['sh', '-c', SECRET_COMMAND] });
+    const span = named(exporter.getFinishedSpans(), 'k8s exec');
+    expect(span.attributes).toEqual({
+      'k8s.api.method': 'exec',
+      'k8s.resource.name': 'pods/exec',
+      'k8s.namespace.name': 'team-a',
+      'k8s.object.name': 'sbs-demo',
+    });
+  });
+
   it('does not trace probes', async () => {
     const res = await app.inject({ method: 'GET', url: '/healthz' });
     expect(res.statusCode).toBe(200);
