@@ -64,8 +64,8 @@ func (b *restartBudget) take(now time.Time) bool {
 	return true
 }
 
-// componentPidFile is run/<name>.pid: the component's current pid, rewritten on every restart,
-// so tests and people can find (and kill) the process of this state dir's component.
+// componentPidFile is run/<name>.pid: a component's current pid (every component has one; a
+// restart rewrites it), so tests and people can find (and kill) this state dir's component.
 func componentPidFile(runDir, name string) string { return filepath.Join(runDir, name+".pid") }
 
 func writeComponentPid(runDir string, ch *child) error {
