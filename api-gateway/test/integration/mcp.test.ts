@@ -25,12 +25,18 @@ describe('MCP endpoint with a real API server and agent', () => {
       'create_session',
       'delete_session',
       'exec',
+      'list_processes',
       'list_sessions',
       'read_file',
+      'read_process_output',
+      'resume_session',
+      'signal_process',
+      'start_process',
+      'suspend_session',
       'write_file',
     ]);
 
-    const created = await client.callTool({ name: 'create_session', arguments: { name: 'mcp' } });
+    const created = await client.callTool({ name: 'create_session', arguments: { session: 'mcp' } });
     expect(created.structuredContent).toMatchObject({ name: 'mcp', namespace: env.nsA.name, created: true });
     await env.makeReady(env.nsA.name, 'mcp');
 
