@@ -156,6 +156,10 @@ export class AgentResponse {
   /** Where the body's memory is taken from, and how much was taken (in body bytes). */
   private hold: AnswerHold | undefined;
   private reserved = 0;
+  /** The Server-Timing trailer of a chunked answer (tracing: the agent's timings of a streamed exec). */
+  private timingTrailer: string | undefined;
+  /** Told once when the body ended (with the trailer) or broke off (tracing/tracing.ts). */
+  private doneListener: ((timing: string | undefined) => void) | undefined;
 
   constructor(
     readonly status: number,
@@ -226,8 +230,22 @@ export class AgentResponse {
     if (!this.reader && this.size > UNCLAIMED_BYTES) this.call.pause();
   }
 
+  /** Calls `listener` once the body ended (with its Server-Timing trailer, if any) or broke off. */
+  onceDone(listener: (timing: string | undefined) => void): void {
+    if (this.ended || this.error) listener(this.ended ? this.timingTrailer : undefined);
+    else this.doneListener = listener;
+  }
+
+  /** A trailer field (from the call); only Server-Timing is kept, once, bounded. */
+  trailer(name: string, value: string): void {
+    if (name === 'server-timing' && this.timingTrailer === undefined)
+      this.timingTrailer = value.slice(0, 1024);
+  }
+
   /** The body is complete (from the call). */
   end(): void {
+    this.doneListener?.(this.timingTrailer);
+    this.doneListener = undefined;
     this.ended = true;
     if (this.stream) this.stream.push(null);
     else if (this.reader) this.reader.resolve(this.whole());
@@ -235,6 +253,8 @@ export class AgentResponse {
 
   /** The body broke off (from the call). */
   fail(err: Error): void {
+    this.doneListener?.(undefined);
+    this.doneListener = undefined;
     this.error = err;
     if (this.stream) this.stream.destroy(err);
     else if (this.reader) this.reader.reject(err);
@@ -500,6 +520,10 @@ class Call implements ConnUser, ResponseSink {
 
   onEnd(reusable: boolean): void {
     this.reusable = reusable;
+  }
+
+  onTrailer(name: string, value: string): void {
+    this.response!.trailer(name, value);
   }
 
   // Backpressure and early ends from the response's consumer.

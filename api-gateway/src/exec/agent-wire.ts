@@ -101,6 +101,8 @@ export interface ResponseSink {
    * connection (bytes after the answer in the same read still make `feed` throw afterwards).
    */
   onEnd(reusable: boolean): void;
+  /** A trailer field after a chunked body (checked like a header line), before onEnd. */
+  onTrailer?(name: string, value: string): void;
 }
 
 const enum State {
@@ -263,7 +265,7 @@ export class ResponseParser {
   private chunkLine(line: string): void {
     if (this.state === State.Trailers) {
       if (line === '') this.end();
-      else checkHeaderLine(line);
+      else this.sink.onTrailer?.(...checkHeaderLine(line));
       return;
     }
     const m = CHUNK_SIZE.exec(line);

@@ -29,14 +29,23 @@ export interface TracingConfig {
   readonly serviceName: string;
 }
 
+/** The parts of an agent's answer tracing reads. */
+export interface AgentAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  /** A streamed answer: `listener` gets its Server-Timing trailer once the body ended (undefined if it broke off). */
+  onceDone?(listener: (timing: string | undefined) => void): void;
+}
+
 /** What the agent transport asks of tracing (absent: tracing off, nothing is wrapped). */
 export interface AgentCallTracing {
   /**
-   * Runs one call to a sandbox agent in a CLIENT span that ends when the answer's head arrived.
-   * `send` gets the `traceparent` value to send. The answer's `server-timing` header (the agent's
-   * own timings of the command, agent-timing.ts) becomes the agent's span, a child of this one.
+   * Runs one call to a sandbox agent in a CLIENT span that ends when the answer's head arrived, or
+   * its body when the head announces a `server-timing` trailer (the streamed exec). `send` gets the
+   * `traceparent` value to send. The answer's `server-timing` header or trailer (the agent's own
+   * timings of the command, agent-timing.ts) becomes the agent's span, a child of this one.
    */
-  agentCall<R extends { readonly status: number; readonly headers: Record<string, string> }>(
+  agentCall<R extends AgentAnswer>(
     method: string,
     path: string,
     send: (traceparent: string | undefined) => Promise<R>,

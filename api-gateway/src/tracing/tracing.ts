@@ -56,7 +56,13 @@ import type { FastifyPluginCallback } from 'fastify';
 import { parseAgentTiming, type AgentTiming } from './agent-timing.js';
 import { traceKubeApi } from './kube-spans.js';
 import { fail } from './span-status.js';
-import type { AgentCallTracing, KubeApiTracing, LogContext, TracingConfig } from './tracing-config.js';
+import type {
+  AgentAnswer,
+  AgentCallTracing,
+  KubeApiTracing,
+  LogContext,
+  TracingConfig,
+} from './tracing-config.js';
 
 /** Attribute keys (OpenTelemetry semantic conventions, and ours under `sandbox.`). */
 export const ATTR = {
@@ -72,6 +78,9 @@ export const ATTR = {
   exitCode: 'process.exit.code',
   timingInvalid: 'sandbox.agent.timing_invalid',
 } as const;
+
+/** A head announcing the Server-Timing trailer. */
+const TIMING_TRAILER = /(?:^|,)\s*server-timing\s*(?:,|$)/i;
 
 /** Routes never traced: probes and scrapes would drown the traces that matter. */
 const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
@@ -183,7 +192,7 @@ function now(): number {
  * gateway's clock: no skew between the two), never before the call began (a sandbox may report
  * anything within the parser's bounds).
  */
-async function agentCall<R extends { readonly status: number; readonly headers: Record<string, string> }>(
+async function agentCall<R extends AgentAnswer>(
   tracer: Tracer,
   method: string,
   path: string,
@@ -202,14 +211,19 @@ async function agentCall<R extends { readonly status: number; readonly headers: 
     : undefined;
   try {
     const res = await context.with(trace.setSpan(context.active(), span), () => send(traceparent));
-    const endTime = now();
     span.setAttribute(ATTR.status, res.status);
     if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    const header = res.headers['server-timing'];
-    const timing = parseAgentTiming(header);
-    if (timing) agentSpan(tracer, span, { route, timing, callStart: startTime, endTime });
-    else if (header !== undefined) span.setAttribute(ATTR.timingInvalid, true);
-    span.end(endTime);
+    const finish = (header: string | undefined): void => {
+      const endTime = now();
+      const timing = parseAgentTiming(header);
+      if (timing) agentSpan(tracer, span, { route, timing, callStart: startTime, endTime });
+      else if (header !== undefined) span.setAttribute(ATTR.timingInvalid, true);
+      span.end(endTime);
+    };
+    // A streamed exec: the timings come as a trailer, once the body ended (a body the caller
+    // abandons never ends: that span is dropped, not exported).
+    if (res.onceDone && TIMING_TRAILER.test(res.headers.trailer ?? '')) res.onceDone(finish);
+    else finish(res.headers['server-timing']);
     return res;
   } catch (err) {
     fail(span, err);

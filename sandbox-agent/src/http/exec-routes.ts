@@ -66,11 +66,15 @@ export async function execStreamRoute(
   runner: CommandRunner,
   opts: ExecRouteOptions,
 ): Promise<void> {
+  // A sampled traceparent: the command's timings follow the body as a Server-Timing trailer.
+  const timing = CommandTiming.of(req);
   const request = isNdjson(req) ? await readNdjsonRequest(req, opts) : await readJsonRequest(req, opts);
+  if (timing) res.setHeader('trailer', 'server-timing');
   const writer = new NdjsonWriter(res);
   const result = await withStdinBudget(request, opts.stdinBudget, () =>
-    runner.run(request, writer, cancelWhenClientLeaves(res)),
+    runner.run(request, timing ? timing.observe(writer) : writer, cancelWhenClientLeaves(res)),
   );
+  if (timing) res.addTrailers({ 'server-timing': timing.header(result) });
   writer.finish(result);
 }
 

@@ -2,6 +2,8 @@
  * The command's timings for a traced call (src/tracing/command-timing.ts): answered in a
  * Server-Timing header only for a sampled W3C traceparent, never with the command or its output.
  */
+import { request } from 'node:http';
+
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { parseTraceparent } from '../../src/tracing/command-timing.js';
@@ -57,6 +59,41 @@ describe('Server-Timing of a traced exec', () => {
     expect(timing).toMatch(/^queue;dur=\d+\.\d{3}, run;dur=\d+\.\d{3}, output;desc=16, exit;desc=3$/);
     expect(timing).not.toContain('secret');
     expect(JSON.parse(res.body.toString())).toMatchObject({ stdout: 'secret-output-12', exitCode: 3 });
+  });
+
+  it('sends them as a trailer after a streamed answer', async () => {
+    const { trailers, declared, body } = await new Promise<{
+      trailers: NodeJS.Dict<string>;
+      declared: string | undefined;
+      body: string;
+    }>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: agent.running.port,
+          method: 'POST',
+          path: '/v1/exec/stream',
+          headers: {
+            authorization: `Bearer ${agent.token}`,
+            'content-type': 'application/json',
+            traceparent: `00-${TRACE}-${PARENT}-01`,
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ trailers: res.trailers, declared: res.headers.trailer, body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ command: 'printf secret-output-12; exit 3' }));
+    });
+    expect(declared).toBe('server-timing');
+    expect(trailers['server-timing']).toMatch(
+      /^queue;dur=\d+\.\d{3}, run;dur=\d+\.\d{3}, output;desc=16, exit;desc=3$/,
+    );
+    expect(body).toContain('"type":"exit"');
   });
 
   it.each([

@@ -97,6 +97,12 @@ describe('gateway tracing', () => {
       await kube.getNamespacedCustomObject().catch(() => undefined);
       return transport.exec(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
     });
+    app.post('/v1/sessions/:name/exec/stream', async () => {
+      const body = await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+      let lines = 0;
+      for await (const chunk of body) lines += String(chunk).split('\n').length - 1;
+      return { lines };
+    });
     app.get('/healthz', () => ({ status: 'ok' }));
     await app.ready();
   });
@@ -242,6 +248,26 @@ describe('gateway tracing', () => {
       'k8s.namespace.name': 'team-a',
       'k8s.object.name': 'sbs-demo',
     });
+  });
+
+  it('records the agent span of a streamed exec from its trailer, once the body ended', async () => {
+    agent.handler = (_req, res) => {
+      res.setHeader('trailer', 'server-timing');
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write('{"type":"stdout","data":"top-secret-output\\n","encoding":"utf-8"}\n');
+      res.addTrailers({ 'server-timing': TIMING });
+      res.end(
+        '{"type":"exit","exitCode":3,"durationMs":2,"truncated":false,"timedOut":false,"shellReset":false}\n',
+      );
+    };
+    const res = await app.inject({ method: 'POST', url: '/v1/sessions/demo/exec/stream' });
+    expect(res.json()).toEqual({ lines: 2 });
+    const spans = exporter.getFinishedSpans();
+    const call = named(spans, 'agent POST /v1/exec/stream');
+    const agentSpan = named(spans, 'sandbox-agent /v1/exec/stream');
+    expect(agentSpan.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
+    expect(agentSpan.attributes['process.exit.code']).toBe(3);
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('top-secret');
   });
 
   it('does not trace probes', async () => {
