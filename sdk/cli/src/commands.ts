@@ -6,7 +6,7 @@ import { config } from './commands/config.js';
 import { cp } from './commands/cp.js';
 import { exec } from './commands/exec.js';
 import { create, get, remove, resume, suspend, wait } from './commands/sessions.js';
-import { UsageError } from './errors.js';
+import { shell } from './commands/shell.js';
 import type { Context } from './io.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -35,13 +35,6 @@ export const GLOBAL_FLAGS: Options = {
 
 const timeout = { type: 'string' } as const;
 const env = { type: 'string', short: 'e', multiple: true } as const;
-
-async function shell(ctx: Context): Promise<number> {
-  await Promise.resolve();
-  throw new UsageError(
-    `shell is not available yet: it needs the terminal API of the gateway (use ${ctx.io.prog} exec ${ctx.args[0] ?? 'NAME'} -- CMD)`,
-  );
-}
 
 /** Every command, in help order. `version` and `help` are handled by cli.ts. */
 export const COMMANDS: Command[] = [
@@ -137,7 +130,7 @@ export const COMMANDS: Command[] = [
   {
     name: 'shell',
     usage: 'shell NAME',
-    summary: 'Interactive shell in a session (not available yet: needs the terminal API)',
+    summary: 'Interactive shell (bash -i on a terminal) in a session; exits with its status',
     flags: {},
     run: shell,
   },

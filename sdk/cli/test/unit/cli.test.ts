@@ -41,7 +41,8 @@ describe('command line', () => {
     [['exec', 'box', 'ls'], 'put the command after --'],
     [['cp', 'a', 'b'], 'exactly one side must be NAME:PATH'],
     [['get', '-o', 'xml', '--url', 'http://gw', '--key', 'k'], 'unknown output format "xml"'],
-    [['shell', 'box'], 'shell is not available yet: it needs the terminal API'],
+    [['shell'], 'shell needs one session'],
+    [['shell', 'box'], 'no gateway URL'],
     [['delete'], 'delete needs at least one session NAME'],
   ])('%j: one line on stderr, exit 2', async (argv, message) => {
     const r = await sbx(argv);
