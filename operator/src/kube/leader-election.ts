@@ -83,11 +83,12 @@ export class LeaderElector {
 
   /** Blocks until this candidate holds the Lease (true) or stop() was called (false). */
   async acquire(): Promise<boolean> {
-    while (!this.stop.signal.aborted) {
+    // The attempt count tells "at once" (1: the Lease was free or released) from a wait for expiry.
+    for (let attempts = 1; !this.stop.signal.aborted; attempts++) {
       if (await this.attempt()) {
         this.leading = true;
         this.lastRenew = this.now();
-        this.opts.logger.info('acquired leader lease', { identity: this.opts.identity });
+        this.opts.logger.info('acquired leader lease', { identity: this.opts.identity, attempts });
         return true;
       }
       await sleep(this.opts.retryPeriodMs * (1 + 0.2 * Math.random()), this.stop.signal);

@@ -90,11 +90,12 @@ describe('two operator replicas', () => {
     expect(code).toBe(0);
     expect(b.messages('released leader lease')).toHaveLength(1);
     expect(await holder()).toBe('');
-    const started = Date.now();
     const c = fx.startOperator({ identity: 'replica-c', env: LEASE });
     try {
-      await c.waitForLog((l) => l.message === 'acquired leader lease');
-      expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
+      // At once: on its first attempt, not after waiting out the Lease (no timing: a loaded
+      // machine takes seconds just to start the process).
+      const acquired = await c.waitForLog((l) => l.message === 'acquired leader lease');
+      expect(acquired.attempts).toBe(1);
     } finally {
       expect(await c.stop('SIGTERM')).toBe(0);
     }
@@ -114,11 +115,10 @@ describe('a Lease created empty by the chart', () => {
       body: { metadata: { name, ...helm }, spec: {} },
     });
     const env = { ...LEASE, LEASE_NAME: name };
-    const started = Date.now();
     const d = fx.startOperator({ identity: 'replica-d', env });
     try {
-      await d.waitForLog((l) => l.message === 'acquired leader lease');
-      expect(Date.now() - started).toBeLessThan(LEASE_SECONDS * 1000);
+      const acquired = await d.waitForLog((l) => l.message === 'acquired leader lease');
+      expect(acquired.attempts).toBe(1);
       await d.waitForLog((l) => l.message === 'controller started');
       // Renewals (every RETRY_SECONDS) keep the object's metadata too.
       await new Promise((r) => setTimeout(r, (RETRY_SECONDS + 1) * 1000));
