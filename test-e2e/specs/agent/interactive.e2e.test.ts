@@ -232,8 +232,10 @@ describe.each(RUNTIMES)('interactive agent calls on the node ($label)', ({ runti
       ws.once('open', () => resolve());
       ws.once('error', reject);
     });
+    // Up to 60 s: under gVisor on a loaded 2-CPU node the helper and `bash -i` took over 10 s to
+    // start (nothing, not even the echo of the typed line, had come back after 10 s).
     const until = async (pattern: RegExp): Promise<RegExpExecArray> => {
-      for (let i = 0; i < 100; i++) {
+      for (let i = 0; i < 600; i++) {
         const match = pattern.exec(output);
         if (match) return match;
         await new Promise((r) => setTimeout(r, 100));
