@@ -96,6 +96,24 @@ export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortPr
   headers.host = o.podIP.includes(':') ? `[${o.podIP}]:${o.port}` : `${o.podIP}:${o.port}`;
   headers['x-forwarded-prefix'] = o.prefix;
   if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;
+  const bodyless =
+    req.method === 'GET' ||
+    req.method === 'HEAD' ||
+    (declared === undefined && !req.headers['transfer-encoding']);
+  return exchange(req, res, o, { headers, bodyless, deadlineAt: Date.now() + o.timeoutMs, retry: bodyless });
+}
+
+/**
+ * One attempt. A kept-alive connection the server closed just as it was reused fails with
+ * ECONNRESET before any answer (the server never saw the request): a request without a body is
+ * then sent once more on a new connection (`retry`), as HTTP/1.1 clients do.
+ */
+function exchange(
+  req: IncomingMessage,
+  res: ServerResponse,
+  o: PortProxyOptions,
+  a: { headers: Record<string, string | string[]>; bodyless: boolean; deadlineAt: number; retry: boolean },
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let answered = false;
     const upstream = http.request({
@@ -103,12 +121,16 @@ export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortPr
       port: o.port,
       method: req.method,
       path: o.path,
-      headers,
+      headers: a.headers,
       agent: o.agent,
     });
-    const fail = (problem: ProblemError): void => {
+    const stop = (): void => {
       clearTimeout(connectTimer);
       clearTimeout(deadline);
+      res.off('close', onClose);
+    };
+    const fail = (problem: ProblemError): void => {
+      stop();
       upstream.destroy();
       if (answered) res.destroy();
       else reject(problem);
@@ -131,13 +153,18 @@ export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortPr
             `port ${o.port} of the sandbox did not answer within the deadline`,
           ),
         ),
-      o.timeoutMs,
+      Math.max(0, a.deadlineAt - Date.now()),
     );
     upstream.once('socket', (s) => {
       if (!s.connecting) clearTimeout(connectTimer);
       else s.once('connect', () => clearTimeout(connectTimer));
     });
     upstream.once('error', (err: NodeJS.ErrnoException) => {
+      if (!answered && a.retry && upstream.reusedSocket && err.code === 'ECONNRESET') {
+        stop();
+        resolve(exchange(req, res, o, { ...a, retry: false }));
+        return;
+      }
       const detail =
         err.code === 'ECONNREFUSED'
           ? `nothing listens on port ${o.port} of the sandbox`
@@ -149,25 +176,21 @@ export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortPr
       res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
       answer.pipe(res);
       answer.once('end', () => {
-        clearTimeout(deadline);
+        stop();
         resolve();
       });
       answer.once('error', () => res.destroy());
     });
     // The caller leaving ends the exchange.
-    res.once('close', () => {
+    const onClose = (): void => {
       if (!res.writableFinished) {
-        clearTimeout(connectTimer);
-        clearTimeout(deadline);
+        stop();
         upstream.destroy();
         resolve();
       }
-    });
-    if (
-      req.method === 'GET' ||
-      req.method === 'HEAD' ||
-      (declared === undefined && !req.headers['transfer-encoding'])
-    ) {
+    };
+    res.once('close', onClose);
+    if (a.bodyless) {
       upstream.end();
       return;
     }

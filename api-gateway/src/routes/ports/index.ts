@@ -59,6 +59,9 @@ const schema = {
 
 export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
   const { min, max } = app.config.proxyPorts;
+  // Kept-alive connections to sandbox servers; a reuse that races the server's close is retried
+  // once for bodyless requests (exec/port-proxy.ts). No socket timeout: it would also cut a slow
+  // answer that streams (the exchange's deadline bounds it instead).
   const agent = new http.Agent({ keepAlive: true, maxTotalSockets: MAX_PROXY_SOCKETS });
   app.addHook('onClose', (_i, hookDone) => {
     agent.destroy();

@@ -3,7 +3,7 @@
  * test host, the session's pod IP being 127.0.0.1), through the gateway in front of a real agent.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -153,6 +153,47 @@ describe('port route', () => {
     const res = await fetch(url('/', free), { headers: auth(KEYS.a) });
     expect(res.status).toBe(502);
     expect(await res.json()).toMatchObject({ type: 'https://sandbox.dev/problems/upstream-error' });
+  });
+});
+
+describe('port route and a server that closes kept-alive connections', () => {
+  let g: AgentApp;
+  let server: net.Server;
+  let port: number;
+  let served = 0;
+
+  beforeAll(async () => {
+    g = await startAgentApp();
+    // Answers the first request of each connection with keep-alive, then resets the connection on
+    // the next one without answering: what a server closing an idle connection looks like to a
+    // client that reused it at that moment.
+    server = net.createServer((socket) => {
+      let requests = 0;
+      socket.on('data', (d: Buffer) => {
+        if (!d.toString('latin1').includes('\r\n\r\n')) return;
+        if (++requests > 1) return void socket.resetAndDestroy();
+        served++;
+        socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok');
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await g.close();
+  });
+
+  // Regression: the bench's port GETs got 502 now and then (a reused connection reset by the server).
+  it('sends a bodyless request once more on a new connection when a reused one is reset', async () => {
+    const get = (): Promise<Response> =>
+      fetch(`${g.url}/v1/sessions/demo/ports/${port}/`, { headers: auth(KEYS.a) });
+    expect((await get()).status).toBe(200);
+    const second = await get();
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe('ok');
+    expect(served).toBe(2);
   });
 });
 
