@@ -29,10 +29,10 @@ tools: ## Build helm and kubeconform from their pinned Go modules (hash-cached: 
 promtool: ## Build promtool from github.com/prometheus/prometheus (pinned; hash-cached like tools)
 	@test-e2e/tools/build.sh $(TOOLS_BIN) promtool
 
-$(SCHEMA_DIR)/.stamp: test-e2e/tools/openapi2jsonschema.mjs crds/sandboxsessions.sandbox.dev.yaml test-e2e/localkube/go.mod test-e2e/tools/prometheus-operator/go.mod
-	@echo ">> JSON schemas from the pinned Kubernetes OpenAPI document, our CRD and the prometheus-operator CRDs"
+$(SCHEMA_DIR)/.stamp: test-e2e/tools/openapi2jsonschema.mjs $(wildcard crds/*.sandbox.dev.yaml) test-e2e/localkube/go.mod test-e2e/tools/prometheus-operator/go.mod
+	@echo ">> JSON schemas from the pinned Kubernetes OpenAPI document, our CRDs and the prometheus-operator CRDs"
 	rm -rf $(SCHEMA_DIR)
-	node test-e2e/tools/openapi2jsonschema.mjs --swagger $(K8S_SWAGGER) --out $(SCHEMA_DIR) --crd crds/sandboxsessions.sandbox.dev.yaml \
+	node test-e2e/tools/openapi2jsonschema.mjs --swagger $(K8S_SWAGGER) --out $(SCHEMA_DIR) $(foreach c,$(wildcard crds/*.sandbox.dev.yaml),--crd $(c)) \
 	  $(foreach c,$(PROM_OPERATOR_CRDS),--crd $(PROM_OPERATOR_DIR)/example/prometheus-operator-crd/monitoring.coreos.com_$(c).yaml)
 	touch $@
 
