@@ -4,7 +4,9 @@
  * workers keep its session, which runs the hostile-agent image, busy with the attacks of
  * api-gateway/bench/attack.ts (answers in 1-byte chunks, nested JSON, endless answers and
  * streams, ...). The two modes are measured interleaved (api-gateway/bench/stats.ts), the attack
- * started before and stopped after each attacked slice, so load drift hits both alike. The
+ * started before and stopped after each attacked slice, so load drift hits both alike; samples are
+ * sequential and paced under the key's rate limit (no requests/second phase: concurrent callers
+ * would measure the rate limit, not the attack). The
  * attacking client is its own process at nice 19 (this bundle, `--serve attacker`): in a
  * deployment it is a remote client, not a neighbour of the gateway on its cores. Goal: tenant B's
  * p50 under attack <= 2x quiet. Also prints the gateway process's peak RSS over the run (VmHWM from
@@ -15,8 +17,6 @@
  *   --iterations N      sequential samples per mode (default 300)
  *   --warmup N          unmeasured calls per mode first (default 20)
  *   --rounds N          interleaved slices (default 6)
- *   --seconds N         requests/second phase per mode, over all slices (default 6)
- *   --concurrency N     callers of the requests/second phase (default 4)
  *   --attack-workers N  tenant A's concurrent attack requests (default 4)
  */
 import { loadavg } from 'node:os';
@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 
 import { execTrueCall, hostPort } from '../../api-gateway/bench/agent-call.js';
 import { serveAttacker, spawnAttacker } from '../../api-gateway/bench/attack.js';
-import { measureInterleaved, report, type ModeSpec } from '../../api-gateway/bench/stats.js';
+import { quantile } from '../../api-gateway/bench/stats.js';
 import { kubeClients } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
 import { AGENT_IMAGE, namespaceOf, uniqueName } from '../specs/isolation/support.js';
@@ -36,8 +36,6 @@ const { values } = parseArgs({
     iterations: { type: 'string', default: '300' },
     warmup: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '6' },
-    seconds: { type: 'string', default: '6' },
-    concurrency: { type: 'string', default: '4' },
     'attack-workers': { type: 'string', default: '4' },
     // The attacker child process (spawnAttacker runs this bundle again with these).
     serve: { type: 'string' },
@@ -51,6 +49,54 @@ const QUIET = 'tenant B, tenant A quiet';
 const ATTACKED = 'tenant B, tenant A attacking';
 /** Pause after each attacked slice, so answers the gateway already cut do not spill over. */
 const ATTACK_SETTLE_MS = 1000;
+/**
+ * Untimed pause after each sample: the gateway allows a key 100 requests a second per replica
+ * (gateway.limits.perKey), and back-to-back execs of `true` would exceed it; 12 ms keeps tenant B
+ * under it on one replica.
+ */
+const PACE_MS = 12;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Times one call, then waits PACE_MS (untimed). */
+async function paced(call: () => Promise<void>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await call();
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  await sleep(PACE_MS);
+  return ms;
+}
+
+/** One mode's slice: its hook before, n paced samples, its hook after (also on failure). */
+async function slice(
+  m: { call: () => Promise<void>; before?: () => Promise<void>; after?: () => Promise<void> },
+  n: number,
+): Promise<number[]> {
+  await m.before?.();
+  try {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push(await paced(m.call));
+    return out;
+  } finally {
+    await m.after?.();
+  }
+}
+
+interface Summary {
+  p50: number;
+  p99: number;
+}
+
+function summary(mode: string, samples: number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const p50 = quantile(sorted, 0.5);
+  const p99 = quantile(sorted, 0.99);
+  const mean = sorted.reduce((x, y) => x + y, 0) / sorted.length;
+  console.log(
+    `  ${mode.padEnd(32)} n=${String(sorted.length).padEnd(5)} p50 ${p50.toFixed(2)} ms  p99 ${p99.toFixed(2)} ms  mean ${mean.toFixed(2)} ms`,
+  );
+  return { p50, p99 };
+}
 
 function env(name: string): string {
   const v = process.env[name];
@@ -129,29 +175,40 @@ async function main(): Promise<void> {
   const quiet = execTrueCall({ ...hostPort(url), path, token: keyB });
   const attacked = execTrueCall({ ...hostPort(url), path, token: keyB });
   const iterations = Number(values.iterations);
-  const warmup = Number(values.warmup);
-  const specs: ModeSpec[] = [
-    { mode: QUIET, call: quiet.call, iterations, warmup },
+  const rounds = Math.max(1, Number(values.rounds));
+  const modes: Array<{
+    mode: string;
+    call: () => Promise<void>;
+    before?: () => Promise<void>;
+    after?: () => Promise<void>;
+  }> = [
+    { mode: QUIET, call: quiet.call },
     {
       mode: ATTACKED,
       call: attacked.call,
-      iterations,
-      warmup,
       before: () => attacker.start(),
       after: async () => {
         for (const [k, v] of Object.entries(await attacker.stop())) counts[k] = (counts[k] ?? 0) + v;
-        await new Promise((r) => setTimeout(r, ATTACK_SETTLE_MS));
+        await sleep(ATTACK_SETTLE_MS);
       },
     },
   ];
+  const samples = modes.map(() => [] as number[]);
   try {
-    console.log(`measuring ${values.rounds} interleaved rounds of ${iterations} samples per mode...`);
-    const rows = await measureInterleaved(specs, {
-      rounds: Number(values.rounds),
-      concurrency: Number(values.concurrency),
-      durationMs: Number(values.seconds) * 1000,
-    });
-    report(rows, [['tenant B under attack / quiet (goal <= 2)', ATTACKED, QUIET]]);
+    for (const m of modes) for (let i = 0; i < Number(values.warmup); i++) await paced(m.call);
+    console.log(`measuring ${rounds} interleaved rounds, ${iterations} samples per mode in all...`);
+    for (let r = 0; r < rounds; r++) {
+      for (const k of modes.map((_m, i) => (i + r) % modes.length)) {
+        const n = Math.floor(((r + 1) * iterations) / rounds) - Math.floor((r * iterations) / rounds);
+        samples[k]!.push(...(await slice(modes[k]!, n)));
+      }
+      console.log(`  round ${r + 1}/${rounds} done`);
+    }
+    const rows = modes.map((m, k) => summary(m.mode, samples[k]!));
+    const [q, a] = rows as [Summary, Summary];
+    console.log(
+      `tenant B under attack / quiet (goal <= 2): p50 ${(a.p50 / q.p50).toFixed(2)}x, p99 ${(a.p99 / q.p99).toFixed(2)}x`,
+    );
     console.log(`tenant A's attack answers (status: count): ${JSON.stringify(counts)}`);
     for (const g of gateways) {
       const m = g.memory();
