@@ -67,7 +67,8 @@ async function main(): Promise<void> {
   const metrics = new OperatorMetrics(registry);
 
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
-  // informers feed it); the handler only runs once the workload has started.
+  // informers feed it); the queue is created held, and Workload.start releases it once every
+  // informer has listed.
   const queue = createQueue(config, (key) => reconcile(key, deps), { metrics, logger, tracing });
   metrics.workQueue.observe(queue);
   const enqueue = (source: string) => (key: string) => {
@@ -221,6 +222,7 @@ function createQueue(
 ): WorkQueue {
   const run = (key: string): Promise<ReconcileResult> => handle(parseKey(key));
   return new WorkQueue({
+    held: true,
     concurrency: config.concurrency,
     backoff: config.backoff,
     handler: tracing ? (key) => tracing.traceReconcile(key, () => run(key)) : run,

@@ -4,6 +4,8 @@
  * Runs first (the Secret is created alongside the claim) and before ensurePod, which then treats
  * the bound Pod like any Pod of the session (ended: deleted and replaced; being deleted: waited for).
  *
+ *   - nothing is decided before the pool index has listed (a Pod bound before a restart is not
+ *     seen until then);
  *   - a pool Pod already bound to the session (status.podName, or found by its controller
  *     ownerReference after the operator died between the claim and the status write) is used;
  *     when the status does not record it, the agent is asked which session it serves, and bound
@@ -50,6 +52,8 @@ export interface Claim {
 
 /** The pool side of the claim, implemented in pool/claims.ts. */
 export interface PoolClaimer {
+  /** True once the pool informers have listed: until then a missing bound Pod or pool proves nothing. */
+  readonly synced: boolean;
   /** The pool Pod whose controller is this session, if any. */
   boundPod(session: SandboxSession): PodView | undefined;
   /** Asks the agent of a bound Pod whether it serves the session; binds it if the claim stopped short. */
@@ -66,6 +70,10 @@ export interface PoolClaimer {
 export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
   const pools = deps.pools;
   if (!pools) return {};
+  // A pool Pod claimed by an operator that died is found only by its ownerReference, in the pool
+  // index: before the pool informers have listed, "none bound" would give the session a second,
+  // cold Pod. The workload releases the session queue only after they have (runtime/workload.ts).
+  if (!pools.synced) throw new Error('the warm pool caches have not synced yet');
   const { namespace, name } = scope.ref;
   const bound = pools.boundPod(scope.session);
   if (bound) return useBound(scope, deps, pools, bound);

@@ -50,6 +50,12 @@ export interface WorkQueueOptions {
    */
   readonly maxDelayMs?: number;
   readonly hooks?: QueueHooks;
+  /**
+   * Start held: keys are queued (and deduped) but none is processed until release(). The session
+   * queue is created held and released once the caches its reconcile reads have listed
+   * (runtime/workload.ts): their initial LISTs already queue keys.
+   */
+  readonly held?: boolean;
   readonly random?: () => number;
   readonly now?: () => number;
 }
@@ -72,6 +78,7 @@ export class WorkQueue {
   private readonly timers = new Map<string, Timer>();
   private readonly failures = new Map<string, number>();
   private closed = false;
+  private held: boolean;
   private idleWaiters: Array<() => void> = [];
   private readonly now: () => number;
   private readonly maxDelayMs: number;
@@ -80,6 +87,7 @@ export class WorkQueue {
     if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)
       throw new Error('concurrency must be >= 1');
     this.now = opts.now ?? Date.now;
+    this.held = opts.held ?? false;
     this.maxDelayMs = Math.min(opts.maxDelayMs ?? MAX_TIMER_MS, MAX_TIMER_MS);
   }
 
@@ -101,6 +109,12 @@ export class WorkQueue {
   /** True once shutdown began. */
   get isShuttingDown(): boolean {
     return this.closed;
+  }
+
+  /** Starts processing a queue created held (a no-op otherwise). */
+  release(): void {
+    this.held = false;
+    this.pump();
   }
 
   /** Queues a key for processing now. */
@@ -177,7 +191,7 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.closed && this.running.size < this.opts.concurrency && this.pending.size > 0) {
+    while (!this.closed && !this.held && this.running.size < this.opts.concurrency && this.pending.size > 0) {
       const key = this.pending.values().next().value as string;
       const started = this.now();
       this.pending.delete(key);

@@ -49,6 +49,10 @@ export class PoolClaims implements PoolClaimer {
 
   constructor(private readonly d: PoolClaimsDeps) {}
 
+  get synced(): boolean {
+    return this.d.index.synced;
+  }
+
   boundPod(session: SandboxSession): PodView | undefined {
     const uid = session.metadata.uid;
     return uid ? this.d.index.boundTo(uid) : undefined;

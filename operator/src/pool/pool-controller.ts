@@ -111,6 +111,7 @@ export class PoolController {
   /** Starts the informers (resolves once both listed), then queues every pool. */
   async start(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.start()));
+    this.index.markSynced();
     this.opts.logger.info('pool controller started', { pools: this.poolKeys().length });
     for (const key of this.poolKeys()) this.queue.add(key);
   }
@@ -118,6 +119,7 @@ export class PoolController {
   /** Stops the queue (in-flight passes finish) and the informers. */
   async stop(): Promise<void> {
     await this.queue.shutdown(5000);
+    this.index.markSynced(false);
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 

@@ -17,6 +17,20 @@ export class PoolIndex {
   private readonly pods = new Map<string, PoolPodView>();
   /** Session UID -> key of the pool Pod bound to it. */
   private readonly bySession = new Map<string, string>();
+  private listed = false;
+
+  /**
+   * True once the informers have listed (pool-controller.ts): before that, no pool and no bound
+   * Pod in the index proves nothing (a Pod claimed before a restart is simply not seen yet).
+   */
+  get synced(): boolean {
+    return this.listed;
+  }
+
+  /** Records that the informers have listed (or, false, that they stopped). */
+  markSynced(synced = true): void {
+    this.listed = synced;
+  }
 
   /** Applies a pool change. */
   applyPool(view: PoolView, change: Change): void {

@@ -4,7 +4,10 @@
  *
  * start: informers first (the reconcile reads children from their caches; reconciling before they
  * have listed would try to create every child again), then the resync's initial LIST and the
- * session watch (which replays every session as ADDED; the queue dedupes the two).
+ * session watch (which replays every session as ADDED; the queue dedupes the two). The queue is
+ * created held and released only once every informer has listed: their initial LISTs already
+ * queue the owners of what they find, and a reconcile run then would read the caches still
+ * listing as empty (a warm pool Pod claimed before a restart, unseen, got a second, cold Pod).
  * stop: close the sources first (no new work), then drain the queue, then send the Events still
  * queued, then stop the informers.
  */
@@ -46,6 +49,7 @@ export class Workload {
   async start(): Promise<void> {
     const t0 = Date.now();
     await Promise.all(this.parts.informers.map((i) => i.start()));
+    this.parts.queue.release();
     const [queued, watch] = await Promise.all([this.parts.resync.runOnce(), this.parts.startWatch()]);
     this.watch = watch;
     this.parts.resync.start();

@@ -56,7 +56,10 @@ export class FakePools {
   private uids = 0;
   private ips = 0;
 
-  constructor(private readonly cluster: FakeCluster) {}
+  constructor(private readonly cluster: FakeCluster) {
+    // As the pool controller's index once its informers have listed.
+    this.index.markSynced();
+  }
 
   /** Options of warm Pods (the operator's defaults of the tests). */
   podOptions(podOptions: PoolPodOptions['podOptions']): PoolPodOptions {

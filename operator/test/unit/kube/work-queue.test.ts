@@ -26,6 +26,27 @@ afterEach(() => {
   jest.useRealTimers();
 });
 
+describe('WorkQueue: held', () => {
+  it('queues (deduped) but processes nothing until released, then each waiting key once', async () => {
+    const runs: string[] = [];
+    const q = queue(
+      async (key) => {
+        runs.push(key);
+        return {};
+      },
+      { held: true, concurrency: 2 },
+    );
+    q.add('a');
+    q.add('b');
+    q.add('a');
+    await flush();
+    expect([runs, q.depth]).toEqual([[], 2]);
+    q.release();
+    await flush();
+    expect(runs).toEqual(['a', 'b']);
+  });
+});
+
 describe('WorkQueue: dedupe and per-key serialization', () => {
   it('queues a waiting key once however often it is added', async () => {
     const runs: string[] = [];

@@ -267,6 +267,39 @@ describe('a claim cut short (the operator died between the claim and the status 
     expect(ready(cluster.session())).toMatchObject({ status: 'False' });
   });
 
+  it('gets no cold Pod while the pool index has not listed (the claimed Pod is not seen yet), then keeps that Pod', async () => {
+    // A restarted operator: the Pod this session claimed before the kill is not in the index until
+    // the pool informers have listed. Deciding "none bound" then created sbs-demo as well.
+    const unsynced = new FakePools(cluster);
+    unsynced.index.markSynced(false);
+    deps = { ...deps, pools: unsynced.claims(unsynced.podOptions(deps.podOptions)) };
+    cluster.putSession(session(poolRef('warm')));
+    const early = await reconcile(key(), deps).catch((err: unknown) => err);
+    expect(cluster.writes.filter((w) => w.startsWith('createPod'))).toEqual([]);
+    expect(unsynced.ops).toEqual([]);
+    expect(String(early)).toMatch(/warm pool caches have not synced/);
+    // Listed: the claimed Pod is there, bound to the session; it is confirmed, nothing is created.
+    const pool = unsynced.putPool('warm');
+    const warm = unsynced.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    unsynced.store({
+      ...warm,
+      metadata: {
+        ...warm.metadata,
+        resourceVersion: '5000',
+        controller: {
+          apiVersion: 'sandbox.dev/v1alpha1',
+          kind: 'SandboxSession',
+          name: 'demo',
+          uid: 'uid-1',
+        },
+      },
+    });
+    unsynced.index.markSynced();
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
+    expect(cluster.writes.filter((w) => w.startsWith('createPod'))).toEqual([]);
+  });
+
   it('waits (not Ready) while the agent does not answer', async () => {
     claimedNotRecorded();
     pools.behaviour.set('warm-aaaaaaaaaa', 'silent');
