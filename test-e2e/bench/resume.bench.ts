@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 
 import { LABELS } from '@sandbox-platform/api';
 
-import { SandboxClient } from '../../sdk/typescript/src/index.js';
+import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
 import { kubeClients } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
 import { namespaceOf, uniqueName } from '../specs/isolation/support.js';
@@ -87,7 +87,15 @@ async function prepare(names: string[]): Promise<void> {
     await Promise.all(
       batch.map(async (name) => {
         await sbx.createSession({ name, persistentWorkspace: true, idleTimeoutSeconds: 1800 });
-        await sbx.exec(name, { command: 'echo kept > kept.txt', waitSeconds: 180 });
+        // The gateway waits at most 120 s (its maximum); a busy node may need longer: retried.
+        for (let tries = 1; ; tries++) {
+          try {
+            await sbx.exec(name, { command: 'echo kept > kept.txt', waitSeconds: 120 });
+            break;
+          } catch (err) {
+            if (!(err instanceof UnavailableError) || tries >= 3) throw err;
+          }
+        }
         await sbx.suspendSession(name);
         await noPod(name);
       }),
