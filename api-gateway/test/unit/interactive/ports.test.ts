@@ -161,6 +161,7 @@ describe('port route and a server that closes kept-alive connections', () => {
   let server: net.Server;
   let port: number;
   let served = 0;
+  const sockets = new Set<net.Socket>();
 
   beforeAll(async () => {
     g = await startAgentApp();
@@ -168,6 +169,8 @@ describe('port route and a server that closes kept-alive connections', () => {
     // the next one without answering: what a server closing an idle connection looks like to a
     // client that reused it at that moment.
     server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
       let requests = 0;
       socket.on('data', (d: Buffer) => {
         if (!d.toString('latin1').includes('\r\n\r\n')) return;
@@ -181,8 +184,10 @@ describe('port route and a server that closes kept-alive connections', () => {
     port = (server.address() as AddressInfo).port;
   });
   afterAll(async () => {
-    await new Promise((r) => server.close(r));
+    // The gateway first: closing it destroys its kept-alive connections to the server.
     await g.close();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
   });
 
   // Regression: the bench's port GETs got 502 now and then (a reused connection reset by the server).
