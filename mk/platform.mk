@@ -45,6 +45,8 @@ platform-up: cluster-up images images-import tools platform-keys ## Install or u
 	  --set-string operator.podAnnotations.sandbox\\.dev/image=$(call image_digest,operator) \
 	  --set-string gateway.podAnnotations.sandbox\\.dev/image=$(call image_digest,api-gateway) \
 	  --wait --timeout 5m
+	@# Until the quota controller has counted a new ResourceQuota, creates of what it names are refused.
+	@node test-e2e/tools/wait-quotas.mjs $(KUBECTL_BIN) $(PK) -l app.kubernetes.io/instance=$(PLATFORM_RELEASE)
 	@$(MAKE) --no-print-directory platform-env
 
 .PHONY: platform-env
