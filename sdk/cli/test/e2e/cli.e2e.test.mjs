@@ -101,7 +101,7 @@ describe(`sbx against ${url}`, () => {
     assert.equal(sbx(['exec', name, '--', 'exit 123']).code, 123);
   });
 
-  it('exec streams: output arrives while the command still runs', async () => {
+  it('exec streams: output arrives while the command still runs', { timeout: 120_000 }, async () => {
     // The command cannot finish before the test uploads `go`, which it does only after it has
     // seen the first line: without streaming this would wait for the loop's bound and fail.
     const child = spawn(
@@ -121,8 +121,12 @@ describe(`sbx against ${url}`, () => {
         if (out.includes('waiting\n')) resolve();
       });
     });
+    let err = '';
+    child.stderr.on('data', (c) => (err += c.toString()));
     const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-    await sawFirst;
+    // A CLI that exits before its first line fails the test instead of leaving it waiting forever.
+    const first = await Promise.race([sawFirst.then(() => 'line'), exited.then((code) => `exit ${code}`)]);
+    assert.equal(first, 'line', `sbx exec ended before its first line (${first}): ${err}`);
     assert.equal(out, 'waiting\n');
     assert.equal(sbx(['cp', '-', `${name}:go`], {}, 'x').code, 0);
     assert.equal(await exited, 0);
@@ -215,7 +219,8 @@ describe(`sbx against ${url}`, () => {
       /^sbx: error: cannot reach the gateway at http:\/\/127\.0\.0\.1:\d+: connection refused \(ECONNREFUSED\)/,
     );
     assertOneLineError(sbx(['wait', 'no-such-session-cli', '--timeout', '2s']), 1, /session-not-found/);
-    assertOneLineError(sbx(['shell', name]), 2, /shell is not available yet: it needs the terminal API/);
+    // `sbx shell` exists now (it opened a real terminal here and waited forever on a pipe): it is
+    // covered by sdk/cli's unit tests against a terminal server, not yet by this e2e.
   });
 
   it('completion scripts are valid shell', () => {
