@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
+import { deriveToken } from '@sandbox-platform/api';
 
 import { agentConfig, startAgent } from '../../sandbox-agent/src/index.js';
 import { buildApp } from '../src/app.js';
@@ -31,9 +31,9 @@ import { loadConfig } from '../src/config.js';
 import { AgentInteractive } from '../src/exec/agent-interactive.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../src/logger.js';
-import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
 import { execTrueCall } from './agent-call.js';
 import { measureInterleaved, report } from './stats.js';
+import { readySession, StaticStore } from './static-store.js';
 
 const NAMESPACE = 'bench';
 const NAME = 'bench';
@@ -56,54 +56,6 @@ const { values } = parseArgs({
     'answer-cpu-ms': { type: 'string', default: '' },
   },
 });
-
-/** A store holding the bench session, Ready at 127.0.0.1. */
-class OneSessionStore implements SessionStore {
-  private readonly session: SandboxSession = {
-    metadata: { name: NAME, namespace: NAMESPACE, uid: UID },
-    spec: { idleTimeoutSeconds: 1800 },
-    status: {
-      podIP: '127.0.0.1',
-      podName: `sbs-${NAME}`,
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'SandboxReady',
-          message: '',
-          lastTransitionTime: new Date().toISOString(),
-        },
-      ],
-    },
-  };
-  synced(): boolean {
-    return true;
-  }
-  get(namespace: string, name: string): SandboxSession | undefined {
-    return namespace === NAMESPACE && name === NAME ? this.session : undefined;
-  }
-  list(): SandboxSession[] {
-    return [this.session];
-  }
-  tombstone(): Tombstone | undefined {
-    return undefined;
-  }
-  waitForChange(): Promise<void> {
-    return Promise.resolve();
-  }
-  createOrGet(): Promise<CreateResult> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  delete(): Promise<boolean> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  patchActivity(): Promise<void> {
-    return Promise.resolve();
-  }
-  setSuspended(): Promise<SandboxSession | undefined> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-}
 
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -209,7 +161,7 @@ async function main(): Promise<void> {
     keys: ApiKeys.parse(JSON.stringify({ keys: [{ id: 'bench', key: API_KEY, namespaces: [NAMESPACE] }] }), [
       NAMESPACE,
     ]),
-    store: new OneSessionStore(),
+    store: new StaticStore([readySession(NAMESPACE, NAME, UID, '127.0.0.1')]),
     transports: { Agent: transport, KubernetesExec: transport },
     activity: { touch: () => undefined, begin: () => () => undefined },
     interactive: new AgentInteractive(transport),

@@ -13,7 +13,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
+import { deriveToken } from '@sandbox-platform/api';
 
 import { agentConfig, startAgent } from '../../sandbox-agent/src/index.js';
 import { ThrottledActivityReporter } from '../src/activity/reporter.js';
@@ -22,8 +22,8 @@ import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
-import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
 import { REFERENCES, referenceByRole, type AgentTarget } from './references.js';
+import { readySession, StaticStore } from './static-store.js';
 
 const NAMESPACE = 'bench';
 const NAME = 'bench';
@@ -36,56 +36,6 @@ export const EVIL = { key: 'bench-evil-key-0123456789abcdef', namespace: 'evil',
 export const HOSTILE_IP = '127.0.0.2';
 /** Environment variable telling a child gateway to serve the hostile tenant's session too. */
 const HOSTILE_ENV = 'BENCH_HOSTILE_IP';
-
-/** A Ready session whose pod IP is `podIP`. */
-function readySession(namespace: string, name: string, uid: string, podIP: string): SandboxSession {
-  return {
-    metadata: { name, namespace, uid },
-    spec: { idleTimeoutSeconds: 1800 },
-    status: {
-      podIP,
-      podName: `sbs-${name}`,
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'SandboxReady',
-          message: '',
-          lastTransitionTime: new Date().toISOString(),
-        },
-      ],
-    },
-  };
-}
-
-/** A store of Ready sessions; writes are not part of the benchmark. */
-class StaticStore implements SessionStore {
-  constructor(private readonly sessions: readonly SandboxSession[]) {}
-  synced(): boolean {
-    return true;
-  }
-  get(namespace: string, name: string): SandboxSession | undefined {
-    return this.sessions.find((s) => s.metadata.namespace === namespace && s.metadata.name === name);
-  }
-  list(namespace: string): SandboxSession[] {
-    return this.sessions.filter((s) => s.metadata.namespace === namespace);
-  }
-  tombstone(): Tombstone | undefined {
-    return undefined;
-  }
-  waitForChange(): Promise<void> {
-    return Promise.resolve();
-  }
-  createOrGet(): Promise<CreateResult> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  delete(): Promise<boolean> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  setSuspended(): Promise<SandboxSession | undefined> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-}
 
 /** What the local mode measures against. */
 export interface LocalSetup {

@@ -18,18 +18,16 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 
-import type { SandboxSession } from '@sandbox-platform/api';
-
 import { ThrottledActivityReporter } from '../src/activity/reporter.js';
 import { buildApp } from '../src/app.js';
 import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
-import type { CreateResult, SessionStore, Tombstone } from '../src/sessions/store.js';
 import { execTrueCall, hostPort } from './agent-call.js';
 import { startLocalAgent } from './local-setup.js';
 import { measureInterleaved, report } from './stats.js';
+import { readySession, StaticStore } from './static-store.js';
 
 // The bench session of local-setup.ts (its agent's token is derived from these).
 const NAMESPACE = 'bench';
@@ -51,51 +49,6 @@ const { values } = parseArgs({
     'duration-ms': { type: 'string', default: '8000' },
   },
 });
-
-/** A store holding the bench session, Ready at 127.0.0.1. */
-class OneSessionStore implements SessionStore {
-  private readonly session: SandboxSession = {
-    metadata: { name: NAME, namespace: NAMESPACE, uid: UID },
-    spec: { idleTimeoutSeconds: 1800 },
-    status: {
-      podIP: '127.0.0.1',
-      podName: `sbs-${NAME}`,
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'SandboxReady',
-          message: '',
-          lastTransitionTime: new Date().toISOString(),
-        },
-      ],
-    },
-  };
-  synced(): boolean {
-    return true;
-  }
-  get(namespace: string, name: string): SandboxSession | undefined {
-    return namespace === NAMESPACE && name === NAME ? this.session : undefined;
-  }
-  list(namespace: string): SandboxSession[] {
-    return namespace === NAMESPACE ? [this.session] : [];
-  }
-  tombstone(): Tombstone | undefined {
-    return undefined;
-  }
-  waitForChange(): Promise<void> {
-    return Promise.resolve();
-  }
-  createOrGet(): Promise<CreateResult> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  delete(): Promise<boolean> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-  setSuspended(): Promise<SandboxSession | undefined> {
-    return Promise.reject(new Error('not in the benchmark'));
-  }
-}
 
 /** Child: the gateway in front of the agent, traced when `endpoint` is set; prints its URL. */
 async function serveGateway(agentPort: number, endpoint: string, sampler: string): Promise<void> {
@@ -137,7 +90,7 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
     keys: ApiKeys.parse(JSON.stringify({ keys: [{ id: 'bench', key: API_KEY, namespaces: [NAMESPACE] }] }), [
       NAMESPACE,
     ]),
-    store: new OneSessionStore(),
+    store: new StaticStore([readySession(NAMESPACE, NAME, UID, '127.0.0.1')]),
     transports: { Agent: transport, KubernetesExec: transport },
     activity: new ThrottledActivityReporter({
       patcher: tracing ? tracing.kube.traceApi(patcher, 'sandboxsessions') : patcher,

@@ -314,7 +314,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         const namespace = ns(args.namespace);
         await ctx.sessions.setSuspended(namespace, args.session, false);
         await ctx.execs.resolveTarget(namespace, args.session, ctx.limits.maxWaitSeconds, ctx.signal);
-        return jsonToolResult({ ...ctx.sessions.get(namespace, args.session) });
+        return jsonToolResult({ ...(await ctx.sessions.get(namespace, args.session)) });
       }),
   );
 

@@ -24,7 +24,7 @@ import type {
   WriteFileResult,
 } from '../exec/types.js';
 import { assertSessionName } from './namespaces.js';
-import { assertSynced, notFoundOrGone } from './sessions-service.js';
+import { assertSynced, notFoundOrGone, readThrough } from './sessions-service.js';
 
 /** An exec as the API accepts it (timeoutSeconds and waitSeconds optional). */
 export interface ExecInput {
@@ -87,6 +87,7 @@ export class ExecService {
     const now = Date.now();
     const limits = { deadline: now + waitMs, graceEnd: now + Math.min(waitMs, NOT_FOUND_GRACE_MS) };
     let resumed = false;
+    let readThroughDone = false;
     for (;;) {
       // Resume on the next call (ADR 0015): a suspended session is resumed by this call, once,
       // then waited for like any session that is starting.
@@ -100,6 +101,19 @@ export class ExecService {
       }
       const step = this.check(namespace, name, limits, signal);
       if ('target' in step) return step.target;
+      if ('absent' in step) {
+        // The grace ran out without the watch delivering it: ask the API server once. A session
+        // that exists is waited for like one that is starting (the watch will deliver it).
+        if (readThroughDone) {
+          throw notReady(name, { reason: 'Pending', message: 'this gateway replica has not seen it yet' });
+        }
+        if (!(await readThrough(this.d.store, namespace, name))) {
+          throw notFoundOrGone(this.d.store, namespace, name);
+        }
+        readThroughDone = true;
+        limits.graceEnd = limits.deadline;
+        continue;
+      }
       await this.d.store.waitForChange(namespace, name, step.waitMs, signal);
     }
   }
@@ -110,15 +124,15 @@ export class ExecService {
     name: string,
     limits: { deadline: number; graceEnd: number },
     signal: CancelSignal | undefined,
-  ): { target: ExecTarget } | { waitMs: number } {
+  ): { target: ExecTarget } | { waitMs: number } | { absent: true } {
     const s = this.d.store.get(namespace, name);
     if (!s) {
       // Absent: wait out a short grace for this replica's watch lag, unless it is known deleted.
       const waitMs = limits.graceEnd - Date.now();
-      if (waitMs <= 0 || signal?.aborted || this.d.store.tombstone(namespace, name)) {
+      if (signal?.aborted || this.d.store.tombstone(namespace, name)) {
         throw notFoundOrGone(this.d.store, namespace, name);
       }
-      return { waitMs };
+      return waitMs <= 0 ? { absent: true } : { waitMs };
     }
     const state = sessionState(s, this.d.addressPolicy);
     if (state.kind === 'ready') return { target: state.target };

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 
-import { ANNOTATIONS } from '@sandbox-platform/api';
+import { ANNOTATIONS, type SandboxSession } from '@sandbox-platform/api';
 
 import type { Principal } from '../auth/keys.js';
 import type { SessionPolicy } from '../config.js';
@@ -97,11 +97,15 @@ export class SessionsService {
     return { session: toSessionView(session, this.addressPolicy), created };
   }
 
-  /** One session; 404 when unknown, 410 when this replica saw it deleted. */
-  get(namespace: string, name: string): SessionView {
+  /**
+   * One session; 404 when unknown, 410 when this replica saw it deleted. A cache miss is checked
+   * with the API server before a 404: a client that just created the session (through this
+   * replica or another) reads its own write even while this replica's watch lags.
+   */
+  async get(namespace: string, name: string): Promise<SessionView> {
     assertSessionName(name);
     assertSynced(this.store);
-    const s = this.store.get(namespace, name);
+    const s = this.store.get(namespace, name) ?? (await readThrough(this.store, namespace, name));
     if (!s) throw notFoundOrGone(this.store, namespace, name);
     return toSessionView(s, this.addressPolicy);
   }
@@ -137,6 +141,16 @@ export class SessionsService {
     const deleted = await this.store.delete(namespace, name);
     if (!deleted) throw new ProblemError('session-not-found', `no session ${name} in namespace ${namespace}`);
   }
+}
+
+/** A cache miss read from the API server, unless this replica saw the session deleted. */
+export async function readThrough(
+  store: SessionStore,
+  namespace: string,
+  name: string,
+): Promise<SandboxSession | undefined> {
+  if (store.tombstone(namespace, name)) return undefined;
+  return store.readFresh(namespace, name);
 }
 
 /** 410 with the reason when the session was seen deleted, else 404. */

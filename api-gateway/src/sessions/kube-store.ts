@@ -172,8 +172,8 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     );
   }
 
-  /** A GET straight from the API server: used only after a 409, where the cache may not have the object yet. */
-  private async readFresh(namespace: string, name: string): Promise<SandboxSession | undefined> {
+  /** A GET straight from the API server: after a 409 or a cache miss, where the watch may lag. */
+  async readFresh(namespace: string, name: string): Promise<SandboxSession | undefined> {
     try {
       return (await this.api.getNamespacedCustomObject({
         group: GROUP,

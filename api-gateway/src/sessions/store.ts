@@ -31,6 +31,12 @@ export interface SessionStore {
   list(namespace: string): SandboxSession[];
   /** A recently deleted session of that name, if this replica saw it go. */
   tombstone(namespace: string, name: string): Tombstone | undefined;
+  /**
+   * The session read straight from the API server, undefined when it does not exist. Only for a
+   * cache miss: another replica (or this one, a moment ago) may have created it before this
+   * replica's watch delivered it, and a caller must read its own writes.
+   */
+  readFresh(namespace: string, name: string): Promise<SandboxSession | undefined>;
   /** Resolves on the next cache change of that session, or after timeoutMs, or when signal aborts. */
   waitForChange(namespace: string, name: string, timeoutMs: number, signal?: CancelSignal): Promise<void>;
   /**

@@ -12,6 +12,13 @@ export class FakeStore implements SessionStore {
   isSynced = true;
   /** When set, createOrGet fails with it. */
   createError: Error | undefined;
+  /**
+   * Sessions on the "API server" that this replica's watch has not delivered yet (another replica
+   * created them, or the watch lags): readFresh finds them, get does not. With `watchLags`,
+   * createOrGet puts new sessions here instead of in the cache.
+   */
+  readonly notWatched = new Map<string, SandboxSession>();
+  watchLags = false;
   private readonly waiters = new ChangeWaiters();
   private uidCounter = 0;
 
@@ -48,6 +55,22 @@ export class FakeStore implements SessionStore {
     return this.tombstones.get(`${namespace}/${name}`);
   }
 
+  readFresh(namespace: string, name: string): Promise<SandboxSession | undefined> {
+    this.calls.push(`read ${namespace}/${name}`);
+    const key = `${namespace}/${name}`;
+    const s = this.sessions.get(key) ?? this.notWatched.get(key);
+    return Promise.resolve(s && structuredClone(s));
+  }
+
+  /** Delivers a lagging session to the cache (the watch event arrives). */
+  deliver(namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
+    const s = this.notWatched.get(key);
+    if (!s) throw new Error(`no lagging session ${key}`);
+    this.notWatched.delete(key);
+    this.put(s);
+  }
+
   waitForChange(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     return this.waiters.wait(`${namespace}/${name}`, timeoutMs, signal);
   }
@@ -55,12 +78,15 @@ export class FakeStore implements SessionStore {
   createOrGet(s: SandboxSession): Promise<CreateResult> {
     this.calls.push(`create ${s.metadata.namespace}/${s.metadata.name}`);
     if (this.createError) return Promise.reject(this.createError);
-    const existing = this.get(s.metadata.namespace!, s.metadata.name!);
+    const existing =
+      this.get(s.metadata.namespace!, s.metadata.name!) ??
+      this.notWatched.get(`${s.metadata.namespace}/${s.metadata.name}`);
     if (existing) return Promise.resolve({ session: structuredClone(existing), created: false });
     const created = structuredClone(s);
     created.metadata.uid = `uid-${++this.uidCounter}`;
     created.metadata.creationTimestamp = '2030-01-01T00:00:00Z';
-    this.put(created);
+    if (this.watchLags) this.notWatched.set(`${s.metadata.namespace}/${s.metadata.name}`, created);
+    else this.put(created);
     return Promise.resolve({ session: structuredClone(created), created: true });
   }
 

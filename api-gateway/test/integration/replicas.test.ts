@@ -29,6 +29,16 @@ describe('several gateway replicas', () => {
     expect(crs[0]!.metadata.uid).toBe(results[0]!.session.uid);
   });
 
+  it('a session created through one replica is read at once through the other (read-your-writes)', async () => {
+    for (let i = 0; i < 10; i++) {
+      const name = `ryw-${i}`;
+      const { created } = await clients[0]!.createSession({ name });
+      expect(created).toBe(true);
+      // No wait: the other replica's watch may not have delivered it yet.
+      expect((await clients[1]!.getSession(name)).name).toBe(name);
+    }
+  });
+
   it('a session created through one replica is served by the other', async () => {
     await clients[0]!.createSession({ name: 'cross' });
     await env.makeReady(env.nsA.name, 'cross');

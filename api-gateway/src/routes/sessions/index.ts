@@ -40,7 +40,7 @@ export default function sessionRoutes(
     return { items: app.sessions.list(namespace) };
   });
 
-  app.get<NsQuery & NameParams>('/v1/sessions/:name', { schema: getSchema }, (request) => {
+  app.get<NsQuery & NameParams>('/v1/sessions/:name', { schema: getSchema }, async (request) => {
     const namespace = resolveNamespace(request.principal, request.query.namespace);
     return app.sessions.get(namespace, request.params.name);
   });
@@ -75,7 +75,7 @@ export default function sessionRoutes(
         } finally {
           dispose();
         }
-        view = app.sessions.get(namespace, name);
+        view = await app.sessions.get(namespace, name);
       }
       return view;
     },

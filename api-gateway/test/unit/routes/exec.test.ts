@@ -147,6 +147,31 @@ describe('exec routes', () => {
 
     it('answers 404 for an unknown session', async () => {
       expectProblem(await exec('nope', { command: 'true' }), 404, 'session-not-found');
+      expect(t.store.calls).toEqual(['read team-a/nope']);
+    });
+
+    it('waits for a session the API server has but the watch has not delivered after the grace', async () => {
+      t.store.watchLags = true;
+      await t.store.createOrGet(session('late', 'team-a', ready('10.4.4.4')));
+      t.agent.nextResult = result({ stdout: 'late\n', exitCode: 0 });
+      // inject starts on its first then().
+      const pending = exec('late', { command: 'echo late', waitSeconds: 5 }).then((r) => r);
+      // After the 1 s grace the gateway asks the API server, finds it, and keeps waiting.
+      for (let i = 0; i < 100 && !t.store.calls.includes('read team-a/late'); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(t.store.calls).toContain('read team-a/late');
+      t.store.deliver('team-a', 'late');
+      const res = await pending;
+      expect(res.statusCode).toBe(200);
+      expect(t.agent.calls).toHaveLength(1);
+    });
+
+    it('answers 503, not 404, for a session the API server has when waitSeconds ends before the watch delivers it', async () => {
+      t.store.watchLags = true;
+      await t.store.createOrGet(session('lagging', 'team-a', ready()));
+      const res = await exec('lagging', { command: 'true', waitSeconds: 0 });
+      expect(expectProblem(res, 503, 'session-not-ready').reason).toBe('Pending');
     });
 
     it("answers 403 for another tenant's session and never forwards", async () => {

@@ -213,11 +213,35 @@ describe('session routes', () => {
       expectProblem(res, 404, 'session-not-found');
     });
 
+    it('reads its own write: a session created a moment ago whose watch event has not arrived is read from the API server', async () => {
+      t.store.watchLags = true;
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/v1/sessions',
+        headers: auth(KEYS.a),
+        payload: { name: 'fresh' },
+      });
+      expect(created.statusCode).toBe(201);
+      expect(t.store.get('team-a', 'fresh')).toBeUndefined();
+      const res = await t.app.inject({ method: 'GET', url: '/v1/sessions/fresh', headers: auth(KEYS.a) });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ name: 'fresh', namespace: 'team-a', ready: false });
+      expect(t.store.calls).toContain('read team-a/fresh');
+    });
+
+    it('answers from the cache without an API read when the session is there', async () => {
+      t.store.put(session('cached', 'team-a', ready()));
+      const res = await t.app.inject({ method: 'GET', url: '/v1/sessions/cached', headers: auth(KEYS.a) });
+      expect(res.statusCode).toBe(200);
+      expect(t.store.calls.filter((c) => c.startsWith('read '))).toEqual([]);
+    });
+
     it('answers 410 with the reason for a session seen deleted', async () => {
       t.store.put(session('gone', 'team-a', ready()));
       t.store.remove('team-a', 'gone', 'IdleTimeout');
       const res = await t.app.inject({ method: 'GET', url: '/v1/sessions/gone', headers: auth(KEYS.a) });
       expect(expectProblem(res, 410, 'session-gone').reason).toBe('IdleTimeout');
+      expect(t.store.calls.filter((c) => c.startsWith('read '))).toEqual([]);
     });
 
     it('shows a collected (Retain) session as not ready with its reason', async () => {
