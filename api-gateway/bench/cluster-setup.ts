@@ -16,7 +16,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { GatewayClient } from '../src/client/index.js';
+import { SandboxClient } from '@sandbox-platform/client';
 import { createPodExecutor } from '../src/exec/pod-executor.js';
 import { KubernetesExecTransport } from '../src/exec/kube-exec-transport.js';
 import type { ExecTarget } from '../src/sessions/model.js';
@@ -34,7 +34,7 @@ export interface ClusterInputs {
 
 /** What the cluster mode measures against. */
 export interface ClusterSetup {
-  client: GatewayClient;
+  client: SandboxClient;
   agentSession: string;
   kexecSession: string;
   direct: { host: string; port: number; token: string };
@@ -42,7 +42,7 @@ export interface ClusterSetup {
   close(): Promise<void>;
 }
 
-async function waitReady(client: GatewayClient, name: string): Promise<void> {
+async function waitReady(client: SandboxClient, name: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     const s = await client.getSession(name);
@@ -54,7 +54,12 @@ async function waitReady(client: GatewayClient, name: string): Promise<void> {
 }
 
 export async function clusterSetup(i: ClusterInputs): Promise<ClusterSetup> {
-  const client = new GatewayClient({ baseUrl: i.gatewayUrl, apiKey: i.apiKey, namespace: i.namespace });
+  const client = new SandboxClient({
+    baseUrl: i.gatewayUrl,
+    apiKey: i.apiKey,
+    namespace: i.namespace,
+    retry: { retries: 0 },
+  });
   const suffix = randomBytes(3).toString('hex');
   const agentSession = `bench-agent-${suffix}`;
   const kexecSession = `bench-kexec-${suffix}`;

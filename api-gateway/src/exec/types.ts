@@ -1,22 +1,23 @@
 /**
  * The exec and file contract every transport implements. The shapes are the agent's (see
  * docs/architecture.md, "Agent HTTP API"), so both transports return identical results; the
- * REST API passes them through, and its client declares them (client/types.ts).
+ * REST API passes them through. The shapes are declared once, schema first, in
+ * @sandbox-platform/api (crds/src/wire, ADR 0018).
  */
 import type { Readable } from 'node:stream';
 
-import type { ExecRequest as ExecBody, ExecResult, WriteFileResult } from '../client/types.js';
+import type { ExecRequest as AgentExecRequest, ExecResult, WriteFileResult } from '@sandbox-platform/api';
+
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import type { ExecTarget } from '../sessions/model.js';
 
-// The wire shapes are declared once, in the publishable client's types (no server imports there).
-export type { ExecResult, ExecStreamEvent, OutputEncoding, WriteFileResult } from '../client/types.js';
+export type { ExecResult, ExecStreamEvent, OutputEncoding, WriteFileResult } from '@sandbox-platform/api';
 
 /**
- * A command to run: the exec body without the gateway's own waitSeconds, already validated and
- * bounded by the route schema and config, its timeout resolved.
+ * A command to run: the agent's exec body (the REST body without the gateway's own waitSeconds),
+ * already validated and bounded by the route schema and config, its timeout resolved.
  */
-export type ExecRequest = Omit<ExecBody, 'timeoutSeconds' | 'waitSeconds'> & { timeoutSeconds: number };
+export type ExecRequest = Omit<AgentExecRequest, 'timeoutSeconds'> & { timeoutSeconds: number };
 
 /**
  * A file upload: the bytes in memory (MCP write_file, bounded by its body limit), or a stream

@@ -1,16 +1,18 @@
 /** Two gateway replicas (separate informers) racing creates of one name on a real API server. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { GatewayClient } from '../../src/client/index.js';
+import { SandboxClient } from '@sandbox-platform/client';
 import { GatewayEnv, KEYS } from './gateway-env.js';
 
 describe('several gateway replicas', () => {
   const env = new GatewayEnv();
-  let clients: GatewayClient[];
+  let clients: SandboxClient[];
   beforeAll(async () => {
     await env.setup();
     const gateways = [await env.startGateway(), await env.startGateway()];
-    clients = gateways.map((g) => new GatewayClient({ baseUrl: g.url, apiKey: KEYS.a }));
+    clients = gateways.map(
+      (g) => new SandboxClient({ baseUrl: g.url, apiKey: KEYS.a, retry: { retries: 0 } }),
+    );
   });
   afterAll(async () => {
     await env.teardown();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { GatewayClient } from '../../src/client/index.js';
+import { SandboxClient } from '@sandbox-platform/client';
 import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
 import { GatewayEnv, KEYS, MASTER_KEY } from './gateway-env.js';
 import { buildServerBundle } from './server-bundle.js';
@@ -84,7 +84,7 @@ describe('server.ts as a process', () => {
       predicate('/readyz 200', (s: number) => s === 200),
       { timeoutMs: 30_000 },
     );
-    const client = new GatewayClient({ baseUrl: url, apiKey: KEYS.a });
+    const client = new SandboxClient({ baseUrl: url, apiKey: KEYS.a, retry: { retries: 0 } });
     await client.createSession({ name: 'graceful' });
     await env.makeReady(env.nsA.name, 'graceful');
     await client.exec('graceful', { command: 'true' });

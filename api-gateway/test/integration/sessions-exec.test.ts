@@ -5,18 +5,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ANNOTATIONS, REASONS } from '@sandbox-platform/api';
 
-import { GatewayClient, GatewayError } from '../../src/client/index.js';
+import { SandboxClient, GatewayError } from '@sandbox-platform/client';
 import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
 import { GatewayEnv, KEYS, condition, type Gateway } from './gateway-env.js';
 
 describe('gateway on a real API server with real agents', () => {
   const env = new GatewayEnv();
   let gw: Gateway;
-  let a: GatewayClient;
+  let a: SandboxClient;
   beforeAll(async () => {
     await env.setup();
     gw = await env.startGateway();
-    a = new GatewayClient({ baseUrl: gw.url, apiKey: KEYS.a });
+    a = new SandboxClient({ baseUrl: gw.url, apiKey: KEYS.a, retry: { retries: 0 } });
   });
   afterAll(async () => {
     await env.teardown();
@@ -171,7 +171,7 @@ describe('gateway on a real API server with real agents', () => {
   });
 
   it("keeps tenants apart: B neither sees nor reaches A's sessions", async () => {
-    const b = new GatewayClient({ baseUrl: gw.url, apiKey: KEYS.b });
+    const b = new SandboxClient({ baseUrl: gw.url, apiKey: KEYS.b, retry: { retries: 0 } });
     await a.createSession({ name: 'private' });
     expect((await b.listSessions()).map((s) => s.name)).not.toContain('private');
     await expect(b.getSession('private', env.nsA.name)).rejects.toMatchObject({ status: 403 });

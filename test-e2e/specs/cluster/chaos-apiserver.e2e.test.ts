@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { LABELS } from '@sandbox-platform/api';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { GatewayError } from '../../../api-gateway/src/client/index.js';
+import { GatewayError } from '@sandbox-platform/client';
 import { kubeClients, REPO_ROOT } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { AGENT_IMAGE, gatewayClient, namespaceOf, uniqueName } from '../isolation/support.js';

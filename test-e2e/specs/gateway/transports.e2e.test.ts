@@ -13,12 +13,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import {
-  GatewayClient,
-  type ExecResult,
-  type ExecStreamEvent,
-  type Session,
-} from '../../../api-gateway/src/client/index.js';
+import { SandboxClient, type ExecResult, type ExecStreamEvent, type Session } from '@sandbox-platform/client';
 import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { createSession, runtimesUnderTest } from '../isolation/support.js';
@@ -27,7 +22,7 @@ const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
 const READY_TIMEOUT_MS = 180_000;
 
-function gatewayClient(): GatewayClient {
+function gatewayClient(): SandboxClient {
   const baseUrl = process.env.E2E_GATEWAY_URL;
   const apiKey = process.env.E2E_GATEWAY_API_KEY;
   if (!baseUrl || !apiKey) {
@@ -35,7 +30,7 @@ function gatewayClient(): GatewayClient {
       'e2e gateway specs need E2E_GATEWAY_URL and E2E_GATEWAY_API_KEY from the e2e setup (a deployed api-gateway)',
     );
   }
-  return new GatewayClient({ baseUrl, apiKey, namespace: NAMESPACE });
+  return new SandboxClient({ baseUrl, apiKey, namespace: NAMESPACE, retry: { retries: 0 } });
 }
 
 /** The fields both transports must agree on. */

@@ -19,7 +19,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { GatewayClient } from '../../../api-gateway/src/client/index.js';
+import { SandboxClient } from '@sandbox-platform/client';
 import { isNotFound, type KubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 
@@ -29,7 +29,7 @@ export const READY_TIMEOUT_MS = 180_000;
 export const GVISOR = 'gvisor';
 
 /** A gateway client for one tenant: E2E_GATEWAY_API_KEY (E2E_NAMESPACE) or E2E_OTHER_API_KEY. */
-export function gatewayClient(tenant: 'e2e' | 'other' = 'e2e'): GatewayClient {
+export function gatewayClient(tenant: 'e2e' | 'other' = 'e2e'): SandboxClient {
   const baseUrl = process.env.E2E_GATEWAY_URL;
   const apiKey = tenant === 'e2e' ? process.env.E2E_GATEWAY_API_KEY : process.env.E2E_OTHER_API_KEY;
   if (!baseUrl || !apiKey) {
@@ -37,7 +37,7 @@ export function gatewayClient(tenant: 'e2e' | 'other' = 'e2e'): GatewayClient {
       'isolation specs need E2E_GATEWAY_URL, E2E_GATEWAY_API_KEY and E2E_OTHER_API_KEY (make platform-up writes them)',
     );
   }
-  return new GatewayClient({ baseUrl, apiKey, namespace: namespaceOf(tenant) });
+  return new SandboxClient({ baseUrl, apiKey, namespace: namespaceOf(tenant), retry: { retries: 0 } });
 }
 
 export function namespaceOf(tenant: 'e2e' | 'other'): string {

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
-import { GatewayClient, type Session } from '../../../api-gateway/src/client/index.js';
+import { SandboxClient, type Session } from '@sandbox-platform/client';
 import { kubeClients, predicate, REPO_ROOT, waitFor } from '../../src/framework/index.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
@@ -154,7 +154,7 @@ function gatewayRolledOut(endpoint: string): (pods: k8s.V1PodList) => boolean {
   const kube = kubeClients();
   const baseUrl = process.env.E2E_GATEWAY_URL ?? '';
   const apiKey = process.env.E2E_GATEWAY_API_KEY ?? '';
-  const client = new GatewayClient({ baseUrl, apiKey, namespace: NAMESPACE });
+  const client = new SandboxClient({ baseUrl, apiKey, namespace: NAMESPACE, retry: { retries: 0 } });
   const name = `traced-${randomBytes(3).toString('hex')}`;
   const dir = mkdtempSync(join(tmpdir(), 'e2e-otlp-'));
   const file = join(dir, 'spans.jsonl');
