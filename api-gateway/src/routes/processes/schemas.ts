@@ -13,26 +13,21 @@ import {
 } from '@sandbox-platform/api';
 
 import type { ExecLimits } from '../../config.js';
-import { dnsLabel, envSchema, problemResponses } from '../common-schemas.js';
+import { envSchema, nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
 
 /** `{name}` and `{id}` path parameters (a malformed id is answered 404 process-not-found). */
 export const processParams = {
   type: 'object',
   required: ['name', 'id'],
   properties: {
-    name: { ...dnsLabel, description: 'Session name' },
+    ...nameParams.properties,
     id: { type: 'string', maxLength: 64, description: 'Process id (12 hex digits)' },
   },
 } as const;
 
-const sessionParams = {
-  type: 'object',
-  required: ['name'],
-  properties: { name: { ...dnsLabel, description: 'Session name' } },
-} as const;
-
-const namespace = { ...dnsLabel, description: "Namespace; defaults to the API key's default namespace" };
-const namespaceOnly = { type: 'object', additionalProperties: false, properties: { namespace } } as const;
+const sessionParams = nameParams;
+const { namespace } = namespaceQuery.properties;
+const namespaceOnly = namespaceQuery;
 
 /** Longest follow a request may ask for; the client follows again from its offsets afterwards. */
 export const MAX_FOLLOW_SECONDS = MAX_WAIT_SECONDS;

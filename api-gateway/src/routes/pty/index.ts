@@ -29,7 +29,7 @@ import { agentProblem } from '../../exec/agent-transport.js';
 import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
 import { bridgeSockets } from '../../exec/ws-bridge.js';
 import { resolveNamespace } from '../../service/namespaces.js';
-import { dnsLabel, problemResponses } from '../common-schemas.js';
+import { nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
 
 type PtyRoute = { Params: { name: string }; Querystring: PtyQuery & { namespace?: string } };
 
@@ -59,18 +59,11 @@ const schema = {
     'Binary frames are terminal bytes both ways; text frames are JSON control messages: ' +
     '{"type":"resize","cols":N,"rows":N} from the client, one {"type":"exit","exitCode":N} from the server before it closes with 1000.',
   tags: ['terminal'],
-  params: {
-    type: 'object',
-    required: ['name'],
-    properties: { name: { ...dnsLabel, description: 'Session name' } },
-  },
+  params: nameParams,
   querystring: {
     type: 'object',
     additionalProperties: false,
-    properties: {
-      ...ptyQuerySchema.properties,
-      namespace: { ...dnsLabel, description: "Namespace; defaults to the API key's default namespace" },
-    },
+    properties: { ...ptyQuerySchema.properties, ...namespaceQuery.properties },
   },
   response: problemResponses(404, 409, 410, 426, 501, 502, 503, 504),
 } as const;
