@@ -17,6 +17,13 @@ const envSchema = {
   properties: {
     /** Listen port of the HTTP server. */
     GATEWAY_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
+    /**
+     * Port of /metrics (Prometheus text), a small server of its own (no auth, nothing else): the
+     * API port answers 404 for /metrics, so a NetworkPolicy or scrape config opens one without the
+     * other and scrapes never pass the API's auth, limits or tracing. 0: any free port (tests).
+     * Must differ from GATEWAY_PORT. Chart: gateway.metricsPort.
+     */
+    GATEWAY_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 9090 },
     /** Listen address; 0.0.0.0 so the pod IP is reachable. */
     GATEWAY_HOST: { type: 'string', minLength: 1, default: '0.0.0.0' },
     /** winston level: error, warn, info, debug. */
@@ -175,6 +182,8 @@ const envSchema = {
 /** Typed, validated gateway configuration. */
 export interface GatewayConfig {
   port: number;
+  /** Port of the /metrics server (metrics-server.ts). */
+  metricsPort: number;
   host: string;
   logLevel: 'error' | 'warn' | 'info' | 'debug';
   apiKeysFile: string;
@@ -309,6 +318,11 @@ function toConfig(e: RawEnv): GatewayConfig {
     e.GATEWAY_REQUEST_TIMEOUT_SECONDS,
     'GATEWAY_HEADERS_TIMEOUT_SECONDS',
   );
+  if (e.GATEWAY_PORT !== 0 && e.GATEWAY_PORT === e.GATEWAY_METRICS_PORT) {
+    throw new Error(
+      `invalid gateway configuration: GATEWAY_METRICS_PORT (${e.GATEWAY_METRICS_PORT}) must differ from GATEWAY_PORT`,
+    );
+  }
   let imageAllowlist: ImageAllowlist;
   try {
     imageAllowlist = parseImageAllowlist(list(e.GATEWAY_IMAGE_ALLOWLIST));
@@ -317,6 +331,7 @@ function toConfig(e: RawEnv): GatewayConfig {
   }
   return {
     port: e.GATEWAY_PORT,
+    metricsPort: e.GATEWAY_METRICS_PORT,
     host: e.GATEWAY_HOST,
     logLevel: e.GATEWAY_LOG_LEVEL as GatewayConfig['logLevel'],
     apiKeysFile: e.GATEWAY_API_KEYS_FILE,

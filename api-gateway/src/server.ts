@@ -18,6 +18,7 @@ import { composeDeps } from './compose.js';
 import { loadConfig } from './config.js';
 import { WinstonFastifyLogger, createWinston, flushLogs, serializeError } from './logger.js';
 import { createMetrics } from './metrics.js';
+import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 
 /** A KubeConfig from the usual places (in-cluster service account, or $KUBECONFIG). */
 function loadKubeConfig(): k8s.KubeConfig {
@@ -50,14 +51,30 @@ async function main(): Promise<void> {
     metrics: createMetrics(true),
     ...(tracing ? { tracing } : {}),
   });
+  const metricsServer = await startMetricsServer({
+    port: config.metricsPort,
+    host: config.host,
+    registry: deps.metrics.registry,
+    logger,
+  });
   const app = await buildApp(tracing ? { ...deps, tracingPlugin: tracing.fastifyPlugin } : deps);
   await deps.store.start();
   await app.listen({ port: config.port, host: config.host });
   logger.info(
-    { namespaces: config.namespaces, keys: keys.size, synced: deps.store.synced() },
+    {
+      namespaces: config.namespaces,
+      keys: keys.size,
+      synced: deps.store.synced(),
+      metricsPort: metricsServer.port,
+    },
     'api-gateway listening',
   );
-  onSignals(app, logger, { delayMs: config.shutdownDelayMs, graceMs: config.shutdownGraceMs, tracing });
+  onSignals(app, logger, {
+    delayMs: config.shutdownDelayMs,
+    graceMs: config.shutdownGraceMs,
+    tracing,
+    metricsServer,
+  });
 }
 
 /** Graceful shutdown on SIGTERM/SIGINT, forced after the delay plus the grace period. */
@@ -68,7 +85,13 @@ function onSignals(
     delayMs,
     graceMs,
     tracing,
-  }: { delayMs: number; graceMs: number; tracing?: { shutdown(): Promise<void> } },
+    metricsServer,
+  }: {
+    delayMs: number;
+    graceMs: number;
+    tracing?: { shutdown(): Promise<void> };
+    metricsServer: MetricsServer;
+  },
 ): void {
   let closing = false;
   const shutdown = (signal: string, drainMs: number): void => {
@@ -83,6 +106,8 @@ function onSignals(
     app
       .drain(drainMs)
       .then(() => app.close())
+      // Scrapes are answered while requests finish; the metrics port closes after the API's.
+      .then(() => metricsServer.close())
       // The spans still buffered are exported before the exit (bounded by the grace timer).
       .then(() => tracing?.shutdown())
       .then(

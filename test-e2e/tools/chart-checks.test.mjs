@@ -1,6 +1,7 @@
 // Checks of the rendered chart that kubeconform cannot make (it validates shapes, not intent):
 // the master key with and without masterKey.existingSecret, the admission policy, the sandbox
-// ResourceQuota, the operator's metrics port and tracing settings, and the monitoring objects.
+// ResourceQuota, the operator's and the gateway's metrics ports, tracing settings, and the
+// monitoring objects.
 // Run by `make chart-lint` (node --test, HELM=<pinned helm>); each case renders with `helm template`.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -197,6 +198,77 @@ describe('operator telemetry settings', () => {
   });
 });
 
+describe('gateway metrics port', () => {
+  const gateway = (r) => r.find('Deployment', 'rel-sandbox-platform-gateway');
+  const gatewayPolicy = (r) => r.find('NetworkPolicy', 'rel-sandbox-platform-gateway-ingress');
+
+  it('/metrics on its own port (9090, named metrics), the API on 8080; a ClusterIP metrics Service', () => {
+    const r = render();
+    assert.equal(env(gateway(r)).GATEWAY_METRICS_PORT, '9090');
+    assert.equal(env(gateway(r)).GATEWAY_PORT, '8080');
+    assert.deepEqual(
+      container(gateway(r)).ports.map((p) => [p.name, p.containerPort]),
+      [
+        ['http', 8080],
+        ['metrics', 9090],
+      ],
+    );
+    const api = r.find('Service', 'rel-sandbox-platform-gateway');
+    assert.deepEqual(
+      api.spec.ports.map((p) => p.name),
+      ['http'],
+      'the API Service does not carry the metrics port',
+    );
+    const metrics = r.find('Service', 'rel-sandbox-platform-gateway-metrics');
+    assert.equal(metrics.spec.type, 'ClusterIP');
+    assert.deepEqual(metrics.spec.ports, [
+      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    assert.deepEqual(metrics.spec.selector, api.spec.selector);
+  });
+
+  it('gateway.metricsPort maps to the env, the container port, the Service and the policy', () => {
+    const r = render([
+      'gateway.metricsPort=9102',
+      'networkPolicy.gateway.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring',
+    ]);
+    assert.equal(env(gateway(r)).GATEWAY_METRICS_PORT, '9102');
+    assert.equal(container(gateway(r)).ports[1].containerPort, 9102);
+    assert.equal(r.find('Service', 'rel-sandbox-platform-gateway-metrics').spec.ports[0].port, 9102);
+    assert.deepEqual(gatewayPolicy(r).spec.ingress[1], {
+      ports: [{ protocol: 'TCP', port: 9102 }],
+      from: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }],
+    });
+  });
+
+  it('the NetworkPolicy keeps the API rule and opens the metrics port to metricsFrom only', () => {
+    const closed = gatewayPolicy(render()).spec.ingress;
+    assert.deepEqual(closed, [{ ports: [{ protocol: 'TCP', port: 8080 }] }], 'no metrics rule by default');
+    const open = gatewayPolicy(
+      render([
+        'networkPolicy.gateway.ingressFrom[0].podSelector.matchLabels.app=ingress',
+        'networkPolicy.gateway.metricsFrom[0].podSelector.matchLabels.app=prometheus',
+      ]),
+    ).spec.ingress;
+    assert.deepEqual(open, [
+      {
+        ports: [{ protocol: 'TCP', port: 8080 }],
+        from: [{ podSelector: { matchLabels: { app: 'ingress' } } }],
+      },
+      {
+        ports: [{ protocol: 'TCP', port: 9090 }],
+        from: [{ podSelector: { matchLabels: { app: 'prometheus' } } }],
+      },
+    ]);
+  });
+
+  it('the schema refuses the metrics port on the API port', () => {
+    const res = template(['gateway.metricsPort=8080']);
+    assert.notEqual(res.status, 0);
+    assert.match(res.stderr, /metricsPort/);
+  });
+});
+
 describe('default runtime class of sessions', () => {
   it('is off by default (no env line) and maps operator.sandboxDefaults.runtimeClassName when set', () => {
     const name = 'rel-sandbox-platform-operator';
@@ -227,24 +299,27 @@ describe('monitoring objects', () => {
     assert.equal(render().find('ConfigMap'), undefined);
   });
 
-  it('a ServiceMonitor of the gateway Service and a PodMonitor of the operator metrics port', () => {
+  it('a ServiceMonitor of the gateway metrics Service and a PodMonitor of the operator metrics port', () => {
     const r = render([...ALL, 'monitoring.serviceMonitor.labels.release=kps']);
     const sm = r.find('ServiceMonitor');
     assert.equal(sm.metadata.labels.release, 'kps');
-    const service = r.find('Service', 'rel-sandbox-platform-gateway');
-    for (const [k, v] of Object.entries(sm.spec.selector.matchLabels))
-      assert.equal(service.metadata.labels[k], v, k);
-    assert.equal(
-      r.objects.filter((o) => o.kind === 'Service').length,
-      1,
-      'the selector picks the only Service',
+    const selected = r.objects.filter(
+      (o) =>
+        o.kind === 'Service' &&
+        Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => o.metadata.labels[k] === v),
+    );
+    assert.deepEqual(
+      selected.map((o) => o.metadata.name),
+      ['rel-sandbox-platform-gateway-metrics'],
+      'the selector picks the metrics Service only, never the API Service',
     );
     assert.deepEqual(sm.spec.endpoints[0], {
-      port: 'http',
+      port: 'metrics',
       path: '/metrics',
       interval: '30s',
       scheme: 'http',
     });
+    assert.ok(selected[0].spec.ports.some((p) => p.name === 'metrics'));
     const pm = r.find('PodMonitor');
     const operatorPods = r.find('Deployment', 'rel-sandbox-platform-operator').spec.template.metadata.labels;
     for (const [k, v] of Object.entries(pm.spec.selector.matchLabels)) assert.equal(operatorPods[k], v, k);

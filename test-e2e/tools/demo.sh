@@ -28,6 +28,9 @@ svc=$PLATFORM_RELEASE-sandbox-platform-gateway
 ip=$(k -n "$PLATFORM_NAMESPACE" get svc "$svc" -o jsonpath='{.spec.clusterIP}')
 port=$(k -n "$PLATFORM_NAMESPACE" get svc "$svc" -o jsonpath='{.spec.ports[0].port}')
 url="http://$ip:$port"
+# /metrics has its own port and Service (gateway.metricsPort); the API port answers 404 for it.
+metrics_ip=$(k -n "$PLATFORM_NAMESPACE" get svc "$svc-metrics" -o jsonpath='{.spec.clusterIP}')
+metrics_port=$(k -n "$PLATFORM_NAMESPACE" get svc "$svc-metrics" -o jsonpath='{.spec.ports[0].port}')
 key=$(cat "$KEY_FILE")
 
 step "one command through the gateway ($url)"
@@ -68,6 +71,6 @@ cat <<EOF
      }
    }
 
- Metrics: curl $url/metrics    Stop: make cluster-down    Remove the platform: make platform-down
+ Metrics: curl http://$metrics_ip:$metrics_port/metrics    Stop: make cluster-down    Remove the platform: make platform-down
 ========================================================================================
 EOF

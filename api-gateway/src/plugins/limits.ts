@@ -9,7 +9,7 @@
  * - large buffered responses (64 KiB and up) take their size from the shared byte budget until
  *   they are written (503 `overloaded` when it is used up) and must be read by the client within
  *   the write timeout, else the connection is closed: unread answers cannot pile up.
- * Health, metrics and the OpenAPI document (public routes) are never limited.
+ * Health and the OpenAPI document (public routes) are never limited; /metrics has its own port.
  */
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

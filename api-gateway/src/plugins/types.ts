@@ -41,7 +41,7 @@ declare module 'fastify' {
     principal: Principal;
   }
   interface FastifyContextConfig {
-    /** Routes that need no API key (health, metrics, OpenAPI). */
+    /** Routes that need no API key (health, OpenAPI). */
     public?: boolean;
   }
 }

@@ -1,8 +1,12 @@
 /**
- * Unauthenticated operational routes: liveness, readiness (every session cache synced), Prometheus
- * metrics and the OpenAPI document. They reveal no session data.
+ * Unauthenticated operational routes: liveness, readiness (every session cache synced) and the
+ * OpenAPI document. They reveal no session data. Prometheus metrics are not here: they have a port
+ * of their own (metrics-server.ts); /metrics on this port is a 404 problem that names that port,
+ * for a scrape config still pointing here (without a key it would otherwise get 401).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+
+import { ProblemError } from '../errors.js';
 
 export default function healthRoutes(
   app: FastifyInstance,
@@ -19,9 +23,11 @@ export default function healthRoutes(
     return reply.send({ status: 'ok' });
   });
 
-  app.get('/metrics', { config }, async (_request, reply: FastifyReply) => {
-    const body = await app.metrics.registry.metrics();
-    return reply.type(app.metrics.registry.contentType).send(body);
+  app.get('/metrics', { config }, () => {
+    throw new ProblemError(
+      'not-found',
+      `/metrics is served on the metrics port (${app.config.metricsPort}, GATEWAY_METRICS_PORT), not the API port`,
+    );
   });
 
   app.get('/openapi.json', { config }, () => app.openApiDocument());

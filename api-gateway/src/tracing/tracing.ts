@@ -82,7 +82,10 @@ export const ATTR = {
 /** A head announcing the Server-Timing trailer. */
 const TIMING_TRAILER = /(?:^|,)\s*server-timing\s*(?:,|$)/i;
 
-/** Routes never traced: probes and scrapes would drown the traces that matter. */
+/**
+ * Routes never traced: probes, and a scraper still pointed at /metrics of the API port (a 404 there,
+ * metrics have their own port), would drown the traces that matter.
+ */
 const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Tracing, once started. */

@@ -74,7 +74,7 @@ describe('a hostile tenant against the gateway process', () => {
     }
     const port = await freePort();
     gateway = spawn(process.execPath, [bundle.bundle], {
-      env: { ...gatewayEnv, GATEWAY_PORT: String(port) },
+      env: { ...gatewayEnv, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     gateway.stdout!.on('data', (c: Buffer) => (logs += c.toString()));

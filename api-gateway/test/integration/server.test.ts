@@ -53,6 +53,8 @@ describe('server.ts as a process', () => {
       GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_LOG_LEVEL: 'info',
+      // Never the default 9090: suites run in parallel on one host.
+      GATEWAY_METRICS_PORT: '0',
     };
   });
   afterAll(async () => {
@@ -76,7 +78,10 @@ describe('server.ts as a process', () => {
 
   it('serves once synced and finishes an in-flight exec on SIGTERM before exiting 0', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [bundle], { env: { ...baseEnv, GATEWAY_PORT: String(port) } });
+    const metricsPort = await freePort();
+    const child = spawn(process.execPath, [bundle], {
+      env: { ...baseEnv, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(metricsPort) },
+    });
     const done = exited(child);
     const url = `http://127.0.0.1:${port}`;
     await waitFor(
@@ -84,6 +89,10 @@ describe('server.ts as a process', () => {
       predicate('/readyz 200', (s: number) => s === 200),
       { timeoutMs: 30_000 },
     );
+    // /metrics on its own port (with the process metrics), 404 on the API port.
+    const scrape = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect([scrape.status, (await scrape.text()).includes('process_cpu_seconds_total')]).toEqual([200, true]);
+    expect((await fetch(`${url}/metrics`)).status).toBe(404);
     const client = new SandboxClient({ baseUrl: url, apiKey: KEYS.a, retry: { retries: 0 } });
     await client.createSession({ name: 'graceful' });
     await env.makeReady(env.nsA.name, 'graceful');

@@ -13,6 +13,7 @@ describe('loadConfig', () => {
     const c = loadConfig(required);
     expect(c).toMatchObject({
       port: 8080,
+      metricsPort: 9090,
       host: '0.0.0.0',
       namespaces: ['a', 'b'],
       agentPort: 8090,
@@ -63,15 +64,31 @@ describe('loadConfig', () => {
   });
 
   it('coerces numbers from strings', () => {
-    expect(loadConfig({ ...required, GATEWAY_PORT: '9000', GATEWAY_AGENT_PORT: '18090' })).toMatchObject({
+    expect(
+      loadConfig({
+        ...required,
+        GATEWAY_PORT: '9000',
+        GATEWAY_METRICS_PORT: '9100',
+        GATEWAY_AGENT_PORT: '18090',
+      }),
+    ).toMatchObject({
       port: 9000,
+      metricsPort: 9100,
       agentPort: 18090,
     });
+    // 0 picks free ports for both (tests): never "the same port".
+    expect(loadConfig({ ...required, GATEWAY_PORT: '0', GATEWAY_METRICS_PORT: '0' }).metricsPort).toBe(0);
   });
 
   it.each([
     [{}, /GATEWAY_API_KEYS_FILE/],
     [{ ...required, GATEWAY_PORT: 'http' }, /GATEWAY_PORT must be integer/],
+    [{ ...required, GATEWAY_METRICS_PORT: '70000' }, /GATEWAY_METRICS_PORT must be <= 65535/],
+    [
+      { ...required, GATEWAY_METRICS_PORT: '8080' },
+      /GATEWAY_METRICS_PORT \(8080\) must differ from GATEWAY_PORT/,
+    ],
+    [{ ...required, GATEWAY_PORT: '9090' }, /GATEWAY_METRICS_PORT \(9090\) must differ from GATEWAY_PORT/],
     [{ ...required, GATEWAY_NAMESPACES: 'Bad_NS' }, /not DNS labels: Bad_NS/],
     [{ ...required, GATEWAY_ALLOWED_EXEC_TRANSPORTS: 'Agent,Ssh' }, /GATEWAY_ALLOWED_EXEC_TRANSPORTS/],
     [

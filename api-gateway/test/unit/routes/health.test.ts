@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 
 import { PROBLEMS } from '../../../src/errors.js';
-import { KEYS, auth, buildTestApp, type TestApp } from '../../helpers/app.js';
-import { ready, session } from '../../helpers/sessions.js';
+import { buildTestApp, type TestApp } from '../../helpers/app.js';
 
 describe('operational routes', () => {
   let t: TestApp;
@@ -42,21 +41,14 @@ describe('operational routes', () => {
     ]);
   });
 
-  it('/metrics exposes request and exec metrics by route pattern, never session names', async () => {
-    t.store.put(session('secret-name', 'team-a', ready()));
-    await t.app.inject({
-      method: 'POST',
-      url: '/v1/sessions/secret-name/exec',
-      headers: auth(KEYS.a),
-      payload: { command: 'true' },
-    });
+  it('/metrics is not on the API port (404): it has a port of its own (metrics-server.ts)', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
-    expect(res.statusCode).toBe(200);
-    expect(res.body).toContain(
-      'sandbox_gateway_http_request_duration_seconds_count{method="POST",route="/v1/sessions/:name/exec",status="200"} 1',
-    );
-    expect(res.body).toContain('sandbox_gateway_exec_exit_total{transport="Agent",exit="zero"} 1');
-    expect(res.body).not.toContain('secret-name');
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({
+      type: expect.stringMatching(/\/not-found$/),
+      detail: expect.stringContaining('9090'),
+    });
+    expect(res.body).not.toContain('sandbox_gateway_');
   });
 
   it('/openapi.json documents every API route from the route schemas, with the problem types', async () => {
