@@ -27,29 +27,27 @@ import {
   VERSION,
   podName,
   secretName,
-  workspaceClaimName,
-  type SandboxSession,
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import { SandboxClient, type ExecResult } from '../../../sdk/typescript/src/index.js';
-import { isNotFound, kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
-import { namespaceOf, uniqueName } from '../isolation/support.js';
+import { uniqueName } from '../isolation/support.js';
+import {
+  NS,
+  READY_MS,
+  anyPod,
+  claimPhase,
+  client,
+  exec,
+  kube,
+  pods,
+  sbx,
+  session,
+  waitReason,
+} from './support.js';
 
-const NS = namespaceOf('e2e');
-const READY_MS = 180_000;
-const kube = kubeClients();
 const storage = kube.kc.makeApiClient(k8s.StorageV1Api);
 
-function client(baseUrl = process.env.E2E_GATEWAY_URL): SandboxClient {
-  const apiKey = process.env.E2E_GATEWAY_API_KEY;
-  if (!baseUrl || !apiKey)
-    throw new Error('needs E2E_GATEWAY_URL and E2E_GATEWAY_API_KEY (make platform-up)');
-  return new SandboxClient({ baseUrl, apiKey, namespace: NS, timeoutMs: 240_000 });
-}
-
-const sbx = client();
 const names = {
   keep: uniqueName('ws-keep'),
   idleRest: uniqueName('ws-idle-rest'),
@@ -60,59 +58,6 @@ const names = {
 };
 const NEVER_CLASS = uniqueName('e2e-never-binds');
 
-async function session(name: string): Promise<SandboxSession | undefined> {
-  try {
-    return (await kube.custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: PLURAL,
-      namespace: NS,
-      name,
-    })) as SandboxSession;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
-const readyReason = (s: SandboxSession | undefined): string | undefined =>
-  s?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.reason;
-
-async function waitReason(name: string, reason: string, timeoutMs = READY_MS): Promise<SandboxSession> {
-  return (await waitFor(
-    () => session(name),
-    predicate(`${name} Ready reason ${reason}`, (s) => readyReason(s) === reason),
-    {
-      timeoutMs,
-      intervalMs: 500,
-    },
-  ))!;
-}
-
-async function pods(name: string): Promise<k8s.V1Pod[]> {
-  const list = await kube.core.listNamespacedPod({
-    namespace: NS,
-    labelSelector: `${LABELS.session}=${name}`,
-  });
-  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
-}
-
-async function anyPod(name: string): Promise<number> {
-  const list = await kube.core.listNamespacedPod({
-    namespace: NS,
-    labelSelector: `${LABELS.session}=${name}`,
-  });
-  return list.items.length;
-}
-
-async function claimPhase(name: string): Promise<string | undefined> {
-  const c = await kube.core.readNamespacedPersistentVolumeClaim({
-    namespace: NS,
-    name: workspaceClaimName(name),
-  });
-  return c.status?.phase;
-}
-
 async function createCr(name: string, spec: SandboxSessionSpec): Promise<void> {
   await kube.custom.createNamespacedCustomObject({
     group: GROUP,
@@ -121,10 +66,6 @@ async function createCr(name: string, spec: SandboxSessionSpec): Promise<void> {
     namespace: NS,
     body: { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec },
   });
-}
-
-async function exec(name: string, command: string, c: SandboxClient = sbx): Promise<ExecResult> {
-  return c.exec(name, { command, timeoutSeconds: 30, waitSeconds: 120 });
 }
 
 /** One MCP tools/call through the gateway (stateless Streamable HTTP, JSON answers). */

@@ -1,0 +1,130 @@
+/**
+ * The platform's operator as the chaos specs see it: its pods (the Helm release's Deployment,
+ * `app.kubernetes.io/component=operator`), the leader named by its Lease, a SIGKILL of their
+ * processes on this machine (pod-processes.ts) and the wait until the kubelet has restarted them.
+ * The release is E2E_PLATFORM_RELEASE in E2E_PLATFORM_NAMESPACE (platform.env; default sandbox
+ * in sandbox-system), as in the other specs.
+ */
+import * as k8s from '@kubernetes/client-node';
+
+import type { KubeClients } from './kube.js';
+import { sigkillPodProcesses, type PodProcess } from './pod-processes.js';
+import { predicate, waitFor } from './wait-for.js';
+
+const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
+const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
+/** The chart's operator Lease (templates/operator-lease.yaml: the operator's full name). */
+const LEASE = `${RELEASE}-sandbox-platform-operator`;
+
+const restartsOf = (pod: k8s.V1Pod): number =>
+  (pod.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0);
+
+const isReady = (pod: k8s.V1Pod): boolean =>
+  pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/** The release's operator pods that are not being deleted. */
+export async function operatorPods(kube: KubeClients): Promise<k8s.V1Pod[]> {
+  const list = await kube.core.listNamespacedPod({
+    namespace: PLATFORM_NS,
+    labelSelector: `app.kubernetes.io/component=operator,app.kubernetes.io/instance=${RELEASE}`,
+  });
+  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+/** The holder of the operator's Lease (a pod name: the operator's identity), or undefined. */
+export async function operatorLeader(kube: KubeClients): Promise<string | undefined> {
+  const lease = await kube.kc
+    .makeApiClient(k8s.CoordinationV1Api)
+    .readNamespacedLease({ namespace: PLATFORM_NS, name: LEASE });
+  return lease.spec?.holderIdentity || undefined;
+}
+
+/** What {@link killOperator} did. */
+export interface OperatorKill {
+  /** Date.now() right after the signals were sent. */
+  readonly at: number;
+  /** The Lease holder when the kill was decided. */
+  readonly leader: string | undefined;
+  readonly killed: readonly PodProcess[];
+  /** The pods killed, with their container restart counts before the kill. */
+  readonly pods: ReadonlyArray<{ readonly name: string; readonly uid: string; readonly restarts: number }>;
+}
+
+/**
+ * SIGKILLs the node process of the leader (`which: 'leader'`) or of every operator pod ('all'),
+ * with no warning to the operator. Throws when there is no leader to kill, or a pod's process is
+ * not on this machine.
+ */
+export async function killOperator(kube: KubeClients, which: 'leader' | 'all'): Promise<OperatorKill> {
+  const [pods, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
+  const targets = which === 'all' ? pods : pods.filter((p) => p.metadata?.name === leader);
+  if (targets.length === 0) {
+    throw new Error(
+      `no operator pod to kill (${which}; Lease holder ${leader ?? 'none'}; pods ` +
+        `${pods.map((p) => p.metadata?.name).join(', ') || 'none'})`,
+    );
+  }
+  const killed = sigkillPodProcesses(targets, { command: 'node' });
+  return {
+    at: Date.now(),
+    leader,
+    killed,
+    pods: targets.map((p) => ({ name: p.metadata!.name!, uid: p.metadata!.uid!, restarts: restartsOf(p) })),
+  };
+}
+
+/**
+ * Waits until the kubelet has restarted every killed pod's container (the same pod, its restart
+ * count higher: proof that the kill took) and it is Ready again, and a Ready operator pod holds the
+ * Lease. Returns the milliseconds from the kill.
+ */
+export async function waitOperatorRestarted(
+  kube: KubeClients,
+  kill: OperatorKill,
+  timeoutMs = 180_000,
+): Promise<number> {
+  await waitFor(
+    async () => {
+      const [pods, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
+      return { pods, leader };
+    },
+    predicate(
+      `operator pods ${kill.pods.map((p) => p.name).join(', ')} restarted and Ready, the Lease held by a Ready one`,
+      ({ pods, leader }: { pods: k8s.V1Pod[]; leader: string | undefined }) =>
+        kill.pods.every((k) => {
+          const now = pods.find((p) => p.metadata?.uid === k.uid);
+          return now !== undefined && restartsOf(now) > k.restarts && isReady(now);
+        }) && pods.some((p) => p.metadata?.name === leader && isReady(p)),
+    ),
+    {
+      timeoutMs,
+      intervalMs: 500,
+      show: (v) => {
+        const { pods, leader } = v as { pods: k8s.V1Pod[]; leader: string | undefined };
+        return `leader ${leader ?? 'none'}; ${pods
+          .map((p) => `${p.metadata?.name} restarts ${restartsOf(p)} ready ${isReady(p)}`)
+          .join('; ')}`;
+      },
+    },
+  );
+  return Date.now() - kill.at;
+}
+
+/**
+ * Waits until every operator pod is Ready and one of them holds the Lease: a chaos spec starts
+ * from a steady operator (an earlier spec's kill may still be in the kubelet's restart back-off).
+ */
+export async function waitOperatorSteady(kube: KubeClients, timeoutMs = 180_000): Promise<void> {
+  await waitFor(
+    async () => {
+      const [pods, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
+      return { pods, leader };
+    },
+    predicate(
+      'every operator pod Ready, the Lease held by one',
+      ({ pods, leader }: { pods: k8s.V1Pod[]; leader: string | undefined }) =>
+        pods.length > 0 && pods.every(isReady) && pods.some((p) => p.metadata?.name === leader),
+    ),
+    { timeoutMs, intervalMs: 500 },
+  );
+}
