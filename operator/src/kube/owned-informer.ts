@@ -6,7 +6,8 @@
  * - a Watch that projects each event object before ListWatch stores it, and a paged LIST that
  *   projects page by page, so whole Pods and Secret data never accumulate in memory;
  * - restart after errors: ListWatch stops for good on a watch or list error, so we restart it
- *   with a capped exponential delay, and start() only resolves once the first LIST succeeded.
+ *   with a capped exponential delay (1 s doubling, at most 5 s, so an API server that came back
+ *   is seen within 5 s: docs/adr/0022), and start() only resolves once the first LIST succeeded.
  *   The delay is reset by a successful LIST or a watch event, not by ListWatch's CONNECT, which
  *   it emits before every attempt (a denied LIST would otherwise be retried every second).
  */
@@ -120,10 +121,7 @@ export class OwnedInformer<V extends Projected> {
     if (this.stopped) return;
     this.failures++;
     const base = this.opts.restartDelayMs ?? 1000;
-    const delay = Math.min(
-      base * 2 ** Math.min(this.failures - 1, 10),
-      this.opts.maxRestartDelayMs ?? 30_000,
-    );
+    const delay = Math.min(base * 2 ** Math.min(this.failures - 1, 10), this.opts.maxRestartDelayMs ?? 5000);
     this.opts.logger.warn('informer stopped; restarting', {
       resource: this.opts.resource,
       delayMs: delay,
