@@ -15,6 +15,7 @@ import type { SessionWatch } from '../kube/dot-i-source.js';
 import type { Resync } from '../kube/resync.js';
 import type { WorkQueue } from '../kube/work-queue.js';
 import type { Logger } from '../telemetry/log-port.js';
+import { errorFields } from '../telemetry/logger.js';
 
 /** Something with a synced start and a stop, like OwnedInformer. */
 export interface Startable {
@@ -50,7 +51,16 @@ export class Workload {
     const t0 = Date.now();
     await Promise.all(this.parts.informers.map((i) => i.start()));
     this.parts.queue.release();
-    const [queued, watch] = await Promise.all([this.parts.resync.runOnce(), this.parts.startWatch()]);
+    // A failed first LIST (the API server went away just now) is no reason to exit: the watch's
+    // replay queues every session once it is back, and the periodic resync lists again.
+    const firstList = this.parts.resync.runOnce().catch((err: unknown) => {
+      this.parts.logger.warn(
+        'first resync failed; the watch replay and the next resync cover it',
+        errorFields(err),
+      );
+      return 0;
+    });
+    const [queued, watch] = await Promise.all([firstList, this.parts.startWatch()]);
     this.watch = watch;
     this.parts.resync.start();
     this.started = true;
