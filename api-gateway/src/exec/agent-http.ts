@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 
 import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
-import type { AgentCallTracing } from '../tracing/tracing-config.js';
+import type { AgentCallTracing, BodyBrokeOff } from '../tracing/tracing-config.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -29,12 +29,18 @@ export class AgentTransportError extends Error {
   readonly beforeConnect: boolean;
   /** True when the overall deadline fired. */
   readonly deadline: boolean;
+  /** True when the call was cancelled because the gateway's own caller went away. */
+  readonly callerGone: boolean;
 
-  constructor(message: string, opts: { beforeConnect: boolean; deadline?: boolean; cause?: unknown }) {
+  constructor(
+    message: string,
+    opts: { beforeConnect: boolean; deadline?: boolean; callerGone?: boolean; cause?: unknown },
+  ) {
     super(message, { cause: opts.cause });
     this.name = 'AgentTransportError';
     this.beforeConnect = opts.beforeConnect;
     this.deadline = opts.deadline ?? false;
+    this.callerGone = opts.callerGone ?? false;
   }
 }
 
@@ -158,8 +164,10 @@ export class AgentResponse {
   private reserved = 0;
   /** The Server-Timing trailer of a chunked answer (tracing: the agent's timings of a streamed exec). */
   private timingTrailer: string | undefined;
-  /** Told once when the body ended (with the trailer) or broke off (tracing/tracing.ts). */
-  private doneListener: ((timing: string | undefined) => void) | undefined;
+  /** Told once when the body ended (with the trailer) or did not (tracing/tracing.ts). */
+  private doneListener: ((timing: string | undefined, brokeOff?: BodyBrokeOff) => void) | undefined;
+  /** Why the body did not end whole, once known. */
+  private brokeOff: BodyBrokeOff | undefined;
 
   constructor(
     readonly status: number,
@@ -230,10 +238,26 @@ export class AgentResponse {
     if (!this.reader && this.size > UNCLAIMED_BYTES) this.call.pause();
   }
 
-  /** Calls `listener` once the body ended (with its Server-Timing trailer, if any) or broke off. */
-  onceDone(listener: (timing: string | undefined) => void): void {
-    if (this.ended || this.error) listener(this.ended ? this.timingTrailer : undefined);
+  /**
+   * Calls `listener` once: when the body ended (with its Server-Timing trailer, if any), or with
+   * why it did not (broke off, or abandoned by the consumer: the caller went away).
+   */
+  onceDone(listener: (timing: string | undefined, brokeOff?: BodyBrokeOff) => void): void {
+    if (this.ended) listener(this.timingTrailer);
+    else if (this.brokeOff) listener(undefined, this.brokeOff);
     else this.doneListener = listener;
+  }
+
+  /** The consumer stopped reading before the end (from the call): the caller went away. */
+  abandoned(): void {
+    this.settle({ error: new Error('the caller stopped reading the answer'), callerGone: true });
+  }
+
+  private settle(brokeOff: BodyBrokeOff): void {
+    if (this.ended || this.brokeOff) return;
+    this.brokeOff = brokeOff;
+    this.doneListener?.(undefined, brokeOff);
+    this.doneListener = undefined;
   }
 
   /** A trailer field (from the call); only Server-Timing is kept, once, bounded. */
@@ -253,8 +277,7 @@ export class AgentResponse {
 
   /** The body broke off (from the call). */
   fail(err: Error): void {
-    this.doneListener?.(undefined);
-    this.doneListener = undefined;
+    this.settle({ error: err, callerGone: err instanceof AgentTransportError && err.callerGone });
     this.error = err;
     if (this.stream) this.stream.destroy(err);
     else if (this.reader) this.reader.reject(err);
@@ -333,7 +356,8 @@ class Call implements ConnUser, ResponseSink {
   /** A request body stream is still being copied to the connection. */
   private bodyPending = false;
   private stopBody: (() => void) | undefined;
-  private readonly onAbort = (): void => this.destroy('the caller went away', false);
+  private readonly onAbort = (): void =>
+    this.fail(new AgentTransportError('the caller went away', { beforeConnect: false, callerGone: true }));
   private resolve: (r: AgentResponse) => void = () => undefined;
   private reject: (err: Error) => void = () => undefined;
 
@@ -544,6 +568,8 @@ class Call implements ConnUser, ResponseSink {
     this.finished = true;
     this.cleanup();
     this.conn?.socket.destroy();
+    // Tracing waits for the end of a streamed body: tell it there will be none.
+    this.response?.abandoned();
   }
 
   private complete(): void {

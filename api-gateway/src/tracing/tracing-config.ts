@@ -29,12 +29,22 @@ export interface TracingConfig {
   readonly serviceName: string;
 }
 
+/** Why a streamed answer's body did not end whole. */
+export interface BodyBrokeOff {
+  readonly error: Error;
+  /** The gateway's own caller went away (disconnected, or stopped reading): not the agent's fault. */
+  readonly callerGone: boolean;
+}
+
 /** The parts of an agent's answer tracing reads. */
 export interface AgentAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
-  /** A streamed answer: `listener` gets its Server-Timing trailer once the body ended (undefined if it broke off). */
-  onceDone?(listener: (timing: string | undefined) => void): void;
+  /**
+   * A streamed answer: `listener` is called once, with its Server-Timing trailer when the body
+   * ended, or with why it did not (the connection failed, the caller went away or stopped reading).
+   */
+  onceDone?(listener: (timing: string | undefined, brokeOff?: BodyBrokeOff) => void): void;
 }
 
 /** What the agent transport asks of tracing (absent: tracing off, nothing is wrapped). */

@@ -52,13 +52,16 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import type { FastifyPluginCallback } from 'fastify';
+import fp from 'fastify-plugin';
 
 import { parseAgentTiming, type AgentTiming } from './agent-timing.js';
 import { traceKubeApi } from './kube-spans.js';
 import { fail } from './span-status.js';
+import { EVENT_CLIENT_GONE, requestLifetime } from './request-lifetime.js';
 import type {
   AgentAnswer,
   AgentCallTracing,
+  BodyBrokeOff,
   KubeApiTracing,
   LogContext,
   TracingConfig,
@@ -139,7 +142,7 @@ export function startTracing(config: TracingConfig, opts: TracingOptions = {}): 
   instrumentation.setTracerProvider(provider);
 
   return {
-    fastifyPlugin: instrumentation.plugin(),
+    fastifyPlugin: tracingPlugin(instrumentation.plugin()),
     agent: { agentCall: (method, path, send) => agentCall(tracer, method, path, send) },
     kube: { traceApi: (api, kind) => traceKubeApi(tracer, api, kind) },
     logContext: () => {
@@ -157,6 +160,18 @@ export function startTracing(config: TracingConfig, opts: TracingOptions = {}): 
       }
     },
   };
+}
+
+/** @fastify/otel's plugin, then the hooks that end its spans with the response (request-lifetime.ts). */
+function tracingPlugin(otel: FastifyPluginCallback): FastifyPluginCallback {
+  return fp(
+    (app, _opts, done) => {
+      app.register(otel);
+      app.register(requestLifetime);
+      done();
+    },
+    { name: 'tracing', fastify: '5.x' },
+  );
 }
 
 /** OTLP/HTTP to `<endpoint>/v1/traces`, in the configured encoding. */
@@ -216,15 +231,19 @@ async function agentCall<R extends AgentAnswer>(
     const res = await context.with(trace.setSpan(context.active(), span), () => send(traceparent));
     span.setAttribute(ATTR.status, res.status);
     if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    const finish = (header: string | undefined): void => {
+    const finish = (header: string | undefined, brokeOff?: BodyBrokeOff): void => {
       const endTime = now();
       const timing = parseAgentTiming(header);
       if (timing) agentSpan(tracer, span, { route, timing, callStart: startTime, endTime });
       else if (header !== undefined) span.setAttribute(ATTR.timingInvalid, true);
+      if (brokeOff) {
+        fail(span, brokeOff.error);
+        if (brokeOff.callerGone) span.addEvent(EVENT_CLIENT_GONE, endTime);
+      }
       span.end(endTime);
     };
-    // A streamed exec: the timings come as a trailer, once the body ended (a body the caller
-    // abandons never ends: that span is dropped, not exported).
+    // A streamed exec: the timings come as a trailer, once the body ended; a body that broke off,
+    // or that the caller abandoned, ends the span too, failed (and says when the caller left).
     if (res.onceDone && TIMING_TRAILER.test(res.headers.trailer ?? '')) res.onceDone(finish);
     else finish(res.headers['server-timing']);
     return res;

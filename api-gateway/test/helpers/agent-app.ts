@@ -20,6 +20,7 @@ import { loadConfig } from '../../src/config.js';
 import { AgentInteractive } from '../../src/exec/agent-interactive.js';
 import { AgentTransport } from '../../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../../src/logger.js';
+import type { GatewayTracing } from '../../src/tracing/tracing.js';
 import { FakeActivity, TEST_ENV, testKeys } from './app.js';
 import { FakeStore } from './fake-store.js';
 import { FakeTransport } from './fake-transport.js';
@@ -52,7 +53,7 @@ export interface AgentApp {
  * checks are about the gateway, not the agent) and a listening gateway in front of it.
  */
 export async function startAgentApp(
-  opts: { env?: Record<string, string>; ptyHelperPath?: string } = {},
+  opts: { env?: Record<string, string>; ptyHelperPath?: string; tracing?: GatewayTracing } = {},
 ): Promise<AgentApp> {
   const workspace = await mkdtemp(join(tmpdir(), 'gw-agent-'));
   const token = deriveToken(MASTER_KEY, { namespace: 'team-a', name: 'demo', uid: 'uid-demo' });
@@ -76,6 +77,7 @@ export async function startAgentApp(
     deadlineMarginMs: 2000,
     maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: 10_000,
+    ...(opts.tracing ? { tracing: opts.tracing.agent } : {}),
   });
   const store = new FakeStore();
   store.put(session('demo', 'team-a', ready('127.0.0.1')));
@@ -89,6 +91,7 @@ export async function startAgentApp(
     transports: { Agent: transport, KubernetesExec: new FakeTransport() },
     activity,
     interactive: new AgentInteractive(transport),
+    ...(opts.tracing ? { tracingPlugin: opts.tracing.fastifyPlugin } : {}),
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -103,6 +103,12 @@ describe('gateway tracing', () => {
       for await (const chunk of body) lines += String(chunk).split('\n').length - 1;
       return { lines };
     });
+    // Reads the first piece of the stream and stops: the body is destroyed, no abort signal.
+    app.post('/v1/sessions/:name/exec/stream/first', async () => {
+      const body = await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+      for await (const chunk of body) return { first: String(chunk).length > 0 };
+      return { first: false };
+    });
     app.get('/healthz', () => ({ status: 'ok' }));
     await app.ready();
   });
@@ -268,6 +274,20 @@ describe('gateway tracing', () => {
     expect(agentSpan.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
     expect(agentSpan.attributes['process.exit.code']).toBe(3);
     expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('top-secret');
+  });
+
+  it('ends the call span of a streamed exec its reader abandoned, failed with a client.disconnected event', async () => {
+    agent.handler = (_req, res) => {
+      res.setHeader('trailer', 'server-timing');
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write('{"type":"stdout","data":"top-secret-output\\n","encoding":"utf-8"}\n'); // and never ends
+    };
+    const res = await app.inject({ method: 'POST', url: '/v1/sessions/demo/exec/stream/first' });
+    expect(res.json()).toEqual({ first: true });
+    const call = named(exporter.getFinishedSpans(), 'agent POST /v1/exec/stream');
+    expect(call.status).toEqual({ code: 2, message: 'the caller stopped reading the answer' });
+    expect(call.events.map((e) => e.name)).toEqual(['client.disconnected']);
+    expect(exporter.getFinishedSpans().some((s) => s.name.startsWith('sandbox-agent'))).toBe(false);
   });
 
   it('does not trace probes', async () => {
