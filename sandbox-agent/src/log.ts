@@ -42,6 +42,16 @@ export function createLogger(level: LogLevel, sink: LogSink = writeStdout): Logg
   };
 }
 
+/** A logger that adds `fields` to every line (a request's trace ids, say); the line's own win. */
+export function withFields(logger: Logger, fields: LogFields): Logger {
+  return {
+    debug: (msg, own) => logger.debug(msg, { ...fields, ...own }),
+    info: (msg, own) => logger.info(msg, { ...fields, ...own }),
+    warn: (msg, own) => logger.warn(msg, { ...fields, ...own }),
+    error: (msg, own) => logger.error(msg, { ...fields, ...own }),
+  };
+}
+
 /** The message of an unknown thrown value, for log fields. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { NDJSON_CONTENT_TYPE } from '@sandbox-platform/api';
 
 import { NdjsonWriter, OutputCollector } from '../exec/observers.js';
+import type { Logger } from '../log.js';
 import { parseExecRequest } from '../exec/request.js';
 import { streamedStdin } from '../exec/stdin.js';
 import type { OutputObserver } from '../shell/execution.js';
@@ -20,7 +21,13 @@ import { HttpProblem, sendJson } from './problem.js';
 
 /** The part of the shell the routes use (a narrow port, so the server can be tested alone). */
 export interface CommandRunner {
-  run(request: ExecRequest, observer: OutputObserver, signal?: AbortSignal): Promise<ExecResult>;
+  /** `logger`: where the command's own lines go (the request's, with its trace ids); else the runner's. */
+  run(
+    request: ExecRequest,
+    observer: OutputObserver,
+    signal?: AbortSignal,
+    logger?: Logger,
+  ): Promise<ExecResult>;
 }
 
 /** Limits the exec routes enforce. */
@@ -31,6 +38,8 @@ export interface ExecRouteOptions {
   stdinMaxBytes: number;
   /** Decoded stdin bytes held by calls that wait for the shell, all together. */
   stdinBudget: ByteBudget;
+  /** A traced request's logger (its trace ids on the command's lines, tracing/trace-log.ts). */
+  logger?: Logger;
 }
 
 /**
@@ -53,7 +62,12 @@ export async function execRoute(
   const request = await readJsonRequest(req, opts);
   const collector = new OutputCollector();
   const result = await withStdinBudget(request, opts.stdinBudget, () =>
-    runner.run(request, timing ? timing.observe(collector) : collector, cancelWhenClientLeaves(res)),
+    runner.run(
+      request,
+      timing ? timing.observe(collector) : collector,
+      cancelWhenClientLeaves(res),
+      opts.logger,
+    ),
   );
   if (timing) res.setHeader('server-timing', timing.header(result));
   sendJson(res, 200, collector.response(result));
@@ -72,7 +86,7 @@ export async function execStreamRoute(
   if (timing) res.setHeader('trailer', 'server-timing');
   const writer = new NdjsonWriter(res);
   const result = await withStdinBudget(request, opts.stdinBudget, () =>
-    runner.run(request, timing ? timing.observe(writer) : writer, cancelWhenClientLeaves(res)),
+    runner.run(request, timing ? timing.observe(writer) : writer, cancelWhenClientLeaves(res), opts.logger),
   );
   if (timing) res.addTrailers({ 'server-timing': timing.header(result) });
   writer.finish(result);

@@ -24,6 +24,7 @@ import { FILES_PREFIX, getFileRoute, putFileRoute } from './file-routes.js';
 import { matchProcessPath, processRoute } from './process-routes.js';
 import { HttpProblem, problemResponseText, sendJson, sendProblem } from './problem.js';
 import { validatedQuery, VALIDATORS } from './validate.js';
+import { requestLogger } from '../tracing/trace-log.js';
 
 /** What the server needs; built by the composition root (agent.ts). */
 export interface ServerDeps {
@@ -171,10 +172,11 @@ function pathOf(req: IncomingMessage): string {
   return (req.url ?? '/').split('?')[0] ?? '/';
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, serverDeps: RouteDeps): Promise<void> {
   const started = performance.now();
   const path = pathOf(req);
   const route = ROUTES.find((r) => (r.method === undefined || r.method === req.method) && r.matches(path));
+  const deps = tracedDeps(serverDeps, req);
   res.once('close', () => {
     deps.logger.debug('request', {
       method: req.method,
@@ -194,12 +196,19 @@ async function serve(req: IncomingMessage, res: ServerResponse, deps: RouteDeps)
   }
 }
 
+/** The request's deps: with a traced request's logger (trace ids on its lines), else as they are. */
+function tracedDeps(deps: RouteDeps, req: IncomingMessage): RouteDeps {
+  const logger = requestLogger(deps.logger, req);
+  return logger === deps.logger ? deps : { ...deps, logger, exec: { ...deps.exec, logger } };
+}
+
 /**
  * A WebSocket upgrade: only `GET /v1/pty`, with the token, a valid query and a free terminal;
  * anything else is answered with a problem on the raw socket, which is then closed.
  */
-function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, deps: RouteDeps): void {
+function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, serverDeps: RouteDeps): void {
   const started = performance.now();
+  const deps = tracedDeps(serverDeps, req);
   socket.on('error', (err) => deps.logger.debug('upgrade socket error', { error: errorMessage(err) }));
   try {
     if (!isAuthorized(req, currentToken(deps)))

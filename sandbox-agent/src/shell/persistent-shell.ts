@@ -105,6 +105,8 @@ interface Running {
   exec: Execution;
   bash: BashProcess;
   stopping: boolean;
+  /** The command's log lines go here: the request's logger (with its trace ids) or the shell's. */
+  logger: Logger;
   /** What was wrong with the stdin feed, when it stopped the command. */
   stdinError?: string;
 }
@@ -181,7 +183,12 @@ export class PersistentShell {
    * Queues a command; output goes to `observer` as it arrives. Aborting `signal` cancels it: a
    * queued command is dropped, a running one has its processes killed (bash survives).
    */
-  run(request: ExecRequest, observer: OutputObserver, signal?: AbortSignal): Promise<ExecResult> {
+  run(
+    request: ExecRequest,
+    observer: OutputObserver,
+    signal?: AbortSignal,
+    logger?: Logger,
+  ): Promise<ExecResult> {
     if (this.waiting >= this.maxQueued) {
       return Promise.reject(
         new QueueFullError(`the command queue is full (${this.waiting} commands waiting)`),
@@ -192,7 +199,7 @@ export class PersistentShell {
     this.waiting++;
     const job = this.queue.then(() => {
       this.waiting--;
-      return this.execute(request, observer, signal);
+      return this.execute(request, observer, signal, logger ?? this.opts.logger);
     });
     this.queue = job.catch(() => undefined).then(() => this.sweep.catch(() => undefined));
     return job;
@@ -222,7 +229,8 @@ export class PersistentShell {
   private async execute(
     request: ExecRequest,
     observer: OutputObserver,
-    signal?: AbortSignal,
+    signal: AbortSignal | undefined,
+    logger: Logger,
   ): Promise<ExecResult> {
     if (this.closing) throw new ShellUnavailableError('the agent is shutting down');
     if (signal?.aborted) throw new ExecCancelledError('the caller went away before the command started');
@@ -238,6 +246,7 @@ export class PersistentShell {
       exec: new Execution({ ...request, stdinPath: pipe?.path }, this.opts.outputCapBytes, observer),
       bash,
       stopping: false,
+      logger,
     };
     this.current = running;
     observer.onStart?.();
@@ -247,7 +256,7 @@ export class PersistentShell {
     try {
       const outcome = await running.exec.done;
       const { exitCode, durationMs, truncated, timedOut, truncatedStreams } = outcome;
-      this.opts.logger.debug('command finished', { exitCode, durationMs, truncated, timedOut, shellReset });
+      logger.debug('command finished', { exitCode, durationMs, truncated, timedOut, shellReset });
       const result: ExecResult = { exitCode, durationMs, truncated, timedOut, shellReset, truncatedStreams };
       if (running.stdinError !== undefined) result.stdinError = running.stdinError;
       return result;
@@ -256,7 +265,7 @@ export class PersistentShell {
       this.current = undefined;
       this.markProgress();
       await pipe?.close().catch((err: unknown) => {
-        this.opts.logger.warn('cannot remove a stdin pipe', { error: errorMessage(err) });
+        logger.warn('cannot remove a stdin pipe', { error: errorMessage(err) });
       });
     }
   }
@@ -283,7 +292,7 @@ export class PersistentShell {
           return;
         }
         // The request body broke off (the client went away): the cancellation stops the command.
-        this.opts.logger.debug('stdin feed ended early', { error: errorMessage(err) });
+        running.logger.debug('stdin feed ended early', { error: errorMessage(err) });
       },
     );
   }
@@ -319,7 +328,7 @@ export class PersistentShell {
   }
 
   private async sweepUntilStopped(running: Running, reason: string): Promise<void> {
-    const { logger } = this.opts;
+    const { logger } = running;
     const giveUpAt = Date.now() + this.killGraceMs;
     let signals = 0;
     try {
@@ -392,6 +401,7 @@ export class PersistentShell {
       exec: new Execution({ command: ':' }, 1, { onOutput: () => {} }),
       bash,
       stopping: false,
+      logger: opts.logger,
     };
     this.current = probe;
     bash.write(SHELL_INIT + sessionEnvInit(Object.keys(sessionEnv)) + probe.exec.script);
