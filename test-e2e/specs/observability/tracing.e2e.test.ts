@@ -10,7 +10,8 @@
  * Kubernetes API span (the first exec of a session stamps its activity annotation) and the agent
  * call as children of the request, and the agent's span of the command as a child of the call, with
  * its exit status and output size and without the command text; the gateway's log line of the exec
- * carries the trace and span ids.
+ * carries the trace and span ids. A streamed exec's trace has the same links, its agent span from
+ * the Server-Timing trailer after the NDJSON body.
  *
  * Local cluster only (the receiver runs on this node); needs platform.env.
  */
@@ -253,6 +254,46 @@ function gatewayRolledOut(endpoint: string): (pods: k8s.V1PodList) => boolean {
       { timeoutMs: 30_000, intervalMs: 1000 },
     );
     expect(JSON.parse(line!)).toMatchObject({ message: 'exec', session: name, span_id: request.spanId });
+  });
+
+  it('delivers the trace of a streamed exec: request, agent call, and the agent span from the trailer', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const parentId = randomBytes(8).toString('hex');
+    const res = await fetch(`${baseUrl}/v1/sessions/${name}/exec/stream?namespace=${NAMESPACE}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${parentId}-01`,
+      },
+      body: JSON.stringify({ command: COMMAND, timeoutSeconds: 30 }),
+    });
+    expect(res.status).toBe(200);
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; exitCode?: number });
+    expect(lines.at(-1)).toMatchObject({ type: 'exit', exitCode: 3 });
+
+    const names = [
+      'POST /v1/sessions/:name/exec/stream',
+      'agent POST /v1/exec/stream',
+      'sandbox-agent /v1/exec/stream',
+    ];
+    const spans = await waitFor(
+      () => Promise.resolve(spansOf(file, traceId)),
+      predicate('the trace has its request, agent call and agent spans', (s: OtlpSpan[]) =>
+        names.every((n) => s.some((x) => x.name === n)),
+      ),
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    const [request, call, agent] = names.map((n) => spans.find((s) => s.name === n)!);
+    expect(request).toMatchObject({ kind: SERVER, parentSpanId: parentId, service: 'sandbox-api-gateway' });
+    expect(call).toMatchObject({ kind: CLIENT, parentSpanId: request!.spanId });
+    expect(agent).toMatchObject({ kind: SERVER, parentSpanId: call!.spanId });
+    expect(attr(agent!, 'process.exit.code')).toBe(3);
+    expect(attr(agent!, 'sandbox.exec.output_bytes')).toBe('traced-output\n'.length);
+    expect(JSON.stringify(spans)).not.toContain('traced-output');
   });
 
   /** The first line of a gateway pod's log containing `text`. */
