@@ -27,6 +27,7 @@ import {
 
 import { readChunk } from '../processes/chunks.js';
 import type { ManagedProcess, ProcessStream } from '../processes/managed-process.js';
+import type { Logger } from '../log.js';
 import type { ProcessTable } from '../processes/process-table.js';
 import { readJson } from './body.js';
 import { HttpProblem, sendJson } from './problem.js';
@@ -37,6 +38,8 @@ export interface ProcessRouteDeps {
   processes: ProcessTable;
   /** Limit of a start or signal body. */
   bodyLimit: number;
+  /** A traced request's logger (its trace ids on the table's lines, tracing/trace-log.ts). */
+  logger?: Logger;
 }
 
 /** A matched `/v1/processes...` path: the id and action when present. */
@@ -99,7 +102,7 @@ function pick(method: string, at: ProcessPath): Handler | undefined {
 
 async function start(req: IncomingMessage, res: ServerResponse, deps: ProcessRouteDeps): Promise<void> {
   const request = validated(VALIDATORS.processStart, await readJson(req, deps.bodyLimit));
-  const proc = await deps.processes.start(request);
+  const proc = await deps.processes.start(request, deps.logger);
   res.setHeader('location', processPath(proc.id));
   sendJson(res, 201, proc.info());
 }
@@ -125,7 +128,7 @@ async function remove(
   deps: ProcessRouteDeps,
   id: string,
 ): Promise<void> {
-  await deps.processes.remove(id);
+  await deps.processes.remove(id, deps.logger);
   res.writeHead(204).end();
 }
 
@@ -145,7 +148,7 @@ async function signal(
     );
   }
   const request = validated(VALIDATORS.processSignal, body);
-  sendJson(res, 200, deps.processes.signal(id, request.signal));
+  sendJson(res, 200, deps.processes.signal(id, request.signal, deps.logger));
 }
 
 async function wait(

@@ -126,7 +126,8 @@ const ROUTES: readonly Route[] = [
     handler: (req, res, d) => {
       const at = matchProcessPath(pathOf(req));
       if (!at) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
-      return processRoute(req, res, { processes: d.processes, bodyLimit: d.limits.execBodyMaxBytes }, at);
+      const deps = { processes: d.processes, bodyLimit: d.limits.execBodyMaxBytes, logger: d.logger };
+      return processRoute(req, res, deps, at);
     },
     auth: true,
   },

@@ -47,8 +47,11 @@ export class ProcessTable {
 
   constructor(private readonly opts: ProcessTableOptions) {}
 
-  /** Starts a process; 409 too-many-processes when the table is full. */
-  async start(request: ProcessStartRequest): Promise<ManagedProcess> {
+  /**
+   * Starts a process; 409 too-many-processes when the table is full. `logger`: the request's (with
+   * its trace ids) for this call's line; the process's own later lines use the table's.
+   */
+  async start(request: ProcessStartRequest, logger: Logger = this.opts.logger): Promise<ManagedProcess> {
     if (this.closing) throw new HttpProblem('shell-unavailable', 'the agent is shutting down');
     this.checkRoom();
     const { opts } = this;
@@ -69,7 +72,7 @@ export class ProcessTable {
         logger: opts.logger,
       });
       this.processes.set(id, proc);
-      opts.logger.info('process started', { id, pid: proc.pid });
+      logger.info('process started', { id, pid: proc.pid });
       return proc;
     } catch (err) {
       if (err instanceof SpawnError) throw new HttpProblem('shell-unavailable', err.message, { cause: err });
@@ -102,13 +105,13 @@ export class ProcessTable {
   }
 
   /** Signals the process group; 409 process-exited when it has exited. */
-  signal(id: string, signal: NodeJS.Signals): ProcessInfo {
+  signal(id: string, signal: NodeJS.Signals, logger: Logger = this.opts.logger): ProcessInfo {
     const proc = this.get(id);
     if (!proc.running)
       throw new HttpProblem('process-exited', `process ${id} has exited; it cannot be signalled`);
     // A group already gone (ESRCH) is a process about to be recorded as exited: not an error.
     proc.signal(signal);
-    this.opts.logger.info('process signalled', { id, signal });
+    logger.info('process signalled', { id, signal });
     return proc.info();
   }
 
@@ -128,7 +131,7 @@ export class ProcessTable {
    * Forgets an exited process (its output with it) and kills what it left behind in its process
    * group; 409 process-running while it runs.
    */
-  async remove(id: string): Promise<void> {
+  async remove(id: string, logger: Logger = this.opts.logger): Promise<void> {
     const proc = this.get(id);
     if (proc.running) {
       throw new HttpProblem(
@@ -139,7 +142,7 @@ export class ProcessTable {
     this.processes.delete(id);
     proc.detach();
     const killed = await killLeftovers(proc);
-    this.opts.logger.info('process removed', { id, leftoversKilled: killed });
+    logger.info('process removed', { id, leftoversKilled: killed });
   }
 
   /** Stops every process: SIGTERM to each group, SIGKILL after the grace. New starts are refused. */

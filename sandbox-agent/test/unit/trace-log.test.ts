@@ -75,6 +75,30 @@ describe('trace ids in the agent log', () => {
     expect(named(lines, 'command stopped')).toMatchObject({ trace_id: TRACE, span_id: PARENT });
   });
 
+  it('a background process started and signalled by traced calls: their lines carry the ids', async () => {
+    const headers = { 'content-type': 'application/json', traceparent: SAMPLED };
+    const started = await agent.send({
+      method: 'POST',
+      path: '/v1/processes',
+      headers,
+      body: JSON.stringify({ command: 'exec sleep 30 # secret-command-text' }),
+    });
+    expect(started.status).toBe(201);
+    const { id } = JSON.parse(started.body.toString()) as { id: string };
+    const signalled = await agent.send({
+      method: 'POST',
+      path: `/v1/processes/${id}/signal`,
+      headers,
+      body: JSON.stringify({ signal: 'SIGKILL' }),
+    });
+    expect(signalled.status).toBe(200);
+    expect(agent.logs.join('')).not.toContain('secret-command-text');
+    const lines = agent.logs.map((l) => JSON.parse(l) as Line);
+    for (const msg of ['process started', 'process signalled']) {
+      expect(named(lines, msg)).toMatchObject({ trace_id: TRACE, span_id: PARENT });
+    }
+  });
+
   it.each([
     ['no traceparent', undefined],
     ['an unsampled one', `00-${TRACE}-${PARENT}-00`],
