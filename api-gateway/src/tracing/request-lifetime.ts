@@ -8,7 +8,8 @@
  * - a streamed answer (exec stream, process output follow) keeps its span open until the body was
  *   written, so the span covers the stream;
  * - when the connection closes first, the span ends then, failed, with a `client.disconnected`
- *   event; an upgraded connection (a WebSocket) ends its span when it closes, with a
+ *   event (or, when the streamed body itself failed and the gateway cut the connection, failed
+ *   with that error and no such event); an upgraded connection (a WebSocket) ends its span when it closes, with a
  *   `websocket.closed` event (a closed terminal is no error; the gateway cannot tell here who
  *   closed it).
  */
@@ -17,6 +18,8 @@ import type { Readable } from 'node:stream';
 import { SpanStatusCode, type Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+
+import { fail } from './span-status.js';
 
 /** Event of a span whose client went away before its answer was complete. */
 export const EVENT_CLIENT_GONE = 'client.disconnected';
@@ -27,6 +30,8 @@ export const EVENT_WEBSOCKET_CLOSED = 'websocket.closed';
 interface Lifetime {
   readonly span: Span;
   end?: () => void;
+  /** The streamed body failed (the gateway cut the connection): not the client's doing. */
+  bodyError?: Error;
 }
 
 const lifetimes = new WeakMap<FastifyRequest, Lifetime>();
@@ -56,7 +61,10 @@ export const requestLifetime = fp(
         hookDone: (err: null, p: unknown) => void,
       ) => {
         const lifetime = lifetimes.get(request);
-        if (lifetime && isStream(payload) && lifetime.span.isRecording()) deferEnd(lifetime);
+        if (lifetime && isStream(payload) && lifetime.span.isRecording()) {
+          deferEnd(lifetime);
+          payload.once('error', (err: Error) => (lifetime.bodyError ??= err));
+        }
         hookDone(null, payload);
       },
     );
@@ -85,7 +93,9 @@ function settleSpan(lifetime: Lifetime, request: FastifyRequest, reply: FastifyR
     lifetime.end?.();
     return;
   }
-  if (request.raw.headers.upgrade !== undefined && reply.sent) {
+  if (lifetime.bodyError) {
+    fail(span, lifetime.bodyError);
+  } else if (request.raw.headers.upgrade !== undefined && reply.sent) {
     span.addEvent(EVENT_WEBSOCKET_CLOSED);
   } else {
     span.addEvent(EVENT_CLIENT_GONE);

@@ -109,6 +109,12 @@ describe('gateway tracing', () => {
       for await (const chunk of body) return { first: String(chunk).length > 0 };
       return { first: false };
     });
+    // Passes the stream to the client, as the exec stream route does.
+    app.post('/v1/sessions/:name/exec/stream/pass', async (_request, reply) =>
+      reply
+        .type('application/x-ndjson')
+        .send(await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 })),
+    );
     app.get('/healthz', () => ({ status: 'ok' }));
     await app.ready();
   });
@@ -288,6 +294,26 @@ describe('gateway tracing', () => {
     expect(call.status).toEqual({ code: 2, message: 'the caller stopped reading the answer' });
     expect(call.events.map((e) => e.name)).toEqual(['client.disconnected']);
     expect(exporter.getFinishedSpans().some((s) => s.name.startsWith('sandbox-agent'))).toBe(false);
+  });
+
+  it('ends the request span of a stream that broke off with its error, not as a client gone', async () => {
+    agent.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write('{"type":"stdout","data":"x\\n","encoding":"utf-8"}\n', () => res.socket?.destroy());
+    };
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/sessions/demo/exec/stream/pass`, { method: 'POST' });
+    await expect(res.text()).rejects.toThrow();
+    let request: ReadableSpan | undefined;
+    for (let i = 0; i < 100 && !request; i++) {
+      request = exporter
+        .getFinishedSpans()
+        .find((s) => s.name === 'POST /v1/sessions/:name/exec/stream/pass');
+      if (!request) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(request?.status.code).toBe(2);
+    expect(request?.events.map((e) => e.name)).toEqual([]);
   });
 
   it('does not trace probes', async () => {
