@@ -5,20 +5,23 @@
  * (src/framework/pod-processes.ts): no graceful shutdown, no Lease release; the kubelet restarts
  * the containers.
  *
- * A pool of 3, four sessions created through the gateway 150 ms apart; every operator replica is
- * killed as soon as the first warm Pod is seen claimed (its controller turned to a session), so the
- * claims of the others are in flight, or not yet started. Then:
+ * A pool of 3, four sessions created at once through the gateway; every operator replica is killed
+ * as soon as a watch sees the first warm Pod claimed (its controller turned to a session): that
+ * claim's bind and status write, and the other claims, are in flight or not yet started. Then:
  *
  * - every session is Ready with exactly one Pod, its status.podName, controlled by it and labelled
  *   with its name; an exec through the gateway lands on that Pod (hostname) with the session's
  *   token;
  * - no Pod is bound twice: no two sessions name the same Pod, and no Pod of the pool was ever seen
- *   (polled every 100 ms from before the burst to the end) controlled by, or labelled for, two
- *   different sessions;
+ *   (a watch from before the burst to the end) controlled by, or labelled for, two sessions;
  * - no pool Pod is controlled by a session that does not name it (a claim the dead operator left);
  * - the pool refills to exactly its size (3 warm Pods, 3 available);
  * - after the sessions and the pool are deleted, no Pod of the pool or of a session, and no
  *   Secret of a session, is left.
+ *
+ * Operator pods whose container died in the last 10 minutes (earlier kills) are replaced first
+ * (platform-operator.ts, freshOperator): the kubelet's crash back-off would otherwise hold their
+ * restart for up to 5 min, which measures the kubelet's policy, not the operator.
  *
  * What was done at the kill and the time from the kill to each convergence are printed; no timing
  * is asserted (each wait bounded, 180 s). Only on the local cluster (it kills a process of this
@@ -44,11 +47,12 @@ import {
 import { UnavailableError } from '../../../sdk/typescript/src/index.js';
 import { isNotFound } from '../../src/framework/index.js';
 import {
-  killOperator,
+  armOperatorKill,
   waitOperatorRestarted,
-  waitOperatorSteady,
+  freshOperator,
   type OperatorKill,
 } from '../../src/framework/platform-operator.js';
+import { watchPods, type ResourceWatch } from '../../src/framework/resource-watch.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { NS, READY_MS, kube, sbx, session } from '../suspend/support.js';
 
@@ -61,7 +65,6 @@ const suffix = randomBytes(2).toString('hex');
 const POOL = `kill-${suffix}`;
 const names = Array.from({ length: BURST }, (_v, i) => `kill-${suffix}-${i}`);
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 const controllerOf = (p: k8s.V1Pod): k8s.V1OwnerReference | undefined =>
   p.metadata?.ownerReferences?.find((o) => o.controller);
@@ -107,52 +110,42 @@ const isReadySession = (s: SandboxSession | undefined): boolean =>
   s?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.status === 'True';
 
 /**
- * Every session owner and session label each Pod of the pool was seen with, polled every 100 ms
- * while it runs: a Pod bound twice shows up here even when it does not last.
+ * Every session owner and session label each Pod of the pool was seen with, from a watch (every
+ * change, in order): a Pod bound twice shows up here even when it does not last. Calls `onClaim`
+ * at the first Pod seen controlled by a session.
  */
 class BindingRecorder {
   readonly owners = new Map<string, Set<string>>();
   readonly labels = new Map<string, Set<string>>();
-  private running = true;
-  private loop: Promise<void> | undefined;
-  /** Failed polls (the API server is not the target here: any error fails the test at stop()). */
-  private errors: unknown[] = [];
-  private firstClaim: (() => void) | undefined;
-  /** Resolves when a Pod of the pool is first seen controlled by a session. */
-  readonly claimed = new Promise<void>((resolve) => (this.firstClaim = resolve));
+  private watch: ResourceWatch | undefined;
+  private onClaim: (() => void) | undefined;
 
-  start(): void {
-    this.loop = (async () => {
-      while (this.running) {
-        try {
-          this.record(await poolPods());
-        } catch (err) {
-          this.errors.push(err);
-        }
-        await sleep(this.firstClaim ? 20 : 100);
-      }
-    })();
+  async start(onClaim: () => void): Promise<void> {
+    this.onClaim = onClaim;
+    this.watch = await watchPods(kube.kc, NS, `${POOL_LABELS.pool}=${POOL}`, (_type, pod) =>
+      this.record(pod),
+    );
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    await this.loop;
-    if (this.errors.length > 0)
-      throw new Error(`${this.errors.length} polls of the pool's Pods failed`, { cause: this.errors[0] });
+  /** Stops the watch; throws when it broke (events may be missing). */
+  stop(): void {
+    this.watch?.stop();
+    const errors = this.watch?.errors ?? [];
+    if (errors.length > 0)
+      throw new Error(`the watch of pool ${POOL}'s Pods broke ${errors.length} times`, { cause: errors[0] });
   }
 
-  private record(pods: k8s.V1Pod[]): void {
-    for (const p of pods) {
-      const uid = p.metadata!.uid!;
-      const owner = controllerOf(p);
-      if (owner?.kind === KIND) {
-        add(this.owners, uid, owner.uid);
-        this.firstClaim?.();
-        this.firstClaim = undefined;
-      }
-      const label = p.metadata?.labels?.[LABELS.session];
-      if (label) add(this.labels, uid, label);
+  private record(pod: k8s.V1Pod): void {
+    const uid = pod.metadata!.uid!;
+    const owner = controllerOf(pod);
+    if (owner?.kind === KIND) {
+      add(this.owners, uid, owner.uid);
+      const claimed = this.onClaim;
+      this.onClaim = undefined;
+      claimed?.();
     }
+    const label = pod.metadata?.labels?.[LABELS.session];
+    if (label) add(this.labels, uid, label);
   }
 
   /** Pods seen with more than one session (owner or label), as `pod uid: sessions`. */
@@ -178,7 +171,7 @@ async function hostnameOf(name: string): Promise<string> {
   const deadline = Date.now() + READY_MS;
   for (;;) {
     try {
-      const r = await sbx.exec(name, { command: 'hostname', waitSeconds: 60 });
+      const r = await sbx.exec(name, { command: 'cat /proc/sys/kernel/hostname', waitSeconds: 60 });
       expect(r.exitCode).toBe(0);
       return r.stdout.trim();
     } catch (err) {
@@ -193,7 +186,9 @@ async function hostnameOf(name: string): Promise<string> {
   const recorder = new BindingRecorder();
 
   beforeAll(async () => {
-    await waitOperatorSteady(kube);
+    const replaced = await freshOperator(kube);
+    if (replaced.length > 0)
+      console.log(`operator pods replaced (a container died in the last 10 min): ${replaced.join(', ')}`);
     await kube.custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
@@ -209,8 +204,11 @@ async function hostnameOf(name: string): Promise<string> {
   }, READY_MS);
 
   afterAll(async () => {
-    // Stopped (and its errors reported) by the test; here only when the test failed before that.
-    await recorder.stop().catch(() => undefined);
+    try {
+      recorder.stop();
+    } catch {
+      // Reported by the test, which stops it first; here only when the test failed before that.
+    }
     await Promise.all(names.map((n) => sbx.deleteSession(n).catch(() => undefined)));
     await kube.custom
       .deleteNamespacedCustomObject({
@@ -234,27 +232,46 @@ async function hostnameOf(name: string): Promise<string> {
           intervalMs: 250,
         },
       );
-      recorder.start();
-
-      const created = names.map((name, i) =>
-        sleep(i * 150).then(() => sbx.createSession({ name, pool: POOL, idleTimeoutSeconds: 900 })),
+      // Every replica's process found now, SIGKILLed from the watch at the first claim it sees:
+      // the claim patch is the first write of a claim, its bind and the status write follow.
+      const armed = await armOperatorKill(kube, 'all');
+      let outcome: { kill: OperatorKill } | { error: unknown } | undefined;
+      let fired!: () => void;
+      const firstClaim = new Promise<void>((resolve) => (fired = resolve));
+      await recorder.start(() => {
+        try {
+          outcome = { kill: armed.fire() };
+        } catch (error) {
+          outcome = { error };
+        }
+        fired();
+      });
+      // The burst at once: the claims overlap.
+      const created = Promise.all(
+        names.map((name) => sbx.createSession({ name, pool: POOL, idleTimeoutSeconds: 900 })),
       );
+      created.catch(() => undefined); // awaited (and its failure thrown) after the kill
+      let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        recorder.claimed,
-        sleep(READY_MS).then(() => {
-          throw new Error(`no Pod of pool ${POOL} was claimed within ${READY_MS} ms`);
+        firstClaim,
+        new Promise((_r, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no Pod of pool ${POOL} was claimed within ${READY_MS} ms`)),
+            READY_MS,
+          );
         }),
-      ]);
-      const kill: OperatorKill = await killOperator(kube, 'all');
+      ]).finally(() => clearTimeout(timer));
+      if (!outcome || 'error' in outcome) throw outcome?.error;
+      const kill = outcome.kill;
       const [podsAtKill, sessionsAtKill] = await Promise.all([poolPods(), Promise.all(names.map(session))]);
       console.log(
         `SIGKILL of ${kill.killed.map((p) => `${p.pod} pid ${p.pid}`).join(', ')} (Lease holder ${kill.leader}) ` +
-          `at the first claim seen; at the kill: ${sessionsAtKill.filter(Boolean).length}/${BURST} sessions created, ` +
+          `at the first claim seen; just after the kill: ${sessionsAtKill.filter(Boolean).length}/${BURST} sessions created, ` +
           `${podsAtKill.filter((p) => controllerOf(p)?.kind === KIND).length} pool Pods claimed, ` +
           `${sessionsAtKill.filter((s) => s?.status?.podName).length} sessions with a status.podName, ` +
           `${sessionsAtKill.filter(isReadySession).length} Ready`,
       );
-      await Promise.all(created);
+      await created;
 
       const sessions = await Promise.all(
         names.map(
@@ -310,7 +327,7 @@ async function hostnameOf(name: string): Promise<string> {
         )
         .map((p) => p.metadata?.name);
       expect(strays).toEqual([]);
-      await recorder.stop();
+      recorder.stop();
       expect(recorder.twice()).toEqual([]);
       console.log(
         `after the kill: operator restarted and Ready ${seconds(restartedMs)} s, all ${BURST} sessions Ready ` +

@@ -4,14 +4,18 @@
  * operator's node process on this machine (src/framework/pod-processes.ts): no graceful shutdown,
  * no Lease release; the kubelet restarts the container.
  *
- * - suspend: spec.suspend=true through the gateway, the leader killed as soon as the operator is
- *   seen acting (the Pod being deleted) or after 5 s. It converges: phase Suspended, Ready=False
- *   reason Suspended, no Pod, exactly one workspace claim (Bound, the same one) and one Secret
- *   (the same one), each owned by the session; still so once the operator has restarted.
- * - resume: spec.suspend=false, every operator replica killed as soon as the new Pod exists. It
- *   converges: Ready, exactly one Pod, one claim, one Secret; the file written before the suspend
- *   is there and the token the Pod reads is the one from before, through an exec via the gateway.
+ * - suspend: spec.suspend=true through the gateway, the leader killed as soon as a watch of the
+ *   session sees the change (when the operator's own watch does). It converges: phase Suspended,
+ *   Ready=False reason Suspended, no Pod, exactly one workspace claim (Bound, the same one) and
+ *   one Secret (the same one), each owned by the session; still so once the operator restarted.
+ * - resume: spec.suspend=false, every operator replica killed as soon as a watch sees the new
+ *   Pod. It converges: Ready, exactly one Pod, one claim, one Secret; the file written before the
+ *   suspend is there and the Pod reads the token from before, through an exec via the gateway.
  * - delete: no Pod, Secret or claim of the session is left.
+ *
+ * Operator pods whose container died in the last 10 minutes (earlier kills) are replaced first
+ * (platform-operator.ts, freshOperator): the kubelet's crash back-off would otherwise hold their
+ * restart for up to 5 min, which measures the kubelet's policy, not the operator.
  *
  * Whether the kill lands before or after a given write of the operator is a race; what was done
  * at the kill is printed, with the time from the kill to convergence. No timing is asserted: each
@@ -22,21 +26,25 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import {
   CONDITIONS,
+  GROUP,
   LABELS,
   PHASES,
+  PLURAL,
   REASONS,
   secretName,
+  VERSION,
   workspaceClaimName,
   type SandboxSession,
 } from '@sandbox-platform/api';
 
 import { isNotFound } from '../../src/framework/index.js';
 import {
-  killOperator,
+  armOperatorKill,
   waitOperatorRestarted,
-  waitOperatorSteady,
+  freshOperator,
   type OperatorKill,
 } from '../../src/framework/platform-operator.js';
+import { watchPods, watchResource, type ResourceWatch } from '../../src/framework/resource-watch.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { uniqueName } from '../isolation/support.js';
 import { NS, READY_MS, exec, kube, readyReason, sbx, session } from './support.js';
@@ -90,30 +98,57 @@ const keptChildren = (v: Snapshot): boolean =>
   v.secrets.length === 1 &&
   ownedBy(v.session, [...v.claims, ...v.secrets]);
 
-/**
- * Polls `acting` (the first sign that the operator carries out the change) every 20 ms for up to
- * 5 s, then SIGKILLs the operator whether or not it was seen (the change is still pending then).
- */
-async function killWhen(
-  acting: () => Promise<boolean>,
-  which: 'leader' | 'all',
-): Promise<{ kill: OperatorKill; seen: boolean; afterMs: number }> {
-  const t0 = Date.now();
-  let seen = false;
-  while (!seen && Date.now() - t0 < 5_000) {
-    seen = await acting();
-    if (!seen) await new Promise((r) => setTimeout(r, 20));
-  }
-  const kill = await killOperator(kube, which);
-  return { kill, seen, afterMs: kill.at - t0 };
+/** What killWhen did. */
+interface Kill {
+  kill: OperatorKill;
+  /** The cue the kill was fired at, or a note that it never came. */
+  cue: string;
+  /** From sending the request to the kill. */
+  afterMs: number;
 }
 
-function describeKill(what: string, k: { kill: OperatorKill; seen: boolean; afterMs: number }): string {
+/**
+ * Makes a SIGKILL of the operator ready (its processes found), starts the watch `watch` opens,
+ * sends the request, and fires the kill at the first event the watch calls back for (`cue`), or 5 s
+ * after the request when none came (the change is still pending then).
+ */
+async function killWhen(
+  which: 'leader' | 'all',
+  request: () => Promise<unknown>,
+  cue: string,
+  watch: (fire: () => void) => Promise<ResourceWatch>,
+): Promise<Kill> {
+  const armed = await armOperatorKill(kube, which);
+  let outcome: { kill: OperatorKill; cue: string } | { error: unknown } | undefined;
+  let done!: () => void;
+  const fired = new Promise<void>((resolve) => (done = resolve));
+  const fire = (why: string): void => {
+    if (outcome) return;
+    try {
+      outcome = { kill: armed.fire(), cue: why };
+    } catch (error) {
+      outcome = { error };
+    }
+    done();
+  };
+  const watching = await watch(() => fire(cue));
+  const t0 = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await request();
+    timer = setTimeout(() => fire(`no ${cue} within 5 s`), 5_000);
+    await fired;
+  } finally {
+    clearTimeout(timer);
+    watching.stop();
+  }
+  if (!outcome || 'error' in outcome) throw outcome?.error;
+  return { ...outcome, afterMs: outcome.kill.at - t0 };
+}
+
+function describeKill(what: string, k: Kill): string {
   const pids = k.kill.killed.map((p) => `${p.pod} pid ${p.pid}`).join(', ');
-  return (
-    `${what}: SIGKILL of ${pids} (Lease holder ${k.kill.leader}) ${k.afterMs} ms after the request` +
-    (k.seen ? ', the operator was seen acting' : ', no sign of the operator acting yet')
-  );
+  return `${what}: SIGKILL of ${pids} (Lease holder ${k.kill.leader}) ${k.afterMs} ms after the request, at: ${k.cue}`;
 }
 
 (onLocalCluster ? describe : describe.skip)('operator SIGKILLed during suspend and resume', () => {
@@ -122,8 +157,9 @@ function describeKill(what: string, k: { kill: OperatorKill; seen: boolean; afte
   const before = { tokenSum: '', secretUid: '', claimUid: '' };
 
   beforeAll(async () => {
-    // A steady operator to start from: an earlier chaos spec may have left it restarting.
-    await waitOperatorSteady(kube);
+    const replaced = await freshOperator(kube);
+    if (replaced.length > 0)
+      console.log(`operator pods replaced (a container died in the last 10 min): ${replaced.join(', ')}`);
     await sbx.createSession({ name, persistentWorkspace: true, idleTimeoutSeconds: 900 });
   }, READY_MS);
 
@@ -142,11 +178,23 @@ function describeKill(what: string, k: { kill: OperatorKill; seen: boolean; afte
       before.secretUid = start.secrets[0]!.metadata!.uid!;
       before.claimUid = start.claims[0]!.metadata!.uid!;
 
-      await sbx.suspendSession(name);
-      const k = await killWhen(async () => {
-        const pods = (await snapshot(name)).pods;
-        return pods.length === 0 || pods.some((p) => p.metadata?.deletionTimestamp);
-      }, 'leader');
+      // The kill as soon as a watch of the session sees spec.suspend=true, as the operator's own
+      // watch does: its reconcile is then starting (in two runs, a kill at the Pod's delete came
+      // after the Suspended status was written already).
+      const k = await killWhen(
+        'leader',
+        () => sbx.suspendSession(name),
+        'spec.suspend=true seen',
+        (fire) =>
+          watchResource<SandboxSession>(
+            kube.kc,
+            `/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`,
+            { fieldSelector: `metadata.name=${name}` },
+            (_type, s) => {
+              if (s.spec.suspend === true) fire();
+            },
+          ),
+      );
       console.log(`${describeKill('suspend', k)}; at the kill: ${show(await snapshot(name))}`);
 
       const converged = (v: Snapshot): boolean =>
@@ -183,8 +231,16 @@ function describeKill(what: string, k: { kill: OperatorKill; seen: boolean; afte
   it(
     'resume interrupted: converges to Ready with exactly one Pod; the file and the token are the ones from before',
     async () => {
-      await sbx.resumeSession(name);
-      const k = await killWhen(async () => (await snapshot(name)).pods.length > 0, 'all');
+      // The kill as soon as the new Pod exists: the operator then waits for it to become Ready.
+      const k = await killWhen(
+        'all',
+        () => sbx.resumeSession(name),
+        'the new Pod seen',
+        (fire) =>
+          watchPods(kube.kc, NS, `${LABELS.session}=${name}`, (type) => {
+            if (type === 'ADDED') fire();
+          }),
+      );
       console.log(`${describeKill('resume', k)}; at the kill: ${show(await snapshot(name))}`);
 
       const converged = (v: Snapshot): boolean =>

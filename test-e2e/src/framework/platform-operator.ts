@@ -8,7 +8,7 @@
 import * as k8s from '@kubernetes/client-node';
 
 import type { KubeClients } from './kube.js';
-import { sigkillPodProcesses, type PodProcess } from './pod-processes.js';
+import { findPodProcesses, sigkill, type PodProcess } from './pod-processes.js';
 import { predicate, waitFor } from './wait-for.js';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
@@ -50,27 +50,50 @@ export interface OperatorKill {
   readonly pods: ReadonlyArray<{ readonly name: string; readonly uid: string; readonly restarts: number }>;
 }
 
+/** A kill made ready: the processes found, signalled by fire() at the moment the spec chooses. */
+export interface ArmedOperatorKill {
+  readonly leader: string | undefined;
+  readonly targets: readonly PodProcess[];
+  /** SIGKILLs the processes found (synchronous: no API call, no /proc scan). */
+  fire(): OperatorKill;
+}
+
 /**
- * SIGKILLs the node process of the leader (`which: 'leader'`) or of every operator pod ('all'),
- * with no warning to the operator. Throws when there is no leader to kill, or a pod's process is
- * not on this machine.
+ * Finds the node process of the leader (`which: 'leader'`) or of every operator pod ('all') on this
+ * machine, to be SIGKILLed by fire() with no warning to the operator. Throws when there is no
+ * leader, or a pod's process is not on this machine.
  */
-export async function killOperator(kube: KubeClients, which: 'leader' | 'all'): Promise<OperatorKill> {
+export async function armOperatorKill(
+  kube: KubeClients,
+  which: 'leader' | 'all',
+): Promise<ArmedOperatorKill> {
   const [pods, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
-  const targets = which === 'all' ? pods : pods.filter((p) => p.metadata?.name === leader);
-  if (targets.length === 0) {
+  const chosen = which === 'all' ? pods : pods.filter((p) => p.metadata?.name === leader);
+  if (chosen.length === 0) {
     throw new Error(
       `no operator pod to kill (${which}; Lease holder ${leader ?? 'none'}; pods ` +
         `${pods.map((p) => p.metadata?.name).join(', ') || 'none'})`,
     );
   }
-  const killed = sigkillPodProcesses(targets, { command: 'node' });
+  const targets = findPodProcesses(chosen, { command: 'node' });
+  const before = chosen.map((p) => ({
+    name: p.metadata!.name!,
+    uid: p.metadata!.uid!,
+    restarts: restartsOf(p),
+  }));
   return {
-    at: Date.now(),
     leader,
-    killed,
-    pods: targets.map((p) => ({ name: p.metadata!.name!, uid: p.metadata!.uid!, restarts: restartsOf(p) })),
+    targets,
+    fire: () => {
+      sigkill(targets);
+      return { at: Date.now(), leader, killed: targets, pods: before };
+    },
   };
+}
+
+/** armOperatorKill and fire at once. */
+export async function killOperator(kube: KubeClients, which: 'leader' | 'all'): Promise<OperatorKill> {
+  return (await armOperatorKill(kube, which)).fire();
 }
 
 /**
@@ -110,21 +133,42 @@ export async function waitOperatorRestarted(
   return Date.now() - kill.at;
 }
 
+/** How long the kubelet remembers a container's crashes for its restart back-off (2 x 5 min). */
+const BACKOFF_MEMORY_MS = 10 * 60_000;
+
 /**
- * Waits until every operator pod is Ready and one of them holds the Lease: a chaos spec starts
- * from a steady operator (an earlier spec's kill may still be in the kubelet's restart back-off).
+ * Starts a chaos spec from operator pods the kubelet restarts at once: when a container of an
+ * operator pod died in the last 10 minutes (an earlier kill, this spec's or another chaos spec's),
+ * the kubelet would hold its next restart back for 10 s, 20 s, ... up to 5 min, which is the
+ * kubelet's crash-loop policy and not the operator's convergence. Such pods are deleted (the
+ * Deployment replaces them, the operator shutting down gracefully); then every operator pod is
+ * Ready and one holds the Lease. Returns the names of the pods replaced.
  */
-export async function waitOperatorSteady(kube: KubeClients, timeoutMs = 180_000): Promise<void> {
+export async function freshOperator(kube: KubeClients, timeoutMs = 180_000): Promise<string[]> {
+  const pods = await operatorPods(kube);
+  const recent = (p: k8s.V1Pod): boolean =>
+    (p.status?.containerStatuses ?? []).some((c) => {
+      const died = c.lastState?.terminated?.finishedAt;
+      return died !== undefined && Date.now() - new Date(died).getTime() < BACKOFF_MEMORY_MS;
+    });
+  const stale = pods.filter(recent);
+  await Promise.all(
+    stale.map((p) => kube.core.deleteNamespacedPod({ namespace: PLATFORM_NS, name: p.metadata!.name! })),
+  );
+  const staleUids = new Set(stale.map((p) => p.metadata!.uid));
   await waitFor(
     async () => {
-      const [pods, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
-      return { pods, leader };
+      const [now, leader] = await Promise.all([operatorPods(kube), operatorLeader(kube)]);
+      return { pods: now, leader };
     },
     predicate(
-      'every operator pod Ready, the Lease held by one',
-      ({ pods, leader }: { pods: k8s.V1Pod[]; leader: string | undefined }) =>
-        pods.length > 0 && pods.every(isReady) && pods.some((p) => p.metadata?.name === leader),
+      `${pods.length} operator pods Ready (none of the replaced), the Lease held by one`,
+      ({ pods: now, leader }: { pods: k8s.V1Pod[]; leader: string | undefined }) =>
+        now.length >= pods.length &&
+        now.every((p) => isReady(p) && !staleUids.has(p.metadata?.uid)) &&
+        now.some((p) => p.metadata?.name === leader),
     ),
     { timeoutMs, intervalMs: 500 },
   );
+  return stale.map((p) => p.metadata!.name!);
 }

@@ -22,6 +22,8 @@ export interface PodProcess {
   readonly pod: string;
   readonly container: string;
   readonly pid: number;
+  /** Start time in clock ticks since boot (/proc/<pid>/stat): tells the process from a later one with its pid. */
+  readonly startTime: string;
   /** The command line (for logs). */
   readonly argv: readonly string[];
 }
@@ -60,6 +62,12 @@ function commandLine(pid: string, command: string | undefined): string[] | undef
   return comm === command || basename(argv[0] ?? '') === command ? argv : undefined;
 }
 
+/** Field 22 of /proc/<pid>/stat (after the command in parentheses, which may hold spaces). */
+function startTimeOf(pid: number | string): string | undefined {
+  const stat = readProc(`/proc/${pid}/stat`);
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+}
+
 /** The pod UID as cgroup paths spell it: with dashes (cgroupfs driver) or underscores (systemd). */
 function uidSpellings(pod: k8s.V1Pod): string[] {
   const uid = pod.metadata?.uid;
@@ -83,18 +91,19 @@ export function podProcesses(pod: k8s.V1Pod, filter: PodProcessFilter = {}): Pod
     const container = containers.find((c) => cgroup.includes(c.id));
     const argv = container && commandLine(entry, filter.command);
     if (!container || !argv) continue;
-    found.push({ pod: pod.metadata!.name!, container: container.name, pid: Number(entry), argv });
+    const startTime = startTimeOf(entry);
+    if (startTime === undefined) continue;
+    found.push({ pod: pod.metadata!.name!, container: container.name, pid: Number(entry), startTime, argv });
   }
   return found;
 }
 
 /**
- * Sends SIGKILL to the matching processes of every pod, all found before the first is killed (so
- * one pod's restart does not race the search of the next). Throws, killing nothing, when a pod has
- * no matching process on this machine: a chaos test that killed nothing must not pass.
+ * The matching processes of every pod. Throws when a pod has none on this machine: a chaos test
+ * that would kill nothing must not pass.
  */
-export function sigkillPodProcesses(pods: readonly k8s.V1Pod[], filter: PodProcessFilter = {}): PodProcess[] {
-  const all = pods.map((pod) => {
+export function findPodProcesses(pods: readonly k8s.V1Pod[], filter: PodProcessFilter = {}): PodProcess[] {
+  return pods.flatMap((pod) => {
     const procs = podProcesses(pod, filter);
     if (procs.length === 0) {
       throw new Error(
@@ -104,14 +113,34 @@ export function sigkillPodProcesses(pods: readonly k8s.V1Pod[], filter: PodProce
     }
     return procs;
   });
-  const killed = all.flat();
-  for (const p of killed) {
+}
+
+/**
+ * Sends SIGKILL to processes found earlier (findPodProcesses), synchronously: a spec finds them
+ * ahead and kills at the moment it chooses, with no /proc scan in between. A process that is no
+ * longer the one found (exited, its pid reused: another start time) is not signalled; the call
+ * then throws after signalling the others, since that part of the kill did not happen.
+ */
+export function sigkill(procs: readonly PodProcess[]): void {
+  const gone: string[] = [];
+  for (const p of procs) {
+    if (startTimeOf(p.pid) !== p.startTime) {
+      gone.push(`${p.pod} pid ${p.pid}`);
+      continue;
+    }
     try {
       process.kill(p.pid, 'SIGKILL');
     } catch (err) {
-      // Exited on its own since it was found: it is not running, which is what was asked.
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      gone.push(`${p.pod} pid ${p.pid}`);
     }
   }
-  return killed;
+  if (gone.length > 0) throw new Error(`not killed, no longer running since found: ${gone.join(', ')}`);
+}
+
+/** Finds the matching processes of every pod and SIGKILLs them; returns them. */
+export function sigkillPodProcesses(pods: readonly k8s.V1Pod[], filter: PodProcessFilter = {}): PodProcess[] {
+  const procs = findPodProcesses(pods, filter);
+  sigkill(procs);
+  return procs;
 }
