@@ -8,12 +8,18 @@
  * - every write is an optimistic-concurrency update (resourceVersion), so two candidates can never
  *   both win: the loser gets 409 and keeps waiting;
  * - the leader renews every retryPeriod and gives up when it could not renew for renewDeadline
- *   (< leaseDuration, so it stops before anyone else may start);
+ *   (< leaseDuration, so it stops before anyone else may start); after a failed renewal it tries
+ *   again every 500 ms (at most retryPeriod) until the deadline, so an API server that comes back
+ *   just before the deadline is not missed by up to a whole retryPeriod (the deadline itself, the
+ *   safety margin, is unchanged: docs/adr/0022);
  * - on shutdown the leader releases the Lease (empty holder), so the standby takes over at once.
  */
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 import { isConflict } from './errors.js';
+
+/** Pause between renewal attempts after one failed (retryPeriod if that is shorter). */
+const FAILED_RENEW_RETRY_MS = 500;
 
 /** The Lease fields the election uses. */
 export interface LeaseRecord {
@@ -101,12 +107,18 @@ export class LeaderElector {
    * onLost once. Resolves when the loop ends.
    */
   async keepRenewing(onLost: () => void): Promise<void> {
+    let failed = false;
     while (this.leading && !this.stop.signal.aborted) {
-      await sleep(this.opts.retryPeriodMs, this.stop.signal);
+      const pause = failed
+        ? Math.min(this.opts.retryPeriodMs, FAILED_RENEW_RETRY_MS)
+        : this.opts.retryPeriodMs;
+      await sleep(pause, this.stop.signal);
       if (this.stop.signal.aborted) return;
       const remaining = this.lastRenew + this.opts.renewDeadlineMs - this.now();
+      failed = true;
       if (remaining > 0 && (await withDeadline(this.attempt(), remaining))) {
         this.lastRenew = this.now();
+        failed = false;
         continue;
       }
       if (this.now() - this.lastRenew >= this.opts.renewDeadlineMs) {
