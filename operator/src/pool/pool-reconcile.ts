@@ -9,6 +9,8 @@
  *   3. surplus warm Pods are deleted, the not-Ready ones first;
  *   4. the status is computed and written when it changed.
  *
+ * Nothing is done before the pool index has synced (both informers listed).
+ *
  * Every delete of a warm Pod carries its UID and resourceVersion as preconditions: a Pod claimed
  * by a session since the index saw it is never deleted by the pool (the delete answers 409).
  */
@@ -47,6 +49,12 @@ export interface PoolResult {
 
 /** Reconciles one pool by its namespace and name. Throws (after writing status) when a write failed. */
 export async function reconcilePool(namespace: string, name: string, deps: PoolDeps): Promise<PoolResult> {
+  // Before both pool informers have listed, the index can hold the pool but not yet its Pods (the
+  // pool informer's initial LIST queues the pool while the Pod informer is still listing): sized
+  // then, a restarted operator created spec.replicas more warm Pods and deleted the surplus a
+  // second later (seen in test-e2e/specs/pool/operator-kill). PoolController.start() queues every
+  // pool once both have listed.
+  if (!deps.index.synced) return {};
   const pool = deps.index.pool(namespace, name);
   if (!pool || pool.metadata.deletionTimestamp) {
     // Gone or going: the garbage collector deletes its warm Pods (bound ones are their sessions').

@@ -52,6 +52,21 @@ describe('reconcilePool', () => {
     expect(condition('Available')).toMatchObject({ status: 'False', reason: 'BelowMinReady' });
   });
 
+  it('does nothing before the index has synced: a pool listed before its Pods is not refilled', async () => {
+    // A restarted operator: the pool informer has listed, the Pod informer not yet.
+    pools.index.markSynced(false);
+    const pool = pools.putPool('warm', { replicas: 2 });
+    expect(await run()).toEqual({});
+    expect(pools.ops).toEqual([]);
+    // The Pods listed: the pool is full, nothing to create.
+    pools.putWarm(pool, 'warm-a', opts);
+    pools.putWarm(pool, 'warm-b', opts);
+    pools.index.markSynced();
+    await run();
+    expect(pools.ops.filter((o) => !o.startsWith('patchStatus'))).toEqual([]);
+    expect(status()).toMatchObject({ replicas: 2, ready: 2, available: 2 });
+  });
+
   it('reports the pool full and available once its Pods are Ready, and writes nothing more', async () => {
     const pool = pools.putPool('warm', { replicas: 2 });
     pools.putWarm(pool, 'warm-a', opts);
