@@ -6,8 +6,10 @@
  * the containers.
  *
  * A pool of 3, four sessions created at once through the gateway; every operator replica is killed
- * as soon as a watch sees the first warm Pod claimed (its controller turned to a session): that
- * claim's bind and status write, and the other claims, are in flight or not yet started. Then:
+ * as soon as a watch sees the first warm Pod claimed (its controller turned to a session). The warm
+ * Pods' agents are frozen (SIGSTOP) until that kill, so that claim's bind is in flight when it
+ * lands (the bind is sent, unanswered) and the other claims are in flight or not started; they are
+ * let go (SIGCONT) right after it. Then:
  *
  * - every session is Ready with exactly one Pod, its status.podName, controlled by it and labelled
  *   with its name; an exec through the gateway lands on that Pod (hostname) with the session's
@@ -15,7 +17,8 @@
  * - no Pod is bound twice: no two sessions name the same Pod, and no Pod of the pool was ever seen
  *   (a watch from before the burst to the end) controlled by, or labelled for, two sessions;
  * - no pool Pod is controlled by a session that does not name it (a claim the dead operator left);
- * - the pool refills to exactly its size (3 warm Pods, 3 available);
+ * - the pool refills to exactly its size (3 warm Pods, 3 available), and throws no warm Pod away
+ *   (none of its unbound Pods is deleted: no surplus made by a restarted operator);
  * - after the sessions and the pool are deleted, no Pod of the pool or of a session, and no
  *   Secret of a session, is left.
  *
@@ -46,6 +49,7 @@ import {
 
 import { UnavailableError } from '../../../sdk/typescript/src/index.js';
 import { isNotFound } from '../../src/framework/index.js';
+import { findPodProcesses, signalProcesses } from '../../src/framework/pod-processes.js';
 import {
   armOperatorKill,
   waitOperatorRestarted,
@@ -117,13 +121,15 @@ const isReadySession = (s: SandboxSession | undefined): boolean =>
 class BindingRecorder {
   readonly owners = new Map<string, Set<string>>();
   readonly labels = new Map<string, Set<string>>();
+  /** Warm Pods (still the pool's, never bound) seen deleted: thrown away. */
+  readonly discarded = new Set<string>();
   private watch: ResourceWatch | undefined;
   private onClaim: (() => void) | undefined;
 
   async start(onClaim: () => void): Promise<void> {
     this.onClaim = onClaim;
-    this.watch = await watchPods(kube.kc, NS, `${POOL_LABELS.pool}=${POOL}`, (_type, pod) =>
-      this.record(pod),
+    this.watch = await watchPods(kube.kc, NS, `${POOL_LABELS.pool}=${POOL}`, (type, pod) =>
+      this.record(type, pod),
     );
   }
 
@@ -135,9 +141,11 @@ class BindingRecorder {
       throw new Error(`the watch of pool ${POOL}'s Pods broke ${errors.length} times`, { cause: errors[0] });
   }
 
-  private record(pod: k8s.V1Pod): void {
+  private record(type: string, pod: k8s.V1Pod): void {
     const uid = pod.metadata!.uid!;
     const owner = controllerOf(pod);
+    if (owner?.kind === POOL_KIND && (type === 'DELETED' || pod.metadata?.deletionTimestamp))
+      this.discarded.add(pod.metadata!.name!);
     if (owner?.kind === KIND) {
       add(this.owners, uid, owner.uid);
       const claimed = this.onClaim;
@@ -232,46 +240,69 @@ async function hostnameOf(name: string): Promise<string> {
           intervalMs: 250,
         },
       );
-      // Every replica's process found now, SIGKILLed from the watch at the first claim it sees:
-      // the claim patch is the first write of a claim, its bind and the status write follow.
+      // The warm Pods' agents are frozen (SIGSTOP) while the burst is claimed: a claim's bind call
+      // then waits for its answer (up to the operator's bind deadline, 2 s), so the kill, fired
+      // from the watch at the first claim it sees, lands between that claim's patch and its bind
+      // (the other claims in flight or not started) rather than after a bind that took a few ms.
+      // The agents are let go (SIGCONT) right after the kill; the bind request sent before may
+      // then still be served, or never: the restarted operator must settle both.
+      const agents = findPodProcesses(warmOf(await poolPods()), { command: 'node' }).filter(
+        (p) => !p.argv.includes('probe'),
+      );
+      // Every replica's process found now, SIGKILLed synchronously from the watch callback.
       const armed = await armOperatorKill(kube, 'all');
       let outcome: { kill: OperatorKill } | { error: unknown } | undefined;
       let fired!: () => void;
       const firstClaim = new Promise<void>((resolve) => (fired = resolve));
+      let frozen = false;
+      const thaw = (): void => {
+        if (!frozen) return;
+        frozen = false;
+        signalProcesses(agents, 'SIGCONT');
+      };
       await recorder.start(() => {
         try {
           outcome = { kill: armed.fire() };
+          thaw();
         } catch (error) {
           outcome = { error };
         }
         fired();
       });
-      // The burst at once: the claims overlap.
-      const created = Promise.all(
-        names.map((name) => sbx.createSession({ name, pool: POOL, idleTimeoutSeconds: 900 })),
-      );
-      created.catch(() => undefined); // awaited (and its failure thrown) after the kill
+      signalProcesses(agents, 'SIGSTOP');
+      frozen = true;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        firstClaim,
-        new Promise((_r, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`no Pod of pool ${POOL} was claimed within ${READY_MS} ms`)),
-            READY_MS,
-          );
-        }),
-      ]).finally(() => clearTimeout(timer));
+      try {
+        // The burst at once: the claims overlap.
+        const created = Promise.all(
+          names.map((name) => sbx.createSession({ name, pool: POOL, idleTimeoutSeconds: 900 })),
+        );
+        created.catch(() => undefined); // awaited (and its failure thrown) after the kill
+        await Promise.race([
+          firstClaim,
+          new Promise((_r, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`no Pod of pool ${POOL} was claimed within ${READY_MS} ms`)),
+              READY_MS,
+            );
+          }),
+        ]);
+        await created;
+      } finally {
+        clearTimeout(timer);
+        thaw();
+      }
       if (!outcome || 'error' in outcome) throw outcome?.error;
       const kill = outcome.kill;
       const [podsAtKill, sessionsAtKill] = await Promise.all([poolPods(), Promise.all(names.map(session))]);
       console.log(
         `SIGKILL of ${kill.killed.map((p) => `${p.pod} pid ${p.pid}`).join(', ')} (Lease holder ${kill.leader}) ` +
-          `at the first claim seen; just after the kill: ${sessionsAtKill.filter(Boolean).length}/${BURST} sessions created, ` +
+          `at the first claim seen, ${agents.length} warm agents frozen meanwhile; just after the kill: ` +
+          `${sessionsAtKill.filter(Boolean).length}/${BURST} sessions created, ` +
           `${podsAtKill.filter((p) => controllerOf(p)?.kind === KIND).length} pool Pods claimed, ` +
           `${sessionsAtKill.filter((s) => s?.status?.podName).length} sessions with a status.podName, ` +
           `${sessionsAtKill.filter(isReadySession).length} Ready`,
       );
-      await created;
 
       const sessions = await Promise.all(
         names.map(
@@ -329,6 +360,10 @@ async function hostnameOf(name: string): Promise<string> {
       expect(strays).toEqual([]);
       recorder.stop();
       expect(recorder.twice()).toEqual([]);
+      // Nothing made the pool throw a warm Pod away (no template change, no surplus): a restarted
+      // operator that sized the pool before its Pod cache listed created extra ones and deleted
+      // them (fixed in operator/src/pool/pool-reconcile.ts).
+      expect([...recorder.discarded]).toEqual([]);
       console.log(
         `after the kill: operator restarted and Ready ${seconds(restartedMs)} s, all ${BURST} sessions Ready ` +
           `${seconds(readyMs)} s (${pooled.length} bound from the pool, ${BURST - pooled.length} cold), ` +

@@ -11,7 +11,10 @@
  * - resume: spec.suspend=false, every operator replica killed as soon as a watch sees the new
  *   Pod. It converges: Ready, exactly one Pod, one claim, one Secret; the file written before the
  *   suspend is there and the Pod reads the token from before, through an exec via the gateway.
- * - delete: no Pod, Secret or claim of the session is left.
+ * - suspend again, the leader killed as soon as a watch sees the Pod's delete (the operator's own
+ *   write; its status write is just before or after it): the same convergence, the terminating
+ *   Pod not replaced.
+ * - delete (while suspended): no Pod, Secret or claim of the session is left.
  *
  * Operator pods whose container died in the last 10 minutes (earlier kills) are replaced first
  * (platform-operator.ts, freshOperator): the kubelet's crash back-off would otherwise hold their
@@ -167,6 +170,42 @@ function describeKill(what: string, k: Kill): string {
     await sbx.deleteSession(name).catch(() => undefined);
   });
 
+  /**
+   * After a kill during a suspend: waits for convergence (Suspended, no Pod, the claim and Secret
+   * kept, one each), then for the operator's restart, and checks it still holds.
+   */
+  async function suspendKilled(k: Kill): Promise<void> {
+    console.log(`${describeKill('suspend', k)}; at the kill: ${show(await snapshot(name))}`);
+
+    const converged = (v: Snapshot): boolean =>
+      v.session?.status?.phase === PHASES.suspended &&
+      readyReason(v.session) === REASONS.suspended &&
+      v.pods.length === 0 &&
+      keptChildren(v);
+    await waitFor(
+      () => snapshot(name),
+      predicate('Suspended, no Pod, one Bound claim, one Secret', converged),
+      {
+        timeoutMs: READY_MS,
+        intervalMs: 250,
+        show,
+      },
+    );
+    const convergedMs = Date.now() - k.kill.at;
+    const restartedMs = await waitOperatorRestarted(kube, k.kill);
+    console.log(
+      `suspend: converged ${seconds(convergedMs)} s after the kill; operator restarted and Ready ${seconds(restartedMs)} s after it`,
+    );
+
+    // Still so with the restarted operator, and the children are the ones from before.
+    const after = await snapshot(name);
+    expect([show(after), converged(after)]).toEqual([show(after), true]);
+    const ready = after.session?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
+    expect([ready?.status, ready?.reason]).toEqual(['False', REASONS.suspended]);
+    expect(after.secrets.map((s) => s.metadata?.uid)).toEqual([before.secretUid]);
+    expect(after.claims.map((c) => c.metadata?.uid)).toEqual([before.claimUid]);
+  }
+
   it(
     'suspend interrupted: converges to Suspended, no Pod, the same Bound claim and Secret, one each',
     async () => {
@@ -179,51 +218,23 @@ function describeKill(what: string, k: Kill): string {
       before.claimUid = start.claims[0]!.metadata!.uid!;
 
       // The kill as soon as a watch of the session sees spec.suspend=true, as the operator's own
-      // watch does: its reconcile is then starting (in two runs, a kill at the Pod's delete came
-      // after the Suspended status was written already).
-      const k = await killWhen(
-        'leader',
-        () => sbx.suspendSession(name),
-        'spec.suspend=true seen',
-        (fire) =>
-          watchResource<SandboxSession>(
-            kube.kc,
-            `/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`,
-            { fieldSelector: `metadata.name=${name}` },
-            (_type, s) => {
-              if (s.spec.suspend === true) fire();
-            },
-          ),
+      // watch does: its reconcile is then starting, before its delete of the Pod.
+      await suspendKilled(
+        await killWhen(
+          'leader',
+          () => sbx.suspendSession(name),
+          'spec.suspend=true seen',
+          (fire) =>
+            watchResource<SandboxSession>(
+              kube.kc,
+              `/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`,
+              { fieldSelector: `metadata.name=${name}` },
+              (_type, s) => {
+                if (s.spec.suspend === true) fire();
+              },
+            ),
+        ),
       );
-      console.log(`${describeKill('suspend', k)}; at the kill: ${show(await snapshot(name))}`);
-
-      const converged = (v: Snapshot): boolean =>
-        v.session?.status?.phase === PHASES.suspended &&
-        readyReason(v.session) === REASONS.suspended &&
-        v.pods.length === 0 &&
-        keptChildren(v);
-      await waitFor(
-        () => snapshot(name),
-        predicate('Suspended, no Pod, one Bound claim, one Secret', converged),
-        {
-          timeoutMs: READY_MS,
-          intervalMs: 250,
-          show,
-        },
-      );
-      const convergedMs = Date.now() - k.kill.at;
-      const restartedMs = await waitOperatorRestarted(kube, k.kill);
-      console.log(
-        `suspend: converged ${seconds(convergedMs)} s after the kill; operator restarted and Ready ${seconds(restartedMs)} s after it`,
-      );
-
-      // Still so with the restarted operator, and the children are the ones from before.
-      const after = await snapshot(name);
-      expect([show(after), converged(after)]).toEqual([show(after), true]);
-      const ready = after.session?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
-      expect([ready?.status, ready?.reason]).toEqual(['False', REASONS.suspended]);
-      expect(after.secrets.map((s) => s.metadata?.uid)).toEqual([before.secretUid]);
-      expect(after.claims.map((c) => c.metadata?.uid)).toEqual([before.claimUid]);
     },
     2 * READY_MS,
   );
@@ -273,7 +284,27 @@ function describeKill(what: string, k: Kill): string {
     2 * READY_MS,
   );
 
-  it('deleted: no Pod, Secret or workspace claim of the session is left', async () => {
+  it(
+    'suspend interrupted after the Pod delete: converges the same way, the terminating Pod not replaced',
+    async () => {
+      // The kill as soon as a watch sees the Pod being deleted: the operator has done its delete,
+      // its status write is just before or after; the Pod is still terminating.
+      await suspendKilled(
+        await killWhen(
+          'leader',
+          () => sbx.suspendSession(name),
+          "the Pod's delete seen",
+          (fire) =>
+            watchPods(kube.kc, NS, `${LABELS.session}=${name}`, (type, pod) => {
+              if (type === 'DELETED' || pod.metadata?.deletionTimestamp) fire();
+            }),
+        ),
+      );
+    },
+    2 * READY_MS,
+  );
+
+  it('deleted while suspended: no Pod, Secret or workspace claim of the session is left', async () => {
     const t0 = Date.now();
     await sbx.deleteSession(name);
     const byName = async (): Promise<string[]> => {

@@ -1,8 +1,9 @@
 /**
- * The processes of a pod's containers on this machine, and SIGKILL for them: the chaos specs'
+ * The processes of a pod's containers on this machine, and signals for them: the chaos specs'
  * "kill -9" of a component (the operator) without asking Kubernetes, so nothing gets to shut down
  * cleanly (no Lease release, no half-written status finished) and the kubelet restarts the
- * container as after a crash.
+ * container as after a crash; SIGSTOP/SIGCONT to freeze a process for a moment (a sandbox agent
+ * that does not answer yet).
  *
  * Only for a node on this machine (localkube): its containers' processes are ordinary processes
  * here. A process belongs to a container when its /proc/<pid>/cgroup path names both the pod UID
@@ -116,12 +117,12 @@ export function findPodProcesses(pods: readonly k8s.V1Pod[], filter: PodProcessF
 }
 
 /**
- * Sends SIGKILL to processes found earlier (findPodProcesses), synchronously: a spec finds them
- * ahead and kills at the moment it chooses, with no /proc scan in between. A process that is no
+ * Sends a signal to processes found earlier (findPodProcesses), synchronously: a spec finds them
+ * ahead and signals at the moment it chooses, with no /proc scan in between. A process that is no
  * longer the one found (exited, its pid reused: another start time) is not signalled; the call
- * then throws after signalling the others, since that part of the kill did not happen.
+ * then throws after signalling the others, since that part did not happen.
  */
-export function sigkill(procs: readonly PodProcess[]): void {
+export function signalProcesses(procs: readonly PodProcess[], signal: NodeJS.Signals): void {
   const gone: string[] = [];
   for (const p of procs) {
     if (startTimeOf(p.pid) !== p.startTime) {
@@ -129,13 +130,19 @@ export function sigkill(procs: readonly PodProcess[]): void {
       continue;
     }
     try {
-      process.kill(p.pid, 'SIGKILL');
+      process.kill(p.pid, signal);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
       gone.push(`${p.pod} pid ${p.pid}`);
     }
   }
-  if (gone.length > 0) throw new Error(`not killed, no longer running since found: ${gone.join(', ')}`);
+  if (gone.length > 0)
+    throw new Error(`no ${signal} sent, no longer running since found: ${gone.join(', ')}`);
+}
+
+/** SIGKILL (signalProcesses): the chaos "kill -9", no cleanup in the process. */
+export function sigkill(procs: readonly PodProcess[]): void {
+  signalProcesses(procs, 'SIGKILL');
 }
 
 /** Finds the matching processes of every pod and SIGKILLs them; returns them. */
