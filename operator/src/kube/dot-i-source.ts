@@ -122,7 +122,8 @@ class SessionWatchOperator extends Operator {
   protected override async watchResource(
     ...[group, version, plural, onEvent, namespace]: WatchResourceArgs
   ): Promise<void> {
-    const path = `/apis/${group}/${version}/${namespace ? `namespaces/${namespace}/` : ''}${plural}`;
+    const base = group ? `/apis/${group}/${version}/` : `/api/${version}/`; // as dot-i builds it
+    const path = `${base}${namespace ? `namespaces/${namespace}/` : ''}${plural}`;
     const watch = new k8s.Watch(this.kc);
     let chain = Promise.resolve();
     const recovering = new RecoveringWatch({
