@@ -10,14 +10,15 @@
  * LIST finds them (kube/resync.ts), as it always did for dot-i's own re-watches.
  *
  * How a stream ends decides what comes next:
- * - it closed cleanly after delivering something (the API server ends watches after its request
- *   timeout): watch again after a short pause, as dot-i does (200 ms);
+ * - it closed cleanly after delivering something, or after HEALTHY_STREAM_MS (the API server ends
+ *   watches after its request timeout): watch again after a short pause, as dot-i does (200 ms);
  * - it failed (connection refused or reset, an HTTP status other than 200, an in-stream ERROR
- *   event such as 410 Gone, a closed stream that delivered nothing): one warn line with the
+ *   event such as 410 Gone, a stream closed early without any event): one warn line with the
  *   attempt number, then watch again after an exponential delay with jitter, capped (5 s by
  *   default), so an API server that is down is asked a few times a second at first and then every
  *   few seconds, and one that comes back is seen within the cap. The attempt count resets when a
- *   stream delivers an event.
+ *   stream delivers an event or stayed open for HEALTHY_STREAM_MS (a namespace without sessions
+ *   gets no events; its stream's clean close after that long is the server's watch timeout).
  *
  * An in-stream ERROR event ends its stream: the watch is aborted and opened again without a
  * resourceVersion, i.e. a re-list (for 410 Gone that is the only way on; dot-i crashed here with
@@ -53,10 +54,25 @@ export interface RecoveringWatchOptions {
   /** Pause before watching again after a clean close. */
   readonly reopenDelayMs?: number;
   readonly random?: () => number;
+  readonly now?: () => number;
 }
 
 /** Default delays: from 200 ms (dot-i's re-watch pause), doubling, 20% jitter, at most 5 s. */
 export const WATCH_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 5000, jitter: 0.2 };
+
+/**
+ * A stream open this long was healthy even without events (a namespace without sessions): its
+ * end resets the attempt count, and a clean close of it is the API server's watch timeout.
+ */
+export const HEALTHY_STREAM_MS = 30_000;
+
+/** One stream's state. */
+interface Stream {
+  ended: boolean;
+  delivered: boolean;
+  acceptedAt?: number;
+  abort(): void;
+}
 
 const EVENT_TYPES: ReadonlySet<string> = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 
@@ -80,7 +96,11 @@ export class RecoveringWatch {
   private request?: { abort(): void };
   private connected?: () => void;
 
-  constructor(private readonly opts: RecoveringWatchOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly opts: RecoveringWatchOptions) {
+    this.now = opts.now ?? Date.now;
+  }
 
   /** Opens the first stream; resolves once a stream was accepted (retrying until then) or on close(). */
   start(): Promise<void> {
@@ -100,12 +120,12 @@ export class RecoveringWatch {
 
   private open(): void {
     if (this.closed) return;
-    const stream = { ended: false, delivered: false, abort: (): void => undefined };
+    const stream: Stream = { ended: false, delivered: false, abort: () => undefined };
     const end = (err: unknown): void => {
       if (stream.ended) return;
       stream.ended = true;
       stream.abort();
-      this.ended(err, stream.delivered);
+      this.ended(err, stream);
     };
     const onLine = (phase: string, object: unknown): void => {
       if (stream.ended || this.closed) return;
@@ -119,6 +139,7 @@ export class RecoveringWatch {
       (request) => {
         stream.abort = () => request.abort();
         if (this.closed || stream.ended) return request.abort();
+        stream.acceptedAt = this.now();
         this.request = request;
         this.connected?.();
       },
@@ -135,11 +156,15 @@ export class RecoveringWatch {
   }
 
   /** A stream ended: `err` null after a clean close. */
-  private ended(err: unknown, delivered: boolean): void {
+  private ended(err: unknown, stream: Stream): void {
     this.request = undefined;
     if (this.closed) return;
+    const healthy =
+      stream.delivered ||
+      (stream.acceptedAt !== undefined && this.now() - stream.acceptedAt >= HEALTHY_STREAM_MS);
+    if (healthy) this.failures = 0;
     let delayMs: number;
-    if (err === null && delivered) {
+    if (err === null && healthy) {
       delayMs = this.opts.reopenDelayMs ?? WATCH_BACKOFF.baseMs;
       this.opts.logger.debug('session watch closed by the server; watching again', { path: this.opts.path });
     } else {

@@ -144,3 +144,48 @@ describe('WATCH_BACKOFF', () => {
     expect(backoffDelay(1, WATCH_BACKOFF, () => 0.5)).toBe(200);
   });
 });
+
+describe('RecoveringWatch on a stream without events (a namespace without sessions)', () => {
+  it('counts attempts from 1 again after a stream that stayed open, and takes its clean close as the watch timeout', async () => {
+    const server = new FakeWatchServer();
+    await server.start();
+    const port = server.port;
+    await server.stop();
+    const clock = { t: 1_000_000 };
+    const logger = new MemoryLogger();
+    const w = new k8s.Watch(kubeConfig(port));
+    const watch = new RecoveringWatch({
+      watch: (path, query, onLine, done) => w.watch(path, query, onLine, done),
+      path: PATH,
+      logger,
+      backoff: FAST,
+      now: () => clock.t,
+      onEvent: () => undefined,
+    });
+    const warnings = (): Array<Record<string, unknown>> =>
+      logger.lines.filter((l) => l.level === 'warn').map((l) => l.fields ?? {});
+    try {
+      const started = watch.start();
+      await until('three refused attempts', () => warnings().length >= 3);
+      await server.start(port);
+      await started;
+      await until('a stream open', () => server.openStreams === 1);
+      const before = warnings().length;
+      clock.t += 31_000; // the stream stayed open (no events: nothing to watch)
+      server.resetConnections();
+      await until('the reset reported', () => warnings().length > before);
+      expect(warnings()[before]?.attempt).toBe(1);
+
+      await until('a stream open again', () => server.openStreams === 1);
+      const warned = warnings().length;
+      clock.t += 31_000;
+      server.endStreams(); // the API server's watch timeout
+      await until('a stream open once more', () => server.openStreams === 1 && server.requests.length === 3);
+      expect(warnings()).toHaveLength(warned);
+      expect(logger.lines.filter((l) => l.level === 'debug')).toHaveLength(1);
+    } finally {
+      watch.close();
+      await server.stop();
+    }
+  });
+});
