@@ -110,6 +110,9 @@ async function fill(): Promise<{ warm: number; available: number; replicas: numb
   };
 }
 
+const isReadyPod = (p: k8s.V1Pod): boolean =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
 const isReadySession = (s: SandboxSession | undefined): boolean =>
   s?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.status === 'True';
 
@@ -246,9 +249,9 @@ async function hostnameOf(name: string): Promise<string> {
       // (the other claims in flight or not started) rather than after a bind that took a few ms.
       // The agents are let go (SIGCONT) right after the kill; the bind request sent before may
       // then still be served, or never: the restarted operator must settle both.
-      const agents = findPodProcesses(warmOf(await poolPods()), { command: 'node' }).filter(
-        (p) => !p.argv.includes('probe'),
-      );
+      const agents = findPodProcesses(warmOf(await poolPods()).filter(isReadyPod), {
+        command: 'node',
+      }).filter((p) => !p.argv.includes('probe'));
       // Every replica's process found now, SIGKILLed synchronously from the watch callback.
       const armed = await armOperatorKill(kube, 'all');
       let outcome: { kill: OperatorKill } | { error: unknown } | undefined;
