@@ -48,12 +48,18 @@ var baseControllers = []string{
 	// The chart puts a ResourceQuota in each sandbox namespace: without this controller a quota
 	// never gets a status, and quota admission enforces only what the status lists (nothing).
 	"resourcequota-controller",
+	// Deletes terminating Pods that were never scheduled. The API server deletes such a Pod in two
+	// writes (set deletionTimestamp, then remove); a client that dies between them (the operator's
+	// kill -9 tests) cancels the request and leaves the Pod Terminating forever, and the operator
+	// rightly waits for it to go. Real clusters run this controller; without a kubelet nothing else
+	// removes such a Pod.
+	"pod-garbage-collector-controller",
 }
 
-// nodeControllers need a kubelet: Node health (Ready/NotReady taints) and cleanup of pods whose
-// node is gone or which terminated. taint-eviction-controller is deliberately absent: with one
-// node, evicting its pods while it restarts would only lose work (see docs/localkube.md).
-var nodeControllers = []string{"node-lifecycle-controller", "pod-garbage-collector-controller"}
+// nodeControllers need a kubelet: Node health (Ready/NotReady taints). taint-eviction-controller
+// is deliberately absent: with one node, evicting its pods while it restarts would only lose work
+// (see docs/localkube.md).
+var nodeControllers = []string{"node-lifecycle-controller"}
 
 func etcdArgs(s settings) []string {
 	args := []string{

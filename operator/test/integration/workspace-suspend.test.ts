@@ -167,11 +167,13 @@ describe('the operator killed during suspend and during resume', () => {
   const COUNT = 24;
   const names = Array.from({ length: COUNT }, (_, i) => `k-${String(i).padStart(2, '0')}`);
 
-  async function census(): Promise<{
+  interface Census {
     pods: Map<string, string>;
     secrets: Map<string, string>;
     claims: Map<string, { owner: string; uid: string }>;
-  }> {
+  }
+
+  async function census(): Promise<Census> {
     const labelSelector = `${LABELS.managedBy}=${MANAGER_NAME}`;
     const [pods, secrets, claims] = await Promise.all([
       kube.core.listNamespacedPod({ namespace: ns.name, labelSelector }),
@@ -243,7 +245,10 @@ describe('the operator killed during suspend and during resume', () => {
     await waitFor(
       census,
       predicate('all pods back', (c) => c.pods.size === COUNT),
-      { timeoutMs: 60_000 },
+      {
+        timeoutMs: 60_000,
+        show: (c) => `pods: ${[...(c as Census).pods.keys()].join(' ')}; operator:\n${op.tail()}`,
+      },
     );
     await new Promise((r) => setTimeout(r, 2_000)); // let a late duplicate surface before counting
     const resumed = await census();

@@ -33,7 +33,10 @@ export class WaitTimeoutError extends Error {
 }
 
 function defaultShow(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  // Maps and Sets print their entries (JSON.stringify would print {}).
+  const replacer = (_key: string, v: unknown): unknown =>
+    v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v;
+  const text = JSON.stringify(value, replacer) ?? String(value);
   return text.length > 500 ? `${text.slice(0, 500)}...` : text;
 }
 
