@@ -304,3 +304,216 @@ class TestAsync:
             assert (data, stream.exit_code) == ([b"1\n"], 3)
             with pytest.raises(sp.NotFoundError):
                 await c.get_session("s1")
+
+
+PROC = {"id": "0123456789ab", "pid": 42, "command": "sleep 9", "state": "running", "startedAt": "2026-01-01T00:00:00Z",
+        "stdout": {"size": 5, "dropped": 0}, "stderr": {"size": 0, "dropped": 0}}
+EXITED = {**PROC, "state": "exited", "exitCode": 143, "signal": "SIGTERM", "exitedAt": "2026-01-01T00:00:09Z"}
+OUT = {"process": PROC,
+       "stdout": {"offset": 2, "nextOffset": 5, "skipped": 2, "data": "llo", "encoding": "utf-8"},
+       "stderr": {"offset": 0, "nextOffset": 2, "skipped": 0, "data": "AP8=", "encoding": "base64"}}
+
+
+class TestProcesses:
+    def test_start_sends_the_body_and_reads_the_process(self) -> None:
+        c, script = client([httpx.Response(201, json=PROC)], namespace="ns")
+        p = c.start_process("s1", "sleep 9", cwd="sub", env={"A": "1"}, wait=5)
+        assert (p.id, p.pid, p.state, p.running, p.exit_code, p.stdout.size) == (
+            "0123456789ab", 42, "running", True, None, 5)
+        req = script.requests[0]
+        assert (req.method, str(req.url)) == ("POST", "http://gw.test/v1/sessions/s1/processes?namespace=ns")
+        assert json.loads(req.content) == {"command": "sleep 9", "cwd": "sub", "env": {"A": "1"}, "waitSeconds": 5}
+
+    def test_reads_send_their_queries_and_parse_the_answers(self) -> None:
+        c, script = client([
+            httpx.Response(200, json={"processes": [PROC, EXITED]}),
+            httpx.Response(200, json=EXITED),
+            httpx.Response(200, json=OUT),
+            httpx.Response(200, json=EXITED),
+        ])
+        assert [p.state for p in c.list_processes("s1")] == ["running", "exited"]
+        got = c.get_process("s1", "0123456789ab")
+        assert (got.exit_code, got.signal, got.exited_at, got.running) == (143, "SIGTERM", "2026-01-01T00:00:09Z", False)
+        out = c.process_output("s1", "0123456789ab", stdout_offset=0, max_bytes=3)
+        assert (out.stdout.data, out.stdout.next_offset, out.stdout.skipped, out.stderr.data) == (b"llo", 5, 2, b"\x00\xff")
+        assert c.wait_process("s1", "0123456789ab", timeout=7).state == "exited"
+        assert [r.url.raw_path for r in script.requests] == [
+            b"/v1/sessions/s1/processes",
+            b"/v1/sessions/s1/processes/0123456789ab",
+            b"/v1/sessions/s1/processes/0123456789ab/output?stdoutOffset=0&maxBytes=3",
+            b"/v1/sessions/s1/processes/0123456789ab/wait?timeoutSeconds=7",
+        ]
+
+    def test_signal_posts_the_name_and_ids_are_encoded(self) -> None:
+        c, script = client([httpx.Response(200, json=EXITED), problem(404, "process-not-found")])
+        assert c.signal_process("s1", "0123456789ab", "SIGKILL").exit_code == 143
+        assert json.loads(script.requests[0].content) == {"signal": "SIGKILL"}
+        with pytest.raises(sp.NotFoundError) as info:
+            c.get_process("s1", "../x")
+        assert info.value.code == "process-not-found"
+        assert script.requests[1].url.raw_path == b"/v1/sessions/s1/processes/..%2Fx"
+
+    @pytest.mark.parametrize(
+        ("response", "cls", "code"),
+        [
+            (problem(409, "process-running"), sp.ConflictError, "process-running"),
+            (problem(409, "too-many-processes"), sp.ConflictError, "too-many-processes"),
+            (problem(400, "signal-not-allowed"), sp.InvalidRequestError, "signal-not-allowed"),
+            (problem(501, "not-supported"), sp.NotSupportedError, "not-supported"),
+        ],
+    )
+    def test_process_problems_are_typed(self, response: httpx.Response, cls: type[sp.APIError], code: str) -> None:
+        c, _ = client([response])
+        with pytest.raises(cls) as info:
+            c.remove_process("s1", "0123456789ab")
+        assert info.value.code == code
+
+    @pytest.mark.parametrize("failure", [
+        refused,
+        lambda: problem(503, "session-not-ready", retry_after="0"),
+        lambda: problem(429, "rate-limited", retry_after="0"),
+    ])
+    def test_start_and_signal_are_never_retried(self, failure: Callable[[], Step]) -> None:
+        c, script = client([failure(), httpx.Response(201, json=PROC)])
+        with pytest.raises(sp.SandboxError):
+            c.start_process("s1", "date >> log")
+        assert len(script.requests) == 1
+        c, script = client([failure(), httpx.Response(200, json=PROC)])
+        with pytest.raises(sp.SandboxError):
+            c.signal_process("s1", "0123456789ab")
+        assert len(script.requests) == 1
+
+    def test_reads_wait_follow_and_remove_are_retried(self) -> None:
+        c, script = client([
+            refused(), httpx.Response(200, json={"processes": []}),
+            refused(), httpx.Response(200, json=PROC),
+            refused(), httpx.Response(200, json=OUT),
+            refused(), httpx.Response(200, json=EXITED),
+            refused(), httpx.Response(200, content=ndjson({"type": "exit", "exitCode": 0})),
+            refused(), httpx.Response(204),
+        ])
+        assert c.list_processes("s1") == []
+        c.get_process("s1", "0123456789ab")
+        c.process_output("s1", "0123456789ab")
+        c.wait_process("s1", "0123456789ab")
+        assert list(c.follow_process("s1", "0123456789ab")) == [sp.ProcessExitEvent(exit_code=0)]
+        c.remove_process("s1", "0123456789ab")
+        assert len(script.requests) == 12
+
+    def test_remove_404_after_a_retry_is_done_and_a_first_404_is_an_error(self) -> None:
+        c, _ = client([refused(), problem(404, "process-not-found")])
+        c.remove_process("s1", "0123456789ab")
+        c, _ = client([problem(404, "process-not-found")])
+        with pytest.raises(sp.NotFoundError):
+            c.remove_process("s1", "0123456789ab")
+
+    def test_follow_yields_typed_events_split_anywhere_and_tracks_offsets(self) -> None:
+        raw = ndjson({"type": "stdout", "offset": 0, "skipped": 0, "data": "héllo\n", "encoding": "utf-8"},
+                     {"type": "stderr", "offset": 4, "skipped": 4, "data": "AP8=", "encoding": "base64"},
+                     {"type": "exit", "exitCode": 137, "signal": "SIGKILL"},
+                     {"type": "stdout", "offset": 99, "skipped": 0, "data": "after exit", "encoding": "utf-8"})
+
+        def body() -> Iterator[bytes]:
+            for i in range(len(raw)):
+                yield raw[i:i + 1]
+
+        c, script = client([httpx.Response(200, content=body())])
+        with c.follow_process("s1", "0123456789ab", stderr_offset=4, timeout=5) as follow:
+            events = list(follow)
+        assert events == [
+            sp.ProcessOutputEvent(stream="stdout", offset=0, skipped=0, data="héllo\n".encode()),
+            sp.ProcessOutputEvent(stream="stderr", offset=4, skipped=4, data=b"\x00\xff"),
+            sp.ProcessExitEvent(exit_code=137, signal="SIGKILL"),
+        ]
+        assert (follow.exit, follow.stdout_offset, follow.stderr_offset) == (
+            sp.ProcessExitEvent(137, "SIGKILL"), 7, 6)
+        assert script.requests[0].url.raw_path == (
+            b"/v1/sessions/s1/processes/0123456789ab/output/stream?stderrOffset=4&timeoutSeconds=5")
+
+    def test_a_follow_that_times_out_ends_without_exit_and_can_resume(self) -> None:
+        c, _ = client([httpx.Response(200, content=ndjson(
+            {"type": "stdout", "offset": 10, "skipped": 0, "data": "abc", "encoding": "utf-8"}))])
+        follow = c.follow_process("s1", "0123456789ab", stdout_offset=10)
+        assert [e.text for e in follow if isinstance(e, sp.ProcessOutputEvent)] == ["abc"]
+        assert (follow.exit, follow.stdout_offset, follow.stderr_offset) == (None, 13, 0)
+
+    @pytest.mark.parametrize("content", [
+        b'{"type": "stdin", "data": "x"}\n',
+        b"{nope\n",
+        b'{"type": "stdout", "data": "x"}\n',           # no offset
+        b'{"type": "stdout", "offset": 0, "data": "!!", "encoding": "base64"}\n',
+        b'{"type": "exit"}\n',
+    ])
+    def test_bad_follow_lines_are_protocol_errors(self, content: bytes) -> None:
+        c, _ = client([httpx.Response(200, content=content)])
+        with pytest.raises(sp.ProtocolError):
+            list(c.follow_process("s1", "0123456789ab"))
+
+    def test_an_overlong_follow_line_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_core, "MAX_STREAM_LINE_BYTES", 100)
+        c, _ = client([httpx.Response(200, content=b"a" * 500)])
+        with pytest.raises(sp.ProtocolError, match="longer than 100 bytes"):
+            list(c.follow_process("s1", "0123456789ab"))
+
+    @pytest.mark.parametrize("body", [
+        {"processes": [{**PROC, "state": "zombie"}]},
+        {"processes": [{**PROC, "pid": None}]},
+        {"items": []},
+    ])
+    def test_malformed_process_answers_are_protocol_errors(self, body: dict[str, Any]) -> None:
+        c, _ = client([httpx.Response(200, json=body)])
+        with pytest.raises(sp.ProtocolError):
+            c.list_processes("s1")
+
+    def test_refuses_a_bad_session_name_or_empty_id_before_any_call(self) -> None:
+        c, script = client([])
+        with pytest.raises(ValueError, match="invalid session name"):
+            c.start_process("Bad_Name", "true")
+        with pytest.raises(ValueError, match="invalid process id"):
+            c.get_process("s1", "")
+        assert script.requests == []
+
+    @pytest.mark.anyio
+    async def test_async_processes(self) -> None:
+        async def stream() -> AsyncIterator[bytes]:
+            yield ndjson({"type": "stdout", "offset": 0, "skipped": 0, "data": "1\n", "encoding": "utf-8"})
+            yield ndjson({"type": "exit", "exitCode": 0})
+
+        script = Script([
+            refused(),                                                       # start: not retried
+            httpx.Response(201, json=PROC),
+            refused(), httpx.Response(200, json={"processes": [PROC]}),      # list: retried
+            httpx.Response(200, json=OUT),
+            httpx.Response(200, content=stream()),
+            httpx.Response(200, json=EXITED),
+            httpx.Response(200, json=EXITED),
+            httpx.Response(200, json=EXITED),
+            httpx.Response(204),
+        ])
+        async with sp.AsyncClient("http://gw.test", "k", transport=httpx.MockTransport(script)) as c:
+            with pytest.raises(sp.APIConnectionError):
+                await c.start_process("s1", "x")
+            p = await c.start_process("s1", "x", wait=3)
+            assert [q.id for q in await c.list_processes("s1")] == [p.id]
+            assert (await c.process_output("s1", p.id, stderr_offset=1)).stderr.data == b"\x00\xff"
+            async with await c.follow_process("s1", p.id, timeout=9) as follow:
+                events = [e async for e in follow]
+            assert events[-1] == sp.ProcessExitEvent(0) and follow.stdout_offset == 2
+            assert (await c.signal_process("s1", p.id, "SIGTERM")).signal == "SIGTERM"
+            assert (await c.wait_process("s1", p.id, timeout=2)).state == "exited"
+            assert (await c.get_process("s1", p.id)).exit_code == 143
+            await c.remove_process("s1", p.id)
+        assert [(r.method, r.url.raw_path) for r in script.requests][-6:] == [
+            ("GET", b"/v1/sessions/s1/processes/0123456789ab/output?stderrOffset=1"),
+            ("GET", b"/v1/sessions/s1/processes/0123456789ab/output/stream?timeoutSeconds=9"),
+            ("POST", b"/v1/sessions/s1/processes/0123456789ab/signal"),
+            ("GET", b"/v1/sessions/s1/processes/0123456789ab/wait?timeoutSeconds=2"),
+            ("GET", b"/v1/sessions/s1/processes/0123456789ab"),
+            ("DELETE", b"/v1/sessions/s1/processes/0123456789ab"),
+        ]
+
+    def test_invalid_base64_in_an_exec_stream_is_a_protocol_error(self) -> None:
+        # Regression: base64 was decoded leniently (invalid characters dropped, no error).
+        c, _ = client([httpx.Response(200, content=ndjson({"type": "stdout", "data": "!!", "encoding": "base64"}))])
+        with pytest.raises(sp.ProtocolError, match="invalid base64"):
+            list(c.exec_stream("s1", "x"))

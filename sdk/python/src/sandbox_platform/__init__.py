@@ -9,8 +9,8 @@
 :class:`SandboxError` subclasses with a stable ``code`` (the gateway's problem slug).
 """
 
-from ._async_client import AsyncClient, AsyncExecStream
-from ._client import Client, ExecStream
+from ._async_client import AsyncClient, AsyncExecStream, AsyncProcessFollow
+from ._client import Client, ExecStream, ProcessFollow
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -31,7 +31,21 @@ from ._errors import (
     UnavailableError,
     UpstreamError,
 )
-from ._models import ExecResult, ExitStatus, OutputChunk, Session, WrittenFile, decode_output
+from ._models import (
+    ExecResult,
+    ExitStatus,
+    OutputChunk,
+    OutputCounters,
+    ProcessEvent,
+    ProcessExitEvent,
+    ProcessInfo,
+    ProcessOutput,
+    ProcessOutputChunk,
+    ProcessOutputEvent,
+    Session,
+    WrittenFile,
+    decode_output,
+)
 from ._version import __version__
 
 __all__ = [
@@ -40,6 +54,7 @@ __all__ = [
     "APITimeoutError",
     "AsyncClient",
     "AsyncExecStream",
+    "AsyncProcessFollow",
     "AuthenticationError",
     "Client",
     "CommandError",
@@ -52,8 +67,16 @@ __all__ = [
     "NotFoundError",
     "NotSupportedError",
     "OutputChunk",
+    "OutputCounters",
     "PermissionDeniedError",
     "PolicyViolationError",
+    "ProcessEvent",
+    "ProcessExitEvent",
+    "ProcessFollow",
+    "ProcessInfo",
+    "ProcessOutput",
+    "ProcessOutputChunk",
+    "ProcessOutputEvent",
     "ProtocolError",
     "RateLimitError",
     "SandboxError",

@@ -11,7 +11,18 @@ import httpx
 
 from . import _core as core
 from ._errors import APIConnectionError, APIError, APITimeoutError, NotFoundError, ProtocolError
-from ._models import ExecResult, ExitStatus, OutputChunk, Session, WrittenFile, decode_output
+from ._models import (
+    ExecResult,
+    ExitStatus,
+    OutputChunk,
+    ProcessEvent,
+    ProcessExitEvent,
+    ProcessInfo,
+    ProcessOutput,
+    Session,
+    WrittenFile,
+    decode_output,
+)
 
 _ERROR_BODY_BYTES = 64 * 1024
 
@@ -186,6 +197,115 @@ class AsyncClient:
         response = await self._send("GET", core.file_path(core.check_name(name), path), namespace, idempotent=True)
         return await _read_bounded(response, core.MAX_RESPONSE_BYTES)
 
+    # -- background processes ---------------------------------------------------------------
+
+    async def start_process(
+        self,
+        name: str,
+        command: str,
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ProcessInfo:
+        """Starts a bash command line in the background (its own process group); never retried.
+
+        The process outlives the call and ends with the session's Pod. ``wait``: seconds to wait
+        for a session that is not Ready yet (gateway default 30). A sandbox holds 16 processes
+        (:class:`ConflictError` ``too-many-processes``): remove exited ones.
+        """
+        body = core.process_start_body(command, cwd, env, wait)
+        _, data = await self._json("POST", core.process_path(core.check_name(name)), namespace, json=body,
+                             idempotent=False, timeout=core.start_process_timeout(self._settings, wait))
+        return ProcessInfo.from_json(data)
+
+    async def list_processes(self, name: str, *, namespace: Optional[str] = None) -> list[ProcessInfo]:
+        """The background processes of a session (running and exited), oldest first."""
+        _, data = await self._json("GET", core.process_path(core.check_name(name)), namespace, idempotent=True)
+        return [ProcessInfo.from_json(item) for item in core.process_list(data)]
+
+    async def get_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> ProcessInfo:
+        """One background process (:class:`NotFoundError` ``process-not-found`` when there is none)."""
+        _, data = await self._json("GET", core.process_path(core.check_name(name), process_id), namespace,
+                             idempotent=True)
+        return ProcessInfo.from_json(data)
+
+    async def process_output(
+        self,
+        name: str,
+        process_id: str,
+        *,
+        stdout_offset: Optional[int] = None,
+        stderr_offset: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ProcessOutput:
+        """Reads a process's output from byte offsets; pass each chunk's ``next_offset`` to read on.
+
+        ``max_bytes``: most bytes per stream (gateway default and maximum 1 MiB).
+        """
+        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, max_bytes=max_bytes)
+        _, data = await self._json("GET", core.process_path(core.check_name(name), process_id, "output"), namespace,
+                             idempotent=True, extra_params=query)
+        return ProcessOutput.from_json(data)
+
+    async def follow_process(
+        self,
+        name: str,
+        process_id: str,
+        *,
+        stdout_offset: Optional[int] = None,
+        stderr_offset: Optional[int] = None,
+        timeout: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> AsyncProcessFollow:
+        """Follows a process's output; ``async for event in follow``; see :class:`AsyncProcessFollow`. A read: retried before it answers.
+
+        ``timeout``: seconds before the gateway ends the follow without an exit event (default 60,
+        at most 300): follow again from :attr:`AsyncProcessFollow.stdout_offset` / ``stderr_offset``.
+        """
+        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, timeout=timeout)
+        response = await self._send("GET", core.process_path(core.check_name(name), process_id, "output/stream"),
+                              namespace, idempotent=True, extra_params=query,
+                              timeout=core.process_wait_timeout(self._settings, timeout))
+        return AsyncProcessFollow(response, core.FollowState(stdout_offset, stderr_offset))
+
+    async def signal_process(
+        self, name: str, process_id: str, signal: str = "SIGTERM", *, namespace: Optional[str] = None
+    ) -> ProcessInfo:
+        """Sends a signal to the process's group (default SIGTERM); never retried.
+
+        Allowed: SIGHUP SIGINT SIGQUIT SIGKILL SIGTERM SIGUSR1 SIGUSR2 SIGSTOP SIGCONT (others:
+        :class:`InvalidRequestError` ``signal-not-allowed``). The answer may still say running:
+        :meth:`wait_process` for the exit.
+        """
+        _, data = await self._json("POST", core.process_path(core.check_name(name), process_id, "signal"), namespace,
+                             json={"signal": signal}, idempotent=False)
+        return ProcessInfo.from_json(data)
+
+    async def wait_process(
+        self, name: str, process_id: str, *, timeout: int = 30, namespace: Optional[str] = None
+    ) -> ProcessInfo:
+        """Waits up to ``timeout`` seconds (at most 300) for the exit; ``state`` says whether it came."""
+        _, data = await self._json("GET", core.process_path(core.check_name(name), process_id, "wait"), namespace,
+                             idempotent=True, extra_params=core.process_query(timeout=timeout),
+                             timeout=core.process_wait_timeout(self._settings, timeout))
+        return ProcessInfo.from_json(data)
+
+    async def remove_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> None:
+        """Removes an exited process (:class:`ConflictError` ``process-running`` while it runs). Retried;
+        a 404 after a retried attempt counts as done (that attempt arrived)."""
+        attempts: list[int] = []
+        try:
+            response = await self._send("DELETE", core.process_path(core.check_name(name), process_id), namespace,
+                                  idempotent=True, attempts=attempts)
+        except NotFoundError:
+            if len(attempts) > 1:
+                return
+            raise
+        await response.aclose()
+
     async def _json(
         self, method: str, path: str, namespace: Optional[str], **kw: Any
     ) -> tuple[httpx.Response, Any]:
@@ -201,10 +321,11 @@ class AsyncClient:
         idempotent: bool,
         attempts: Optional[list[int]] = None,
         timeout: Union[httpx.Timeout, float, None] = None,
+        extra_params: Optional[Mapping[str, str]] = None,
         **kw: Any,
     ) -> httpx.Response:
         request = self._http.build_request(
-            method, path, params=core.params(self._settings, namespace),
+            method, path, params={**core.params(self._settings, namespace), **(extra_params or {})},
             timeout=timeout if timeout is not None else self._settings.timeout, **kw,
         )
         attempt = 0
@@ -277,6 +398,60 @@ class AsyncExecStream:
         await self._response.aclose()
 
     async def __aenter__(self) -> AsyncExecStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.aclose()
+
+
+class AsyncProcessFollow:
+    """The output of a followed background process: ``async for event in follow`` (see
+    :class:`~sandbox_platform.ProcessFollow`), an async context manager."""
+
+    def __init__(self, response: httpx.Response, state: core.FollowState) -> None:
+        self._response = response
+        self._state = state
+
+    @property
+    def exit(self) -> Optional[ProcessExitEvent]:
+        """The exit event, once seen (None after a follow that reached its timeout)."""
+        return self._state.exit
+
+    @property
+    def stdout_offset(self) -> int:
+        """Offset after the last stdout byte seen: where to follow again from."""
+        return self._state.stdout_offset
+
+    @property
+    def stderr_offset(self) -> int:
+        """Offset after the last stderr byte seen."""
+        return self._state.stderr_offset
+
+    async def __aiter__(self) -> AsyncIterator[ProcessEvent]:
+        try:
+            async for raw in self._response.aiter_bytes():
+                for event in self._state.decoder.feed(raw):
+                    yield self._state.handle(event)
+                    if self._state.exit is not None:
+                        return
+            for event in self._state.decoder.close():
+                yield self._state.handle(event)
+                if self._state.exit is not None:
+                    return
+        except httpx.TransportError as exc:
+            raise ProtocolError(f"the process follow stream broke off: {exc}") from exc
+        finally:
+            await self._response.aclose()
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+    async def __aenter__(self) -> AsyncProcessFollow:
         return self
 
     async def __aexit__(

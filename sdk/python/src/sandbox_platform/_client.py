@@ -10,7 +10,18 @@ import httpx
 
 from . import _core as core
 from ._errors import APIConnectionError, APIError, APITimeoutError, NotFoundError, ProtocolError
-from ._models import ExecResult, ExitStatus, OutputChunk, Session, WrittenFile, decode_output
+from ._models import (
+    ExecResult,
+    ExitStatus,
+    OutputChunk,
+    ProcessEvent,
+    ProcessExitEvent,
+    ProcessInfo,
+    ProcessOutput,
+    Session,
+    WrittenFile,
+    decode_output,
+)
 
 _ERROR_BODY_BYTES = 64 * 1024
 
@@ -218,6 +229,115 @@ class Client:
         response = self._send("GET", core.file_path(core.check_name(name), path), namespace, idempotent=True)
         return _read_bounded(response, core.MAX_RESPONSE_BYTES)
 
+    # -- background processes ---------------------------------------------------------------
+
+    def start_process(
+        self,
+        name: str,
+        command: str,
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ProcessInfo:
+        """Starts a bash command line in the background (its own process group); never retried.
+
+        The process outlives the call and ends with the session's Pod. ``wait``: seconds to wait
+        for a session that is not Ready yet (gateway default 30). A sandbox holds 16 processes
+        (:class:`ConflictError` ``too-many-processes``): remove exited ones.
+        """
+        body = core.process_start_body(command, cwd, env, wait)
+        _, data = self._json("POST", core.process_path(core.check_name(name)), namespace, json=body,
+                             idempotent=False, timeout=core.start_process_timeout(self._settings, wait))
+        return ProcessInfo.from_json(data)
+
+    def list_processes(self, name: str, *, namespace: Optional[str] = None) -> list[ProcessInfo]:
+        """The background processes of a session (running and exited), oldest first."""
+        _, data = self._json("GET", core.process_path(core.check_name(name)), namespace, idempotent=True)
+        return [ProcessInfo.from_json(item) for item in core.process_list(data)]
+
+    def get_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> ProcessInfo:
+        """One background process (:class:`NotFoundError` ``process-not-found`` when there is none)."""
+        _, data = self._json("GET", core.process_path(core.check_name(name), process_id), namespace,
+                             idempotent=True)
+        return ProcessInfo.from_json(data)
+
+    def process_output(
+        self,
+        name: str,
+        process_id: str,
+        *,
+        stdout_offset: Optional[int] = None,
+        stderr_offset: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ProcessOutput:
+        """Reads a process's output from byte offsets; pass each chunk's ``next_offset`` to read on.
+
+        ``max_bytes``: most bytes per stream (gateway default and maximum 1 MiB).
+        """
+        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, max_bytes=max_bytes)
+        _, data = self._json("GET", core.process_path(core.check_name(name), process_id, "output"), namespace,
+                             idempotent=True, extra_params=query)
+        return ProcessOutput.from_json(data)
+
+    def follow_process(
+        self,
+        name: str,
+        process_id: str,
+        *,
+        stdout_offset: Optional[int] = None,
+        stderr_offset: Optional[int] = None,
+        timeout: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> ProcessFollow:
+        """Follows a process's output; see :class:`ProcessFollow`. A read: retried before it answers.
+
+        ``timeout``: seconds before the gateway ends the follow without an exit event (default 60,
+        at most 300): follow again from :attr:`ProcessFollow.stdout_offset` / ``stderr_offset``.
+        """
+        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, timeout=timeout)
+        response = self._send("GET", core.process_path(core.check_name(name), process_id, "output/stream"),
+                              namespace, idempotent=True, extra_params=query,
+                              timeout=core.process_wait_timeout(self._settings, timeout))
+        return ProcessFollow(response, core.FollowState(stdout_offset, stderr_offset))
+
+    def signal_process(
+        self, name: str, process_id: str, signal: str = "SIGTERM", *, namespace: Optional[str] = None
+    ) -> ProcessInfo:
+        """Sends a signal to the process's group (default SIGTERM); never retried.
+
+        Allowed: SIGHUP SIGINT SIGQUIT SIGKILL SIGTERM SIGUSR1 SIGUSR2 SIGSTOP SIGCONT (others:
+        :class:`InvalidRequestError` ``signal-not-allowed``). The answer may still say running:
+        :meth:`wait_process` for the exit.
+        """
+        _, data = self._json("POST", core.process_path(core.check_name(name), process_id, "signal"), namespace,
+                             json={"signal": signal}, idempotent=False)
+        return ProcessInfo.from_json(data)
+
+    def wait_process(
+        self, name: str, process_id: str, *, timeout: int = 30, namespace: Optional[str] = None
+    ) -> ProcessInfo:
+        """Waits up to ``timeout`` seconds (at most 300) for the exit; ``state`` says whether it came."""
+        _, data = self._json("GET", core.process_path(core.check_name(name), process_id, "wait"), namespace,
+                             idempotent=True, extra_params=core.process_query(timeout=timeout),
+                             timeout=core.process_wait_timeout(self._settings, timeout))
+        return ProcessInfo.from_json(data)
+
+    def remove_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> None:
+        """Removes an exited process (:class:`ConflictError` ``process-running`` while it runs). Retried;
+        a 404 after a retried attempt counts as done (that attempt arrived)."""
+        attempts: list[int] = []
+        try:
+            response = self._send("DELETE", core.process_path(core.check_name(name), process_id), namespace,
+                                  idempotent=True, attempts=attempts)
+        except NotFoundError:
+            if len(attempts) > 1:
+                return
+            raise
+        response.close()
+
     # -- plumbing ---------------------------------------------------------------------------
 
     def _json(self, method: str, path: str, namespace: Optional[str], **kw: Any) -> tuple[httpx.Response, Any]:
@@ -233,11 +353,12 @@ class Client:
         idempotent: bool,
         attempts: Optional[list[int]] = None,
         timeout: Union[httpx.Timeout, float, None] = None,
+        extra_params: Optional[Mapping[str, str]] = None,
         **kw: Any,
     ) -> httpx.Response:
         """Sends with the retry rule; returns a 2xx streaming response (the caller reads and closes it)."""
         request = self._http.build_request(
-            method, path, params=core.params(self._settings, namespace),
+            method, path, params={**core.params(self._settings, namespace), **(extra_params or {})},
             timeout=timeout if timeout is not None else self._settings.timeout, **kw,
         )
         attempt = 0
@@ -323,6 +444,71 @@ class ExecStream:
         self._response.close()
 
     def __enter__(self) -> ExecStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+class ProcessFollow:
+    """The output of a followed background process: an iterator of events and a context manager.
+
+    Yields :class:`ProcessOutputEvent` as output comes, then a :class:`ProcessExitEvent` when the
+    process ended. A follow that reaches its timeout ends without one (:attr:`exit` stays None):
+    follow again from :attr:`stdout_offset` / :attr:`stderr_offset`. Leaving the ``with`` block
+    early closes the connection; lines are bounded like the exec stream's::
+
+        with client.follow_process("demo", proc.id) as follow:
+            for event in follow:
+                if isinstance(event, ProcessOutputEvent):
+                    sys.stdout.buffer.write(event.data)
+        print(follow.exit)
+    """
+
+    def __init__(self, response: httpx.Response, state: core.FollowState) -> None:
+        self._response = response
+        self._state = state
+
+    @property
+    def exit(self) -> Optional[ProcessExitEvent]:
+        """The exit event, once seen."""
+        return self._state.exit
+
+    @property
+    def stdout_offset(self) -> int:
+        """Offset after the last stdout byte seen: where to follow again from."""
+        return self._state.stdout_offset
+
+    @property
+    def stderr_offset(self) -> int:
+        """Offset after the last stderr byte seen."""
+        return self._state.stderr_offset
+
+    def __iter__(self) -> Iterator[ProcessEvent]:
+        try:
+            for raw in self._response.iter_bytes():
+                for event in self._state.decoder.feed(raw):
+                    yield self._state.handle(event)
+                    if self._state.exit is not None:
+                        return
+            for event in self._state.decoder.close():
+                yield self._state.handle(event)
+                if self._state.exit is not None:
+                    return
+        except httpx.TransportError as exc:
+            raise ProtocolError(f"the process follow stream broke off: {exc}") from exc
+        finally:
+            self._response.close()
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> ProcessFollow:
         return self
 
     def __exit__(

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import httpx
 
 from ._errors import APIError, ProtocolError, error_from_problem
+from ._models import ProcessEvent, ProcessExitEvent, process_event
 from ._version import __version__
 
 #: Largest JSON or file answer read into memory (the gateway's file limit is 16 MiB by default).
@@ -224,9 +225,10 @@ def check_name(name: str) -> str:
 class NdjsonDecoder:
     """Splits a byte stream into JSON lines, refusing a line longer than ``max_line``."""
 
-    def __init__(self, max_line: Optional[int] = None) -> None:
+    def __init__(self, max_line: Optional[int] = None, *, label: str = "exec stream") -> None:
         self._buffer = bytearray()
         self._max_line = MAX_STREAM_LINE_BYTES if max_line is None else max_line
+        self._label = label
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         self._buffer += chunk
@@ -247,15 +249,95 @@ class NdjsonDecoder:
         rest, self._buffer = bytes(self._buffer), bytearray()
         return [self._parse(rest)] if rest.strip() else []
 
-    @staticmethod
-    def _parse(line: bytes) -> dict[str, Any]:
+    def _parse(self, line: bytes) -> dict[str, Any]:
         try:
             value = json.loads(line.decode("utf-8"))
         except ValueError as exc:
-            raise ProtocolError(f"invalid NDJSON line in the exec stream: {line[:80]!r}") from exc
+            raise ProtocolError(f"invalid NDJSON line in the {self._label}: {line[:80]!r}") from exc
         if not isinstance(value, dict) or value.get("type") not in ("stdout", "stderr", "exit"):
-            raise ProtocolError(f"unexpected exec stream event: {line[:80]!r}")
+            raise ProtocolError(f"unexpected {self._label} event: {line[:80]!r}")
         return value
+
+
+# -- background processes (docs/adr/0018) ---------------------------------------------------
+
+#: Signals the gateway lets a process be sent (others: 400 signal-not-allowed).
+PROCESS_SIGNALS = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGSTOP", "SIGCONT")
+
+
+def process_path(name: str, process_id: Optional[str] = None, action: Optional[str] = None) -> str:
+    """``/v1/sessions/NAME/processes[/ID[/ACTION]]``, the name and id encoded."""
+    base = f"{session_path(name)}/processes"
+    if process_id is None:
+        return base
+    if not isinstance(process_id, str) or not process_id:
+        raise ValueError(f"invalid process id {process_id!r}")
+    path = f"{base}/{quote(process_id, safe='')}"
+    return path if action is None else f"{path}/{action}"
+
+
+def process_start_body(
+    command: str, cwd: Optional[str], env: Optional[Mapping[str, str]], wait: Optional[int]
+) -> dict[str, Any]:
+    """POST /v1/sessions/{name}/processes body; None fields are left out."""
+    body: dict[str, Any] = {"command": command}
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env is not None:
+        body["env"] = dict(env)
+    if wait is not None:
+        body["waitSeconds"] = wait
+    return body
+
+
+def process_query(**fields: Optional[int]) -> dict[str, str]:
+    """Query parameters of the wire's names for the given (snake_case) fields; None left out."""
+    wire = {
+        "stdout_offset": "stdoutOffset",
+        "stderr_offset": "stderrOffset",
+        "max_bytes": "maxBytes",
+        "timeout": "timeoutSeconds",
+    }
+    return {wire[k]: str(int(v)) for k, v in fields.items() if v is not None}
+
+
+def start_process_timeout(settings: Settings, wait: Optional[int]) -> httpx.Timeout:
+    """The client deadline of a start: the readiness wait plus a margin."""
+    return httpx.Timeout((_MAX_WAIT if wait is None else wait) + _EXEC_MARGIN, connect=min(10.0, settings.timeout))
+
+
+def process_wait_timeout(settings: Settings, seconds: Optional[int]) -> httpx.Timeout:
+    """The client deadline of a wait or follow: the gateway's own deadline plus a margin."""
+    total = (_MAX_EXEC_TIMEOUT if seconds is None else seconds) + _EXEC_MARGIN
+    return httpx.Timeout(total, connect=min(10.0, settings.timeout))
+
+
+def process_list(data: Any) -> list[Any]:
+    """The ``processes`` member of a list answer."""
+    items = data.get("processes") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise ProtocolError("unexpected process list in the gateway's answer")
+    return items
+
+
+class FollowState:
+    """What a follow saw so far: each stream's next offset (to follow again) and the exit event."""
+
+    def __init__(self, stdout_offset: Optional[int], stderr_offset: Optional[int]) -> None:
+        self.decoder = NdjsonDecoder(label="process follow stream")
+        self.stdout_offset = stdout_offset or 0
+        self.stderr_offset = stderr_offset or 0
+        self.exit: Optional[ProcessExitEvent] = None
+
+    def handle(self, raw: Mapping[str, Any]) -> ProcessEvent:
+        event = process_event(raw)
+        if isinstance(event, ProcessExitEvent):
+            self.exit = event
+        elif event.stream == "stdout":
+            self.stdout_offset = event.next_offset
+        else:
+            self.stderr_offset = event.next_offset
+        return event
 
 
 def describe_transport_error(base_url: str, exc: httpx.TransportError) -> str:

@@ -82,7 +82,7 @@ class APIError(SandboxError):
 
 
 class InvalidRequestError(APIError):
-    """400 invalid-request, 405, 413 payload-too-large, 415 unsupported-media-type."""
+    """400 invalid-request, signal-not-allowed, 405, 413 payload-too-large, 415 unsupported-media-type."""
 
 
 class AuthenticationError(APIError):
@@ -94,11 +94,12 @@ class PermissionDeniedError(APIError):
 
 
 class NotFoundError(APIError):
-    """404 session-not-found, or not-found (no such file or route)."""
+    """404 session-not-found, process-not-found, or not-found (no such file or route)."""
 
 
 class ConflictError(APIError):
-    """409 conflict: the session exists with another spec, or is being deleted."""
+    """409 conflict (the session exists with another spec, or is being deleted), process-running,
+    too-many-processes."""
 
 
 class SessionGoneError(APIError):
@@ -143,6 +144,10 @@ _BY_CODE: dict[str, type[APIError]] = {
     "session-not-found": NotFoundError,
     "not-found": NotFoundError,
     "conflict": ConflictError,
+    "process-not-found": NotFoundError,
+    "process-running": ConflictError,
+    "too-many-processes": ConflictError,
+    "signal-not-allowed": InvalidRequestError,
     "session-gone": SessionGoneError,
     "policy-violation": PolicyViolationError,
     "internal": InternalServerError,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
+import binascii
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, Literal, Mapping, Optional, Union
 
 from ._errors import CommandError, ProtocolError
 
@@ -14,7 +15,10 @@ Stream = Literal["stdout", "stderr"]
 def decode_output(data: str, encoding: str) -> bytes:
     """The bytes of an output string: the gateway sends UTF-8 text when it was valid, else base64."""
     if encoding == "base64":
-        return base64.b64decode(data)
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, TypeError) as exc:
+            raise ProtocolError(f"invalid base64 output from the gateway: {exc}") from exc
     return data.encode("utf-8")
 
 
@@ -171,3 +175,161 @@ class WrittenFile:
     path: str
     size: int
 
+
+
+ProcessState = Literal["running", "exited"]
+
+
+@dataclass(frozen=True)
+class OutputCounters:
+    """Byte counters of one output stream of a background process."""
+
+    size: int
+    """Bytes the process wrote to the stream so far."""
+    dropped: int
+    """Oldest bytes no longer held (the agent keeps the last 1 MiB); offsets below this are gone."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OutputCounters:
+        return cls(size=int(data["size"]), dropped=int(data["dropped"]))
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A background process of a session (``state`` running or exited)."""
+
+    id: str
+    """12 hex digits, never reused."""
+    pid: int
+    command: str
+    """The command as started (its first 4096 characters)."""
+    state: ProcessState
+    started_at: str
+    stdout: OutputCounters
+    stderr: OutputCounters
+    cwd: Optional[str] = None
+    exit_code: Optional[int] = None
+    """Only when exited: 128+N when killed by signal N."""
+    signal: Optional[str] = None
+    """Only when exited by a signal: its name (e.g. ``SIGTERM``)."""
+    exited_at: Optional[str] = None
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProcessInfo:
+        try:
+            state = data["state"]
+            if state not in ("running", "exited"):
+                raise ValueError(f"state {state!r}")
+            exit_code = data.get("exitCode")
+            return cls(
+                id=str(data["id"]),
+                pid=int(data["pid"]),
+                command=str(data["command"]),
+                state=state,
+                started_at=str(data["startedAt"]),
+                stdout=OutputCounters.from_json(data["stdout"]),
+                stderr=OutputCounters.from_json(data["stderr"]),
+                cwd=data.get("cwd"),
+                exit_code=None if exit_code is None else int(exit_code),
+                signal=data.get("signal"),
+                exited_at=data.get("exitedAt"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"unexpected process in the gateway's answer: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class ProcessOutputChunk:
+    """One stream's part of a process output read."""
+
+    offset: int
+    """Offset of the first byte of :attr:`data`."""
+    next_offset: int
+    """Offset to read from next."""
+    skipped: int
+    """Bytes between the requested offset and :attr:`offset` that were dropped from the ring."""
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProcessOutputChunk:
+        return cls(
+            offset=int(data["offset"]),
+            next_offset=int(data["nextOffset"]),
+            skipped=int(data["skipped"]),
+            data=decode_output(data["data"], data.get("encoding", "utf-8")),
+        )
+
+
+@dataclass(frozen=True)
+class ProcessOutput:
+    """A read of a process's output: the process and both streams' chunks."""
+
+    process: ProcessInfo
+    stdout: ProcessOutputChunk
+    stderr: ProcessOutputChunk
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProcessOutput:
+        try:
+            return cls(
+                process=ProcessInfo.from_json(data["process"]),
+                stdout=ProcessOutputChunk.from_json(data["stdout"]),
+                stderr=ProcessOutputChunk.from_json(data["stderr"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"unexpected process output in the gateway's answer: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class ProcessOutputEvent:
+    """Output of a followed process, as it arrived."""
+
+    stream: Stream
+    offset: int
+    """Offset of the first byte of :attr:`data` in its stream."""
+    skipped: int
+    """Bytes dropped from the ring before they could be read."""
+    data: bytes
+
+    @property
+    def next_offset(self) -> int:
+        """Offset after this event: follow again from here."""
+        return self.offset + len(self.data)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class ProcessExitEvent:
+    """The last event of a followed process that exited."""
+
+    exit_code: int
+    signal: Optional[str] = None
+
+
+ProcessEvent = Union[ProcessOutputEvent, ProcessExitEvent]
+
+
+def process_event(event: Mapping[str, Any]) -> ProcessEvent:
+    """The typed event of one NDJSON line of a follow."""
+    try:
+        if event["type"] == "exit":
+            return ProcessExitEvent(exit_code=int(event["exitCode"]), signal=event.get("signal"))
+        return ProcessOutputEvent(
+            stream=event["type"],
+            offset=int(event["offset"]),
+            skipped=int(event.get("skipped", 0)),
+            data=decode_output(event["data"], event.get("encoding", "utf-8")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"unexpected follow event in the gateway's answer: {exc!r}") from exc
