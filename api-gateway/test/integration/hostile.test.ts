@@ -80,15 +80,23 @@ describe('a hostile tenant against the gateway process', () => {
     gateway.stdout!.on('data', (c: Buffer) => (logs += c.toString()));
     gateway.stderr!.on('data', (c: Buffer) => (logs += c.toString()));
     url = `http://127.0.0.1:${port}`;
-    await waitFor(
-      () =>
-        fetch(`${url}/readyz`).then(
-          (r) => r.status,
-          () => 0,
-        ),
-      predicate('/readyz 200', (s: number) => s === 200),
-      { timeoutMs: 30_000 },
-    );
+    try {
+      await waitFor(
+        () =>
+          fetch(`${url}/readyz`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        predicate('/readyz 200', (s: number) => s === 200),
+        { timeoutMs: 30_000 },
+      );
+    } catch (err) {
+      // What the gateway printed (and whether it exited) says why it never answered.
+      throw new Error(
+        `gateway not ready (exit code ${gateway.exitCode}); its output:\n${logs.slice(-4000)}`,
+        { cause: err },
+      );
+    }
   }
 
   beforeAll(async () => {
