@@ -122,6 +122,13 @@ export class Terminals {
 
   private async serve(ws: WebSocket, query: PtyQuery, slot: Slot): Promise<void> {
     const { opts } = this;
+    // A client may type as soon as the connection is open, before the shell has started (its
+    // spawn takes seconds under gVisor on a busy node): stop reading until the terminal exists,
+    // and keep what was already read, so no keystroke is lost.
+    ws.pause();
+    const early: Array<[Buffer, boolean]> = [];
+    const keep = (data: Buffer, isBinary: boolean): number => early.push([data, isBinary]);
+    ws.on('message', keep);
     let terminal: Terminal;
     try {
       terminal = await Terminal.start({
@@ -146,7 +153,12 @@ export class Terminals {
       await terminal.ended;
     };
     pipeOutput(terminal, ws);
+    ws.off('message', keep);
     ws.on('message', (data: Buffer, isBinary: boolean) => onMessage(terminal, ws, data, isBinary));
+    // resume() only lets the socket read again on a later tick, so the early frames go first, and
+    // a pause they cause (the terminal's input is full) stays in force.
+    ws.resume();
+    for (const [data, isBinary] of early) onMessage(terminal, ws, data, isBinary);
     ws.on('error', (err) => opts.logger.debug('terminal connection error', { error: errorMessage(err) }));
     ws.once('close', () => {
       terminal.hangUp();

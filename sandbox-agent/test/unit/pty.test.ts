@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 
+import { Terminal } from '../../src/pty/terminal.js';
 import { OUTPUT_HIGH_WATER, pipeOutput } from '../../src/pty/terminals.js';
 import { buildPtyHelper, PtyClient, RefusedUpgrade } from './helpers/pty-client.js';
 import { eventually, processesMatching, TestAgent, uniqueSleepSeconds } from './helpers/test-agent.js';
@@ -265,5 +266,33 @@ describe('terminal output bound', () => {
     expect(output.isPaused()).toBe(true);
     for (const done of sent.splice(0)) done();
     expect(output.isPaused()).toBe(false);
+  });
+});
+
+describe('a terminal whose shell is slow to start', () => {
+  let agent: TestAgent;
+  const start = Terminal.start.bind(Terminal);
+
+  beforeAll(async () => {
+    // Under gVisor on a busy node the helper's spawn took seconds; here the start is delayed by
+    // 1 s, so what the client sends at once arrives before the terminal exists.
+    Terminal.start = async (spec) => {
+      await new Promise((r) => setTimeout(r, 1000));
+      return start(spec);
+    };
+    agent = await TestAgent.start({ ptyHelperPath: helper });
+  });
+  afterAll(async () => {
+    Terminal.start = start;
+    await agent.stop();
+  });
+
+  it('keeps what the client typed and sent before the shell started', async () => {
+    const pty = await PtyClient.open(agent, '?cols=91&rows=21');
+    pty.control({ type: 'resize', cols: 92, rows: 22 });
+    pty.type('echo "E:$(stty size):E"\r');
+    await pty.until('the early line', () => /E:22 92:E/.test(pty.output));
+    pty.type('exit 5\r');
+    expect(await pty.closed).toEqual({ code: 1000, reason: 'exited' });
   });
 });
