@@ -33,7 +33,8 @@ images-import: $(IMGBUILD) ## Import every tarball in $LOCALKUBE_DIR/images into
 
 test-images: images-host-deps images ## Builder unit tests (go test) and runc/containerd checks of all five images (root)
 	cd $(IMAGES_SRC) && nice go test -count=1 ./...
-	IMGBUILD=$(IMGBUILD) $(IMAGES_SRC)/scripts/test-runtime.sh $(IMAGES_DIR)
+	IMGBUILD=$(IMGBUILD) RUNSC=$$(if [ "$(LOCALKUBE_GVISOR)" = true ]; then echo "$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi) \
+	  $(IMAGES_SRC)/scripts/test-runtime.sh $(IMAGES_DIR)
 
 images-host-deps:
 	@$(IMAGES_SRC)/scripts/host-deps.sh

@@ -150,11 +150,10 @@ static int control(int master, char *line, size_t *len) {
 	return 1;
 }
 
-static void run_child(const char *slave_name, char **argv) {
+static void run_child(int slave, char **argv) {
 	setsid();
-	int slave = open(slave_name, O_RDWR);
-	if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) != 0) {
-		fprintf(stderr, "sandbox-pty: cannot open the terminal: %s\n", strerror(errno));
+	if (ioctl(slave, TIOCSCTTY, 0) != 0) {
+		fprintf(stderr, "sandbox-pty: cannot make the terminal controlling: %s\n", strerror(errno));
 		_exit(EXIT_HELPER);
 	}
 	dup2(slave, 0);
@@ -171,10 +170,24 @@ static void run_child(const char *slave_name, char **argv) {
 	_exit(EXIT_NOT_STARTED);
 }
 
-static int open_terminal(unsigned short cols, unsigned short rows, char *name, size_t name_len) {
+/*
+ * Opens the pseudo-terminal pair: the master (returned) and its replica (*slave). The replica is
+ * opened here, before the fork, and the child inherits it: gVisor reports a hangup on a master
+ * (POLLHUP, read fails with EIO) while no replica is open, also before the first open, so a
+ * child still on its way to open() would make the helper stop serving a terminal that never
+ * started. Opened with O_NOCTTY: the helper is a session leader (the agent spawns it detached)
+ * and must not take the terminal as its own controlling tty; the child makes it its own.
+ */
+static int open_terminal(unsigned short cols, unsigned short rows, int *slave) {
+	char name[128];
 	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, name, name_len) != 0) {
+	if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, name, sizeof(name)) != 0) {
 		fprintf(stderr, "sandbox-pty: cannot open a pseudo-terminal: %s\n", strerror(errno));
+		return -1;
+	}
+	*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*slave < 0) {
+		fprintf(stderr, "sandbox-pty: cannot open the terminal: %s\n", strerror(errno));
 		return -1;
 	}
 	struct winsize ws;
@@ -230,8 +243,8 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: sandbox-pty COLS ROWS -- PROGRAM [ARG...]\n");
 		return EXIT_HELPER;
 	}
-	char name[128];
-	int master = open_terminal(cols, rows, name, sizeof(name));
+	int slave = -1;
+	int master = open_terminal(cols, rows, &slave);
 	if (master < 0 || pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		return EXIT_HELPER;
 	}
@@ -250,8 +263,9 @@ int main(int argc, char **argv) {
 		return EXIT_HELPER;
 	}
 	if (pid == 0) {
-		run_child(name, argv + 4);
+		run_child(slave, argv + 4);
 	}
+	close(slave); /* the child's copy keeps the terminal open until the program and its jobs end */
 	char line[64];
 	snprintf(line, sizeof(line), "pid %d\n", (int)pid);
 	status_line(line);
