@@ -11,6 +11,7 @@
  * the wrappers run, nothing is recorded or exported (the fixed part of the cost).
  * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50).
  * Usage: run.mjs [--iterations 2000] [--warmup 200] [--rounds 8] [--concurrency 8] [--duration-ms 8000]
+ * With BENCH_PROFILE_DIR set, each gateway child writes a CPU profile (.cpuprofile) there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -116,7 +117,22 @@ async function startChild(
   endpoint: string,
   sampler = 'always_on',
 ): Promise<{ url: string; proc: ChildProcess }> {
-  const args = [process.argv[1]!, '--role', 'gateway', '--agent-port', String(agentPort)];
+  // BENCH_PROFILE_DIR=/some/dir: each gateway child writes a CPU profile there on exit.
+  const profile = process.env.BENCH_PROFILE_DIR;
+  const args = [
+    ...(profile
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${profile}`,
+          `--cpu-prof-name=gateway-${sampler}-${endpoint ? 'on' : 'off'}.cpuprofile`,
+        ]
+      : []),
+    process.argv[1]!,
+    '--role',
+    'gateway',
+    '--agent-port',
+    String(agentPort),
+  ];
   args.push('--endpoint', endpoint, '--sampler', sampler);
   const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {

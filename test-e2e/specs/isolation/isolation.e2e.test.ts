@@ -1,9 +1,10 @@
 /**
  * e2e: isolation you can prove. From inside a session (exec through the gateway), every lateral
  * target is tried with a real TCP connection bounded by 3 s, and must be refused or time out:
- * another session's agent (same tenant and another tenant), the gateway and operator pods, the
- * API server (its host address and the `kubernetes` Service), the kubelet, and stand-ins for a
- * cloud metadata service and for a DNS server outside the cluster. The gateway still reaches the
+ * another session's agent (same tenant and another tenant), every port the gateway and operator
+ * pods declare (API and probes, and their metrics ports), the API server (its host address and the
+ * `kubernetes` Service), the kubelet, and stand-ins for a cloud metadata service and for a DNS
+ * server outside the cluster. The gateway still reaches the
  * agent, names resolve through the cluster DNS, and an egress CIDR allowed by the chart's values
  * is reachable until the value is removed again (helm upgrade).
  *
@@ -53,9 +54,26 @@ const TARGET_NS = 'isolation-e2e-target';
 const kube = kubeClients();
 const discovery = kube.kc.makeApiClient(k8s.DiscoveryV1Api);
 
-async function podIPs(namespace: string, labelSelector: string): Promise<string[]> {
+/**
+ * One cell per running Pod and port it declares (the API or probe port `http` and the `metrics`
+ * port of the gateway and operator pods), so a port added to the chart is in the matrix too.
+ */
+async function podPortCells(namespace: string, labelSelector: string, prefix: string): Promise<Cell[]> {
   const pods = await kube.core.listNamespacedPod({ namespace, labelSelector });
-  return pods.items.map((p) => p.status?.podIP).filter((ip): ip is string => Boolean(ip));
+  const cells: Cell[] = [];
+  pods.items.forEach((pod, i) => {
+    const host = pod.status?.podIP;
+    if (!host) return;
+    for (const c of pod.spec?.containers ?? []) {
+      for (const p of c.ports ?? []) {
+        cells.push({ name: `${prefix}-${i}-${p.name ?? p.containerPort}`, host, port: p.containerPort });
+      }
+    }
+  });
+  if (!cells.some((c) => c.name.endsWith('-metrics'))) {
+    throw new Error(`no ${prefix} pod declares a metrics port (${labelSelector} in ${namespace})`);
+  }
+  return cells;
 }
 
 /** The lateral targets of a session in the e2e tenant, read from the cluster. */
@@ -64,10 +82,8 @@ async function lateralCells(sameTenant: SandboxSession, otherTenant: SandboxSess
     { name: 'agent-same-tenant', host: sameTenant.status!.podIP!, port: AGENT_PORT },
     { name: 'agent-other-tenant', host: otherTenant.status!.podIP!, port: AGENT_PORT },
   ];
-  const gateways = await podIPs(PLATFORM_NS, 'sandbox.dev/gateway=true');
-  const operators = await podIPs(PLATFORM_NS, 'app.kubernetes.io/component=operator');
-  gateways.forEach((host, i) => cells.push({ name: `gateway-pod-${i}`, host, port: 8080 }));
-  operators.forEach((host, i) => cells.push({ name: `operator-pod-${i}`, host, port: 8080 }));
+  cells.push(...(await podPortCells(PLATFORM_NS, 'sandbox.dev/gateway=true', 'gateway-pod')));
+  cells.push(...(await podPortCells(PLATFORM_NS, 'app.kubernetes.io/component=operator', 'operator-pod')));
   const svc = await kube.core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
   cells.push({ name: 'apiserver-service', host: svc.spec!.clusterIP!, port: 443 });
   const slices = await discovery.listNamespacedEndpointSlice({
