@@ -220,7 +220,7 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, serverDeps:
     }
     const search = new URL(req.url ?? '/', 'http://agent').searchParams;
     const query = validatedQuery(VALIDATORS.ptyQuery, ptyQuerySchema, search);
-    deps.terminals.upgrade(req, socket, head, query);
+    deps.terminals.upgrade(req, socket, head, { query, logger: deps.logger });
     deps.logger.debug('request', { method: 'GET', route: 'pty', status: 101 });
   } catch (err) {
     const problem =

@@ -95,9 +95,15 @@ export class Terminals {
 
   /**
    * Takes the request over when a terminal can be opened now; throws the problem to answer
-   * otherwise (the socket is still the caller's then).
+   * otherwise (the socket is still the caller's then). `logger` writes the terminal's lines (the
+   * request's, with its trace ids when the gateway traced it).
    */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, query: PtyQuery): void {
+  upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    { query, logger = this.opts.logger }: { query: PtyQuery; logger?: Logger },
+  ): void {
     if (this.closing) throw new HttpProblem('shell-unavailable', 'the agent is shutting down');
     if (!this.helperOk) throw new HttpProblem('pty-unavailable', 'this image has no terminal helper');
     if (this.slots.size >= this.opts.maxTerminals) {
@@ -110,7 +116,7 @@ export class Terminals {
     });
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       slot.attached = true;
-      void this.serve(ws, query, slot);
+      void this.serve(ws, query, slot, logger);
     });
   }
 
@@ -120,7 +126,7 @@ export class Terminals {
     await Promise.all([...this.slots].map((slot) => slot.shutdown()));
   }
 
-  private async serve(ws: WebSocket, query: PtyQuery, slot: Slot): Promise<void> {
+  private async serve(ws: WebSocket, query: PtyQuery, slot: Slot, logger: Logger): Promise<void> {
     const { opts } = this;
     // A client may type as soon as the connection is open, before the shell has started (its
     // spawn takes seconds under gVisor on a busy node): stop reading until the terminal exists,
@@ -138,15 +144,15 @@ export class Terminals {
         rows: query.rows ?? 24,
         cwd: opts.workspace,
         env: { ...withCarriers(opts.env, opts.sessionEnv), TERM },
-        logger: opts.logger,
+        logger,
       });
     } catch (err) {
-      opts.logger.error('cannot start a terminal', { error: errorMessage(err) });
+      logger.error('cannot start a terminal', { error: errorMessage(err) });
       ws.close(CLOSE_CODES.internal, 'cannot start the terminal');
       slot.release();
       return;
     }
-    opts.logger.info('terminal opened', { open: this.slots.size });
+    logger.info('terminal opened', { open: this.slots.size });
     slot.shutdown = async () => {
       ws.close(CLOSE_CODES.goingAway, 'the agent is shutting down');
       terminal.hangUp();
@@ -159,7 +165,7 @@ export class Terminals {
     // a pause they cause (the terminal's input is full) stays in force.
     ws.resume();
     for (const [data, isBinary] of early) onMessage(terminal, ws, data, isBinary);
-    ws.on('error', (err) => opts.logger.debug('terminal connection error', { error: errorMessage(err) }));
+    ws.on('error', (err) => logger.debug('terminal connection error', { error: errorMessage(err) }));
     ws.once('close', () => {
       terminal.hangUp();
       terminal.output.resume(); // drain what is left; nobody reads it
@@ -167,7 +173,7 @@ export class Terminals {
     const exit = await terminal.ended;
     sendExit(ws, exit);
     slot.release();
-    opts.logger.info('terminal closed', { exitCode: exit.exitCode, signal: exit.signal });
+    logger.info('terminal closed', { exitCode: exit.exitCode, signal: exit.signal });
   }
 }
 

@@ -2,11 +2,13 @@
  * Trace ids in the agent's log lines (src/tracing/trace-log.ts): the lines written for a request
  * with a sampled traceparent carry trace_id and span_id (the gateway's field names; span_id is the
  * traceparent's parent, the gateway's call span), the request line and the command's own lines
- * alike; untraced or unsampled requests carry none; the command text is in no line.
+ * alike, and a traced terminal's lines; untraced or unsampled requests carry none; the command
+ * text is in no line.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 
 import { traceLogFields } from '../../src/tracing/trace-log.js';
+import { buildPtyHelper, PtyClient } from './helpers/pty-client.js';
 import { TestAgent } from './helpers/test-agent.js';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
@@ -96,6 +98,23 @@ describe('trace ids in the agent log', () => {
     const lines = agent.logs.map((l) => JSON.parse(l) as Line);
     for (const msg of ['process started', 'process signalled']) {
       expect(named(lines, msg)).toMatchObject({ trace_id: TRACE, span_id: PARENT });
+    }
+  });
+
+  it('a terminal opened by a traced upgrade: its opened and closed lines carry the ids', async () => {
+    const traced = await TestAgent.start({ ptyHelperPath: await buildPtyHelper() });
+    try {
+      const pty = await PtyClient.open(traced, '', traced.token, '/v1/pty', { traceparent: SAMPLED });
+      pty.type('exit 0\r');
+      expect((await pty.closed).code).toBe(1000);
+      const written = (): boolean => traced.logs.some((l) => l.includes('"msg":"terminal closed"'));
+      for (let i = 0; i < 300 && !written(); i++) await new Promise((r) => setTimeout(r, 10));
+      const lines = traced.logs.map((l) => JSON.parse(l) as Line);
+      for (const msg of ['request', 'terminal opened', 'terminal closed']) {
+        expect(named(lines, msg)).toMatchObject({ trace_id: TRACE, span_id: PARENT });
+      }
+    } finally {
+      await traced.stop();
     }
   });
 

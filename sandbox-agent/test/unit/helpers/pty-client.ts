@@ -53,9 +53,15 @@ export class PtyClient {
   }
 
   /** Opens `GET /v1/pty?query`; resolves once upgraded, rejects with the HTTP status otherwise. */
-  static open(agent: TestAgent, query = '', token = agent.token, path = '/v1/pty'): Promise<PtyClient> {
+  static open(
+    agent: TestAgent,
+    query = '',
+    token = agent.token,
+    path = '/v1/pty',
+    headers: Record<string, string> = {},
+  ): Promise<PtyClient> {
     const ws = new WebSocket(`ws://127.0.0.1:${agent.running.port}${path}${query}`, {
-      headers: { authorization: `Bearer ${token}` },
+      headers: { ...headers, authorization: `Bearer ${token}` },
     });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new PtyClient(ws)));
