@@ -11,7 +11,8 @@
  * call as children of the request, and the agent's span of the command as a child of the call, with
  * its exit status and output size and without the command text; the gateway's log line of the exec
  * carries the trace and span ids. A streamed exec's trace has the same links, its agent span from
- * the Server-Timing trailer after the NDJSON body.
+ * the Server-Timing trailer after the NDJSON body. The agent's own log lines of a traced call carry
+ * the trace id and, as span id, the gateway's span of the call.
  *
  * Local cluster only (the receiver runs on this node); needs platform.env.
  */
@@ -25,6 +26,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
+import { LABELS, SANDBOX_COMPONENT } from '@sandbox-platform/api';
 import { SandboxClient, type Session } from '@sandbox-platform/client';
 import { kubeClients, predicate, REPO_ROOT, waitFor } from '../../src/framework/index.js';
 
@@ -294,6 +296,46 @@ function gatewayRolledOut(endpoint: string): (pods: k8s.V1PodList) => boolean {
     expect(attr(agent!, 'process.exit.code')).toBe(3);
     expect(attr(agent!, 'sandbox.exec.output_bytes')).toBe('traced-output\n'.length);
     expect(JSON.stringify(spans)).not.toContain('traced-output');
+  });
+
+  it("the agent's own log lines of a traced call carry the trace id and the gateway's call span", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const res = await fetch(`${baseUrl}/v1/sessions/${name}/exec?namespace=${NAMESPACE}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
+      // Stopped at its timeout: the agent's "command stopped" line is at info level.
+      body: JSON.stringify({ command: 'sleep 30', timeoutSeconds: 1 }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ timedOut: true });
+    const spans = await waitFor(
+      () => Promise.resolve(spansOf(file, traceId)),
+      predicate('the trace has its agent call', (s: OtlpSpan[]) =>
+        s.some((x) => x.name === 'agent POST /v1/exec'),
+      ),
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    const call = spans.find((s) => s.name === 'agent POST /v1/exec')!;
+    const pods = await kube.core.listNamespacedPod({
+      namespace: NAMESPACE,
+      labelSelector: `${LABELS.session}=${name},${LABELS.component}=${SANDBOX_COMPONENT}`,
+    });
+    const podName = pods.items[0]?.metadata?.name;
+    if (pods.items.length !== 1 || !podName) throw new Error(`session ${name} has ${pods.items.length} Pods`);
+    const line = await waitFor(
+      async () =>
+        (await kube.core.readNamespacedPodLog({ name: podName, namespace: NAMESPACE }))
+          .split('\n')
+          .find((l) => l.includes(`"trace_id":"${traceId}"`)),
+      predicate('an agent log line with the trace id', (l: string | undefined) => l !== undefined),
+      { timeoutMs: 30_000, intervalMs: 1000 },
+    );
+    expect(JSON.parse(line!)).toMatchObject({ msg: 'command stopped', span_id: call.spanId });
+    expect(line).not.toContain('sleep 30');
   });
 
   /** The first line of a gateway pod's log containing `text`. */
