@@ -3,12 +3,11 @@
  * Only server.ts reads process.env; everything else receives a GatewayConfig. Every key below is
  * documented with its meaning, default and why; the Helm chart maps its values 1:1 to these names.
  */
-import { ENV_MAX_TOTAL_BYTES } from '@sandbox-platform/api';
+import { ENV_MAX_TOTAL_BYTES, otelEnvSchema, tracingConfig, type TracingConfig } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
 import type { AddressPolicy } from './sessions/address.js';
 import { parseImageAllowlist, type ImageAllowlist } from './sessions/image-allowlist.js';
-import { SAMPLERS, type TracingConfig } from './tracing/tracing-config.js';
 
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
 const envSchema = {
@@ -158,24 +157,8 @@ const envSchema = {
     GATEWAY_SHUTDOWN_DELAY_SECONDS: { type: 'integer', minimum: 0, maximum: 60, default: 5 },
     /** Grace for in-flight requests on SIGTERM before the process exits anyway. */
     GATEWAY_SHUTDOWN_GRACE_SECONDS: { type: 'integer', minimum: 1, default: 330 },
-    /**
-     * OTLP/HTTP endpoint of a collector (spans go to <endpoint>/v1/traces); empty: tracing off, and
-     * no tracing code is even loaded (tracing/tracing.ts). The standard OpenTelemetry variables, as
-     * the operator reads them.
-     */
-    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string', default: '', pattern: '^(https?://.+)?$' },
-    /** OTLP encoding: http/protobuf or http/json (grpc is not supported). */
-    OTEL_EXPORTER_OTLP_PROTOCOL: {
-      type: 'string',
-      enum: ['http/protobuf', 'http/json'],
-      default: 'http/protobuf',
-    },
-    /** Sampler of request traces (the standard values); parent-based follows a caller's traceparent. */
-    OTEL_TRACES_SAMPLER: { type: 'string', enum: [...SAMPLERS], default: 'parentbased_traceidratio' },
-    /** Ratio of the *traceidratio samplers (0 to 1). */
-    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1, default: 1 },
-    /** service.name of the spans. */
-    OTEL_SERVICE_NAME: { type: 'string', minLength: 1, default: 'sandbox-api-gateway' },
+    /** The standard OpenTelemetry variables, as the operator reads them (@sandbox-platform/api). */
+    ...otelEnvSchema('sandbox-api-gateway', 'request traces'),
   },
 } as const;
 
@@ -292,6 +275,7 @@ type RawEnv = {
 };
 
 function toConfig(e: RawEnv): GatewayConfig {
+  const tracing = tracingConfig(e);
   const namespaces = list(e.GATEWAY_NAMESPACES);
   const bad = namespaces.filter((ns) => !DNS_LABEL.test(ns));
   if (bad.length > 0)
@@ -383,17 +367,7 @@ function toConfig(e: RawEnv): GatewayConfig {
     activityThrottleMs: e.GATEWAY_ACTIVITY_THROTTLE_SECONDS * 1000,
     shutdownDelayMs: e.GATEWAY_SHUTDOWN_DELAY_SECONDS * 1000,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
-    ...(e.OTEL_EXPORTER_OTLP_ENDPOINT
-      ? {
-          tracing: {
-            endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
-            protocol: e.OTEL_EXPORTER_OTLP_PROTOCOL as TracingConfig['protocol'],
-            sampler: e.OTEL_TRACES_SAMPLER as TracingConfig['sampler'],
-            samplerRatio: e.OTEL_TRACES_SAMPLER_ARG,
-            serviceName: e.OTEL_SERVICE_NAME,
-          },
-        }
-      : {}),
+    ...(tracing ? { tracing } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ export * from './master-key.js';
 export * from './pool.js';
 export * from './bind.js';
 export * from './telemetry-server.js';
+export * from './otel-config.js';
 export type * from './generated/types.js';
 export { sandboxSessionSchema } from './generated/schema.js';
 export type * from './generated/pool-types.js';

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { reconcile } from '../src/controller/reconcile.js';
 import type { ControllerDeps } from '../src/controller/scope.js';
 import { startTracing, type Tracing } from '../src/telemetry/tracing.js';
-import type { TracingConfig } from '../src/telemetry/tracing-config.js';
+import type { TracingConfig } from '@sandbox-platform/api';
 import { FakeCluster } from '../test/fakes/fake-cluster.js';
 import { FakeClock, controllerDeps } from '../test/fakes/fakes.js';
 import { podView, ready } from '../test/fixtures/pods.js';

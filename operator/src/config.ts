@@ -7,11 +7,15 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
-import { MIN_MASTER_KEY_BYTES } from '@sandbox-platform/api';
+import {
+  MIN_MASTER_KEY_BYTES,
+  otelEnvSchema,
+  tracingConfig,
+  type TracingConfig,
+} from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
 import { LOG_LEVELS, type LogLevel } from './telemetry/logger.js';
-import { SAMPLERS, type TracingConfig } from './telemetry/tracing-config.js';
 
 const QUANTITY = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$';
 const LABEL = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
@@ -261,39 +265,7 @@ export const ENV_SCHEMA = {
       default: '0.0.0.0',
       description: 'Address the probe and metrics endpoints bind.',
     },
-    OTEL_EXPORTER_OTLP_ENDPOINT: {
-      type: 'string',
-      default: '',
-      pattern: '^(https?://.+)?$',
-      description:
-        'OTLP/HTTP endpoint of a collector (spans go to <endpoint>/v1/traces); empty: tracing off, and ' +
-        'no tracing code runs (telemetry/tracing.ts).',
-    },
-    OTEL_EXPORTER_OTLP_PROTOCOL: {
-      type: 'string',
-      enum: ['http/protobuf', 'http/json'],
-      default: 'http/protobuf',
-      description: 'OTLP encoding (grpc is not supported).',
-    },
-    OTEL_TRACES_SAMPLER: {
-      type: 'string',
-      enum: [...SAMPLERS],
-      default: 'parentbased_traceidratio',
-      description: 'Sampler of reconcile traces (the standard OTEL_TRACES_SAMPLER values).',
-    },
-    OTEL_TRACES_SAMPLER_ARG: {
-      type: 'number',
-      minimum: 0,
-      maximum: 1,
-      default: 1,
-      description: 'Ratio of the *traceidratio samplers.',
-    },
-    OTEL_SERVICE_NAME: {
-      type: 'string',
-      minLength: 1,
-      default: 'sandbox-operator',
-      description: 'service.name of the spans.',
-    },
+    ...otelEnvSchema('sandbox-operator', 'reconcile traces'),
     LOG_LEVEL: {
       type: 'string',
       enum: [...LOG_LEVELS],
@@ -437,7 +409,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     leaderElection: p.LEADER_ELECT ? leaderElection(p) : undefined,
     identity: p.POD_NAME || `${host}_${randomBytes(4).toString('hex')}`,
     http: httpPorts(p),
-    tracing: p.OTEL_EXPORTER_OTLP_ENDPOINT ? tracing(p) : undefined,
+    tracing: tracingConfig(p),
     logLevel: p.LOG_LEVEL as LogLevel,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_SECONDS * 1000,
   };
@@ -447,16 +419,6 @@ function httpPorts(p: Parsed): OperatorConfig['http'] {
   if (p.HTTP_PORT !== 0 && p.HTTP_PORT === p.METRICS_PORT)
     throw new ConfigError('invalid configuration: METRICS_PORT must differ from HTTP_PORT');
   return { port: p.HTTP_PORT, metricsPort: p.METRICS_PORT, host: p.HTTP_HOST };
-}
-
-function tracing(p: Parsed): TracingConfig {
-  return {
-    endpoint: p.OTEL_EXPORTER_OTLP_ENDPOINT,
-    protocol: p.OTEL_EXPORTER_OTLP_PROTOCOL as TracingConfig['protocol'],
-    sampler: p.OTEL_TRACES_SAMPLER as TracingConfig['sampler'],
-    samplerRatio: p.OTEL_TRACES_SAMPLER_ARG,
-    serviceName: p.OTEL_SERVICE_NAME,
-  };
 }
 
 function watchNamespaces(p: Parsed): string[] {

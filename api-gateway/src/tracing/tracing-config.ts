@@ -1,33 +1,10 @@
 /**
- * The gateway's tracing configuration (config.ts fills it from the standard OTEL_* variables, as
- * the operator's does) and the narrow ports the rest of the gateway sees. Kept apart from
- * tracing.ts so that reading the configuration and wiring the ports never loads the OpenTelemetry
+ * The narrow ports of tracing the rest of the gateway sees (the configuration itself is
+ * @sandbox-platform/api's TracingConfig, read from the standard OTEL_* variables as the operator
+ * reads them). Kept apart from tracing.ts so that wiring the ports never loads the OpenTelemetry
  * SDK: with tracing off, server.ts does not import tracing.ts at all.
  */
-
-/** The OTEL_TRACES_SAMPLER values supported (those of the OpenTelemetry specification, but jaeger/xray). */
-export const SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const;
-
-/** Tracing settings; tracing is on exactly when one is given. */
-export interface TracingConfig {
-  /** OTEL_EXPORTER_OTLP_ENDPOINT: base URL; spans are posted to `<endpoint>/v1/traces`. */
-  readonly endpoint: string;
-  /** OTEL_EXPORTER_OTLP_PROTOCOL. */
-  readonly protocol: 'http/protobuf' | 'http/json';
-  /** OTEL_TRACES_SAMPLER. */
-  readonly sampler: (typeof SAMPLERS)[number];
-  /** OTEL_TRACES_SAMPLER_ARG: ratio of the *traceidratio samplers. */
-  readonly samplerRatio: number;
-  /** OTEL_SERVICE_NAME. */
-  readonly serviceName: string;
-}
+export type { TracingConfig } from '@sandbox-platform/api';
 
 /** Why a streamed answer's body did not end whole. */
 export interface BodyBrokeOff {

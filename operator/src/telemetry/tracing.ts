@@ -40,7 +40,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 
 import type { LogFields } from './log-port.js';
-import type { TracingConfig } from './tracing-config.js';
+import type { TracingConfig } from '@sandbox-platform/api';
 
 /** Attribute keys (OpenTelemetry semantic conventions, and ours under `sandbox.`). */
 const ATTR = {

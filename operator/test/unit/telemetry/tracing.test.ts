@@ -13,7 +13,7 @@ import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
 
 import { createLogger } from '../../../src/telemetry/logger.js';
 import { sampler, startTracing, type Tracing } from '../../../src/telemetry/tracing.js';
-import type { TracingConfig } from '../../../src/telemetry/tracing-config.js';
+import type { TracingConfig } from '@sandbox-platform/api';
 
 const CONFIG: TracingConfig = {
   endpoint: 'http://127.0.0.1:1',
