@@ -356,7 +356,9 @@ async function onDownload(req, res, mode) {
 
 async function handle(req, res) {
   const url = req.url ?? '';
-  if (req.method === 'GET' && url === '/healthz') return sendJson(res, 200, { status: 'ok' });
+  // The kubelet's HTTP probes: readiness and liveness.
+  if (req.method === 'GET' && (url === '/healthz' || url === '/livez'))
+    return sendJson(res, 200, { status: 'ok' });
   if (req.method === 'POST' && url === '/v1/exec') return onExec(req, res, false);
   if (req.method === 'POST' && url === '/v1/exec/stream') return onExec(req, res, true);
   const file = /^\/v1\/files\/hostile-([a-z-]+)/.exec(url);

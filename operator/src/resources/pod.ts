@@ -28,8 +28,16 @@
  * they would stay zombies for the Pod's life. Allowed by PodSecurity `restricted`; the only other
  * process it makes visible in /proc is pause itself.
  */
-import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1EnvVar,
+  V1Pod,
+  V1Probe,
+  V1ResourceRequirements,
+  V1Volume,
+} from '@kubernetes/client-node';
 import {
+  AGENT_PATHS,
   AGENT_PORT,
   LABELS,
   SANDBOX_COMPONENT,
@@ -57,16 +65,40 @@ export const KEEPALIVE_COMMAND = [
   "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done",
 ];
 
-/** Readiness probe command of the agent image: GET /healthz on loopback (NetworkPolicies cannot block it). */
-export const AGENT_PROBE_COMMAND = ['sandbox-agent', 'probe'];
+/** Name of the agent's container port, which the probes address. */
+const AGENT_PORT_NAME = 'agent';
 
 /**
- * Liveness probe command of the agent image: GET /livez on loopback. It fails only when the agent
- * is wedged (a command queue stalled beyond the longest allowed command plus its recovery, a
- * starved I/O threadpool, an event loop that does not answer), so the kubelet restarts it;
- * /healthz stays the readiness signal (false while bash restarts, which needs no restart).
+ * Readiness probe of an agent container: the kubelet's own GET /healthz on the agent port (true
+ * once bash answers). An HTTP probe costs the node one request; the exec probe it replaces
+ * (`sandbox-agent probe`, still in the image) started a Node process in the container every 2 s,
+ * through runsc under gVisor, which dominated a busy node. NetworkPolicies never block it: traffic
+ * from the Pod's own node is always allowed (NetworkPolicy semantics; kube-router does so).
  */
-export const AGENT_LIVENESS_COMMAND = ['sandbox-agent', 'probe', '--live'];
+export const AGENT_READINESS_PROBE: V1Probe = {
+  httpGet: { path: AGENT_PATHS.healthz, port: AGENT_PORT_NAME },
+  periodSeconds: 2,
+  timeoutSeconds: 2,
+  failureThreshold: 3,
+  successThreshold: 1,
+};
+
+/**
+ * Liveness probe of an agent container: GET /livez. It fails only when the agent is wedged (a
+ * command queue stalled beyond the longest allowed command plus its recovery, a starved I/O
+ * threadpool, an event loop that does not answer), so the kubelet restarts it; /healthz stays the
+ * readiness signal (false while bash restarts, which needs no restart). Three failures 10 s apart
+ * restart a wedged agent; the first check waits 10 s so a slow start (a busy node, gVisor) is not
+ * taken for a wedge.
+ */
+export const AGENT_LIVENESS_PROBE: V1Probe = {
+  httpGet: { path: AGENT_PATHS.livez, port: AGENT_PORT_NAME },
+  initialDelaySeconds: 10,
+  periodSeconds: 10,
+  timeoutSeconds: 5,
+  failureThreshold: 3,
+  successThreshold: 1,
+};
 
 const VOLUMES = { workspace: 'workspace', tmp: 'tmp', token: 'token' } as const;
 const DEFAULTED: readonly DefaultedResource[] = ['cpu', 'memory'];
@@ -109,28 +141,9 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
     command: agent ? undefined : KEEPALIVE_COMMAND,
     workingDir: WORKSPACE_DIR,
     env: containerEnv(spec, ref, agent),
-    ports: agent ? [{ name: 'agent', containerPort: AGENT_PORT, protocol: 'TCP' }] : undefined,
-    readinessProbe: agent
-      ? {
-          exec: { command: AGENT_PROBE_COMMAND },
-          periodSeconds: 2,
-          timeoutSeconds: 2,
-          failureThreshold: 3,
-          successThreshold: 1,
-        }
-      : undefined,
-    // Three failures 10 s apart restart a wedged agent; the first check waits 10 s so a slow start
-    // (a busy node, gVisor) is not taken for a wedge. The probe's own HTTP timeout is 3 s.
-    livenessProbe: agent
-      ? {
-          exec: { command: AGENT_LIVENESS_COMMAND },
-          initialDelaySeconds: 10,
-          periodSeconds: 10,
-          timeoutSeconds: 5,
-          failureThreshold: 3,
-          successThreshold: 1,
-        }
-      : undefined,
+    ports: agent ? [{ name: AGENT_PORT_NAME, containerPort: AGENT_PORT, protocol: 'TCP' }] : undefined,
+    readinessProbe: agent ? AGENT_READINESS_PROBE : undefined,
+    livenessProbe: agent ? AGENT_LIVENESS_PROBE : undefined,
     resources: resources(spec, opts),
     securityContext: {
       allowPrivilegeEscalation: false,

@@ -1,6 +1,6 @@
 /**
  * e2e: the sandbox agent image on a real node. A SandboxSession with the agent image becomes
- * Ready through the pod's exec readiness probe (`sandbox-agent probe`), and a command sent to
+ * Ready through the pod's HTTP readiness probe (the kubelet's GET /healthz), and a command sent to
  * <podIP>:8090 with the token from the session's Secret runs. Runs once per container runtime:
  * runc, and gVisor (spec.runtimeClassName: gvisor) where the cluster has that RuntimeClass.
  *
@@ -132,10 +132,11 @@ describe.each(RUNTIMES)('sandbox agent on the node ($label)', ({ runtimeClassNam
     }
   }, 60_000);
 
-  it('became Ready through the exec readiness probe `sandbox-agent probe`', async () => {
+  it("became Ready through the kubelet's HTTP readiness probe (GET /healthz on the agent port)", async () => {
     const pod = await kube.core.readNamespacedPod({ name: podName(name), namespace: NAMESPACE });
     const container = pod.spec?.containers.find((c) => c.image === IMAGE);
-    expect(container?.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
+    expect(container?.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'agent' });
+    expect(container?.livenessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'agent' });
     expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     expect(pod.status?.podIP).toBe(session.status?.podIP);
     expect(pod.spec?.runtimeClassName).toBe(runtimeClassName);

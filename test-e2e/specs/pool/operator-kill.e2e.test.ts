@@ -175,7 +175,7 @@ function add(map: Map<string, Set<string>>, key: string, value: string): void {
 
 /**
  * An exec through the gateway, repeated while it answers 503 session-not-ready (up to 3 min): on a
- * busy 2-CPU node a Ready Pod's exec probe can time out and turn it unready for a while. Each retry
+ * busy 2-CPU node a Ready Pod's readiness probe can time out and turn it unready for a while. Each retry
  * is logged.
  */
 async function hostnameOf(name: string): Promise<string> {

@@ -146,8 +146,8 @@ async function readySession(name: string): Promise<SandboxSession> {
 
 /**
  * A call to a session, repeated while the gateway answers 503 session-not-ready (up to 4 min):
- * on the shared 2-CPU node a sandbox's exec probes (a node process every 2 s per Pod, about ten
- * Pods here) time out under load and a Ready Pod turns unready for a while; the gateway's own wait
+ * on the shared 2-CPU node a sandbox's readiness probe (every 2 s per Pod, about ten Pods here)
+ * can time out under load and a Ready Pod turns unready for a while; the gateway's own wait
  * is at most 120 s. Each retry is logged, so a Pod that never comes back still fails the test.
  */
 async function whenReady<T>(what: string, call: () => Promise<T>): Promise<T> {

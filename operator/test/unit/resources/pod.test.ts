@@ -2,8 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 
 import {
-  AGENT_LIVENESS_COMMAND,
-  AGENT_PROBE_COMMAND,
+  AGENT_LIVENESS_PROBE,
+  AGENT_READINESS_PROBE,
   KEEPALIVE_COMMAND,
   buildPod,
   resources,
@@ -175,19 +175,27 @@ describe('buildPod', () => {
     expect(c.env?.[3]).toEqual({ name: 'B', value: '' });
   });
 
-  it('Agent transport: agent port and the exec readiness probe', () => {
+  it('Agent transport: agent port and the HTTP readiness probe on it', () => {
     const c = container(build());
     expect(c.ports).toEqual([{ name: 'agent', containerPort: 8090, protocol: 'TCP' }]);
-    expect(c.readinessProbe?.exec?.command).toEqual(AGENT_PROBE_COMMAND);
-    expect(c.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
+    expect(c.readinessProbe).toEqual(AGENT_READINESS_PROBE);
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: '/healthz', port: 'agent' },
+      periodSeconds: 2,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+      successThreshold: 1,
+    });
+    // No process in the container per probe (the exec probe started a Node process every 2 s).
+    expect(c.readinessProbe?.exec).toBeUndefined();
     expect(c.command).toBeUndefined();
   });
 
-  it('Agent transport: an exec liveness probe that restarts a wedged agent after three failures', () => {
+  it('Agent transport: an HTTP liveness probe that restarts a wedged agent after three failures', () => {
     const c = container(build());
-    expect(AGENT_LIVENESS_COMMAND).toEqual(['sandbox-agent', 'probe', '--live']);
+    expect(c.livenessProbe).toEqual(AGENT_LIVENESS_PROBE);
     expect(c.livenessProbe).toEqual({
-      exec: { command: AGENT_LIVENESS_COMMAND },
+      httpGet: { path: '/livez', port: 'agent' },
       initialDelaySeconds: 10,
       periodSeconds: 10,
       timeoutSeconds: 5,
