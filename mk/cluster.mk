@@ -108,3 +108,10 @@ BENCH_ISOLATION_ARGS ?= --rounds 5 --calls 100 --sessions 3
 bench-isolation: node-deps platform-up ## gVisor vs runc (agent exec p50/p99, create-to-Ready) and gateway exec with vs without the NetworkPolicy enforcer, side by side
 	@set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/run.mjs $(BENCH_ISOLATION_ARGS)
 bench: bench-isolation
+
+# Probe cost benchmark knobs: idle agent Pods per phase, CPU window per phase, interleaved rounds.
+BENCH_PROBES_ARGS ?= --pods 8 --window-seconds 20 --rounds 2
+.PHONY: bench-probes
+bench-probes: node-deps platform-up ## Node CPU of idle agent Pods with exec probes vs HTTP probes vs no Pods, per runtime, side by side
+	@KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/probes-run.mjs $(BENCH_PROBES_ARGS)
+bench: bench-probes
