@@ -1,7 +1,8 @@
 // The launcher of every package's benchmark (<pkg>/bench/run.mjs): builds the benchmark's
 // TypeScript entry into one ESM file with esbuild (no prior `tsc -b` needed; the shared API
 // package resolves to its sources) and runs it with node, passing the arguments through. The exit
-// code is the benchmark's; the bundle is removed afterwards.
+// code is the benchmark's; the bundle is removed afterwards. BENCH_NODE_ARGS adds node options to
+// the benchmark's process, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" for a profile.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +40,8 @@ export async function runBench(
       ...(external ? { packages: 'external' } : {}),
       alias: { '@sandbox-platform/api': api },
     });
-    const result = spawnSync(process.execPath, [outfile, ...args], { stdio: 'inherit' });
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+    const result = spawnSync(process.execPath, [...nodeArgs, outfile, ...args], { stdio: 'inherit' });
     process.exitCode = result.status ?? 1;
   } finally {
     rmSync(out, { recursive: true, force: true });

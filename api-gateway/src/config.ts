@@ -252,6 +252,9 @@ function list(value: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** Every environment variable the gateway reads (the chart may set no other). */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.properties);
+
 /** Validates the environment and returns the config; throws one error naming every problem. */
 export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
   const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });

@@ -6,7 +6,15 @@
  * answers is charged to it, and while it is in debt its agent connections are paused (TCP
  * backpressure, nothing is refused) until the debt is repaid. An honest key is far below the rate
  * (an `exec true` costs about 0.05 ms); a hostile one is slowed to its share.
+ *
+ * Work-conserving: a key pays for its debt only while another key is using the answer path too
+ * (charged within the last CONTENDED_WINDOW_MS). Alone, it runs at the speed of the machine and
+ * its debt is forgiven, so one tenant's large download through an idle gateway is not throttled
+ * to a share nobody else claims; once another key shows up, the share applies from zero debt.
  */
+
+/** A key counts as using the answer path for this long after its last charge. */
+export const CONTENDED_WINDOW_MS = 1000;
 
 /** The meter of one key: charge CPU time, learn how long to wait. */
 export interface CpuMeter {
@@ -22,25 +30,58 @@ class KeyMeter implements CpuMeter {
   private at: number;
 
   constructor(
+    private readonly keyId: string,
     private readonly ratePerMs: number,
     private readonly burstMs: number,
-    private readonly now: () => number,
+    private readonly clock: { now: () => number; activity: Activity },
   ) {
     this.tokens = burstMs;
-    this.at = now();
+    this.at = clock.now();
   }
 
   charge(ms: number): number {
-    const t = this.now();
+    const t = this.clock.now();
     this.tokens = Math.min(this.burstMs, this.tokens + (t - this.at) * this.ratePerMs) - ms;
     this.at = t;
-    return this.tokens >= 0 ? 0 : Math.ceil(-this.tokens / this.ratePerMs);
+    const { activity } = this.clock;
+    const contended = activity.othersSince(this.keyId, t - CONTENDED_WINDOW_MS);
+    activity.charged(this.keyId, t);
+    if (this.tokens >= 0) return 0;
+    if (!contended) {
+      this.tokens = 0; // alone: no debt to repay later
+      return 0;
+    }
+    return Math.ceil(-this.tokens / this.ratePerMs);
+  }
+}
+
+/**
+ * When keys last charged, enough to answer "has another key charged since T?" in O(1) per charge:
+ * the latest charge, and the latest charge by any other key than that one.
+ */
+class Activity {
+  private lastKey: string | undefined;
+  private lastAt = -Infinity;
+  private otherAt = -Infinity;
+
+  charged(keyId: string, at: number): void {
+    if (keyId !== this.lastKey) {
+      this.otherAt = this.lastAt;
+      this.lastKey = keyId;
+    }
+    this.lastAt = at;
+  }
+
+  /** Whether a key other than `keyId` charged at or after `since`. */
+  othersSince(keyId: string, since: number): boolean {
+    return (keyId === this.lastKey ? this.otherAt : this.lastAt) >= since;
   }
 }
 
 /** The meters of every key, made on first use. */
 export class CpuMeters {
   private readonly meters = new Map<string, CpuMeter>();
+  private readonly activity = new Activity();
 
   /**
    * @param msPerSecond CPU milliseconds per second a key may use for its answers (0: no limit)
@@ -57,7 +98,10 @@ export class CpuMeters {
     if (this.msPerSecond === 0) return UNMETERED;
     let m = this.meters.get(keyId);
     if (!m) {
-      m = new KeyMeter(this.msPerSecond / 1000, this.burstMs, this.now);
+      m = new KeyMeter(keyId, this.msPerSecond / 1000, this.burstMs, {
+        now: this.now,
+        activity: this.activity,
+      });
       this.meters.set(keyId, m);
     }
     return m;

@@ -8,12 +8,13 @@ import { fileURLToPath } from 'node:url';
 
 import { describe, expect, it } from '@jest/globals';
 
+import { CONFIG_KEYS } from '../../src/config.js';
+
 const here = dirname(fileURLToPath(import.meta.url));
 const template = readFileSync(
   join(here, '../../../charts/sandbox-platform/templates/gateway-deployment.yaml'),
   'utf8',
 );
-const config = readFileSync(join(here, '../../src/config.ts'), 'utf8');
 
 /** The limits (timeouts, sizes, rates, quotas, shedding) that must be chart values. */
 const LIMITS = [
@@ -39,7 +40,7 @@ const LIMITS = [
 
 describe('gateway config and chart', () => {
   it.each(LIMITS)('%s is a config key and set by the chart', (key) => {
-    expect(config).toMatch(new RegExp(`^\\s+${key}: \\{`, 'm'));
+    expect(CONFIG_KEYS).toContain(key);
     expect(template).toContain(`name: ${key},`);
   });
 
@@ -48,6 +49,6 @@ describe('gateway config and chart', () => {
       (m) => m[1]!,
     );
     expect(set.length).toBeGreaterThan(LIMITS.length);
-    for (const key of set) expect(config).toMatch(new RegExp(`^\\s+${key}: \\{`, 'm'));
+    for (const key of set) expect(CONFIG_KEYS).toContain(key);
   });
 });
