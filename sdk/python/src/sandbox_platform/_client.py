@@ -1,18 +1,18 @@
-"""The synchronous client."""
+"""The synchronous client: the I/O half of each call (the calls themselves: ``_calls``)."""
 
 from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import Generic, Iterator, Mapping, Optional, TypeVar
 
 import httpx
 
+from . import _calls as calls
 from . import _core as core
-from ._errors import APIConnectionError, APIError, APITimeoutError, NotFoundError, ProtocolError
+from ._errors import APIError, NotFoundError, ProtocolError
 from ._models import (
     ExecResult,
-    ExitStatus,
     OutputChunk,
     ProcessEvent,
     ProcessExitEvent,
@@ -20,13 +20,32 @@ from ._models import (
     ProcessOutput,
     Session,
     WrittenFile,
-    decode_output,
 )
 
-_ERROR_BODY_BYTES = 64 * 1024
+T = TypeVar("T")
+E = TypeVar("E")
+_Self = TypeVar("_Self", bound="_Closing")
 
 
-class Client:
+class _Closing:
+    """A context manager whose exit calls :meth:`close`."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+class Client(_Closing):
     """Synchronous client of the sandbox-platform gateway.
 
     ``base_url``, ``api_key`` and ``namespace`` default to ``SANDBOX_URL``, ``SANDBOX_KEY`` and
@@ -49,29 +68,13 @@ class Client:
         transport: Optional[httpx.BaseTransport] = None,
     ) -> None:
         self._settings = core.resolve_settings(base_url, api_key, namespace, timeout, max_retries)
-        self._http = httpx.Client(
-            base_url=self._settings.base_url,
-            headers=core.default_headers(self._settings),
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = httpx.Client(**core.http_client_args(self._settings), transport=transport)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
         """Closes the connection pool."""
         self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -97,49 +100,29 @@ class Client:
         decides the sandbox, so ``image``, ``env``, ``exec_transport`` and ``persistent_workspace``
         cannot be given with it.
         """
-        body = core.create_body(
-            None if name is None else core.check_name(name),
-            image=image,
-            env=dict(env) if env is not None else None,
-            idle_timeout=idle_timeout,
-            max_lifetime=max_lifetime,
-            shutdown_policy=shutdown_policy,
-            exec_transport=exec_transport,
-            persistent_workspace=persistent_workspace,
-            pool=pool,
-        )
-        response, data = self._json("POST", "/v1/sessions", namespace, json=body, idempotent=name is not None)
-        return Session.from_json(data, created=response.status_code == 201)
+        return self._call(calls.create_session(
+            self._settings, name, image=image, env=env, idle_timeout=idle_timeout, max_lifetime=max_lifetime,
+            shutdown_policy=shutdown_policy, exec_transport=exec_transport,
+            persistent_workspace=persistent_workspace, pool=pool, namespace=namespace,
+        ))
 
     def get_session(self, name: str, *, namespace: Optional[str] = None) -> Session:
-        _, data = self._json("GET", core.session_path(core.check_name(name)), namespace, idempotent=True)
-        return Session.from_json(data)
+        return self._call(calls.get_session(self._settings, name, namespace))
 
     def list_sessions(self, *, namespace: Optional[str] = None) -> list[Session]:
         """The sessions of a namespace, sorted by name."""
-        _, data = self._json("GET", "/v1/sessions", namespace, idempotent=True)
-        return [Session.from_json(item) for item in data.get("items", [])]
+        return self._call(calls.list_sessions(self._settings, namespace))
 
     def delete_session(self, name: str, *, namespace: Optional[str] = None) -> None:
         """Deletes a session; a 404 after a retried attempt counts as done (that attempt arrived)."""
-        attempts: list[int] = []
-        try:
-            response = self._send("DELETE", core.session_path(core.check_name(name)), namespace,
-                                  idempotent=True, attempts=attempts)
-        except NotFoundError:
-            if len(attempts) > 1:
-                return
-            raise
-        response.close()
+        self._delete(calls.delete_session(self._settings, name, namespace))
 
     def suspend_session(self, name: str, *, namespace: Optional[str] = None) -> Session:
         """Suspends a session: its Pod goes; its workspace, Secret and token stay. Idempotent (retried).
 
         The next exec or file call resumes it, as does :meth:`resume_session`.
         """
-        _, data = self._json("POST", f"{core.session_path(core.check_name(name))}/suspend", namespace,
-                             json={}, idempotent=True)
-        return Session.from_json(data)
+        return self._call(calls.suspend_session(self._settings, name, namespace))
 
     def resume_session(self, name: str, *, wait: Optional[int] = None, namespace: Optional[str] = None) -> Session:
         """Resumes a suspended session (a new Pod on the same workspace). Idempotent (retried).
@@ -147,26 +130,16 @@ class Client:
         ``wait``: seconds the gateway waits for it to be Ready before answering (default: answer at
         once); :class:`UnavailableError` (``session-not-ready``) when it is not Ready by then.
         """
-        _, data = self._json("POST", f"{core.session_path(core.check_name(name))}/resume", namespace,
-                             json=core.resume_body(wait), idempotent=True,
-                             timeout=core.resume_timeout(self._settings, wait))
-        return Session.from_json(data)
+        return self._call(calls.resume_session(self._settings, name, wait, namespace))
 
     def wait_until_ready(
         self, name: str, *, timeout: float = 120.0, interval: float = 1.0, namespace: Optional[str] = None
     ) -> Session:
         """Polls until the session is Ready; APITimeoutError (with the last reason) after ``timeout``."""
-        end = time.monotonic() + timeout
-        while True:
-            session = self.get_session(name, namespace=namespace)
-            if session.ready:
-                return session
-            if time.monotonic() + interval > end:
-                raise APITimeoutError(
-                    f"session {name} is not ready after {timeout:g} s: {session.reason}"
-                    + (f": {session.message}" if session.message else "")
-                )
+        poll = core.ReadyPoll(name, timeout, interval)
+        while not poll.is_ready(session := self.get_session(name, namespace=namespace)):
             time.sleep(interval)
+        return session
 
     # -- exec -------------------------------------------------------------------------------
 
@@ -186,12 +159,8 @@ class Client:
         ``timeout``: seconds before the command is killed (gateway default 60); ``wait``: seconds
         to wait for a session that is not Ready yet (gateway default 30).
         """
-        body = core.exec_body(command, timeout, cwd, env, wait)
-        _, data = self._json(
-            "POST", f"{core.session_path(core.check_name(name))}/exec", namespace, json=body,
-            idempotent=False, timeout=core.exec_timeout(self._settings, timeout, wait),
-        )
-        return ExecResult.from_json(command, data)
+        options = calls.ExecOptions(timeout, cwd, env, wait)
+        return self._call(calls.exec(self._settings, name, command, options, namespace))
 
     def exec_stream(
         self,
@@ -205,12 +174,8 @@ class Client:
         namespace: Optional[str] = None,
     ) -> ExecStream:
         """Runs a command and streams its output; see :class:`ExecStream`. Never retried."""
-        body = core.exec_body(command, timeout, cwd, env, wait)
-        response = self._send(
-            "POST", f"{core.session_path(core.check_name(name))}/exec/stream", namespace, json=body,
-            idempotent=False, timeout=core.exec_timeout(self._settings, timeout, wait),
-        )
-        return ExecStream(response)
+        options = calls.ExecOptions(timeout, cwd, env, wait)
+        return ExecStream(self._send(calls.exec_stream(self._settings, name, command, options, namespace)))
 
     # -- files ------------------------------------------------------------------------------
 
@@ -218,16 +183,11 @@ class Client:
         self, name: str, path: str, data: core.Body, *, namespace: Optional[str] = None
     ) -> WrittenFile:
         """Uploads bytes (or UTF-8 text) to a path relative to /workspace; atomic replace, retried."""
-        _, result = self._json(
-            "PUT", core.file_path(core.check_name(name), path), namespace, content=core.to_bytes(data),
-            headers={"content-type": "application/octet-stream"}, idempotent=True,
-        )
-        return WrittenFile(path=result["path"], size=int(result["size"]))
+        return self._call(calls.write_file(self._settings, name, path, data, namespace))
 
     def read_file(self, name: str, path: str, *, namespace: Optional[str] = None) -> bytes:
         """Downloads a workspace file's bytes."""
-        response = self._send("GET", core.file_path(core.check_name(name), path), namespace, idempotent=True)
-        return _read_bounded(response, core.MAX_RESPONSE_BYTES)
+        return self._call(calls.read_file(self._settings, name, path, namespace))
 
     # -- background processes ---------------------------------------------------------------
 
@@ -247,21 +207,16 @@ class Client:
         for a session that is not Ready yet (gateway default 30). A sandbox holds 16 processes
         (:class:`ConflictError` ``too-many-processes``): remove exited ones.
         """
-        body = core.process_start_body(command, cwd, env, wait)
-        _, data = self._json("POST", core.process_path(core.check_name(name)), namespace, json=body,
-                             idempotent=False, timeout=core.start_process_timeout(self._settings, wait))
-        return ProcessInfo.from_json(data)
+        return self._call(calls.start_process(self._settings, name, command, cwd=cwd, env=env, wait=wait,
+                                              namespace=namespace))
 
     def list_processes(self, name: str, *, namespace: Optional[str] = None) -> list[ProcessInfo]:
         """The background processes of a session (running and exited), oldest first."""
-        _, data = self._json("GET", core.process_path(core.check_name(name)), namespace, idempotent=True)
-        return [ProcessInfo.from_json(item) for item in core.process_list(data)]
+        return self._call(calls.list_processes(self._settings, name, namespace))
 
     def get_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> ProcessInfo:
         """One background process (:class:`NotFoundError` ``process-not-found`` when there is none)."""
-        _, data = self._json("GET", core.process_path(core.check_name(name), process_id), namespace,
-                             idempotent=True)
-        return ProcessInfo.from_json(data)
+        return self._call(calls.get_process(self._settings, name, process_id, namespace))
 
     def process_output(
         self,
@@ -277,10 +232,8 @@ class Client:
 
         ``max_bytes``: most bytes per stream (gateway default and maximum 1 MiB).
         """
-        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, max_bytes=max_bytes)
-        _, data = self._json("GET", core.process_path(core.check_name(name), process_id, "output"), namespace,
-                             idempotent=True, extra_params=query)
-        return ProcessOutput.from_json(data)
+        return self._call(calls.process_output(self._settings, name, process_id, stdout_offset=stdout_offset,
+                                               stderr_offset=stderr_offset, max_bytes=max_bytes, namespace=namespace))
 
     def follow_process(
         self,
@@ -297,11 +250,9 @@ class Client:
         ``timeout``: seconds before the gateway ends the follow without an exit event (default 60,
         at most 300): follow again from :attr:`ProcessFollow.stdout_offset` / ``stderr_offset``.
         """
-        query = core.process_query(stdout_offset=stdout_offset, stderr_offset=stderr_offset, timeout=timeout)
-        response = self._send("GET", core.process_path(core.check_name(name), process_id, "output/stream"),
-                              namespace, idempotent=True, extra_params=query,
-                              timeout=core.process_wait_timeout(self._settings, timeout))
-        return ProcessFollow(response, core.FollowState(stdout_offset, stderr_offset))
+        request = calls.follow_process(self._settings, name, process_id, stdout_offset=stdout_offset,
+                                       stderr_offset=stderr_offset, timeout=timeout, namespace=namespace)
+        return ProcessFollow(self._send(request), core.FollowState(stdout_offset, stderr_offset))
 
     def signal_process(
         self, name: str, process_id: str, signal: str = "SIGTERM", *, namespace: Optional[str] = None
@@ -312,87 +263,77 @@ class Client:
         :class:`InvalidRequestError` ``signal-not-allowed``). The answer may still say running:
         :meth:`wait_process` for the exit.
         """
-        _, data = self._json("POST", core.process_path(core.check_name(name), process_id, "signal"), namespace,
-                             json={"signal": signal}, idempotent=False)
-        return ProcessInfo.from_json(data)
+        return self._call(calls.signal_process(self._settings, name, process_id, signal, namespace))
 
     def wait_process(
         self, name: str, process_id: str, *, timeout: int = 30, namespace: Optional[str] = None
     ) -> ProcessInfo:
         """Waits up to ``timeout`` seconds (at most 300) for the exit; ``state`` says whether it came."""
-        _, data = self._json("GET", core.process_path(core.check_name(name), process_id, "wait"), namespace,
-                             idempotent=True, extra_params=core.process_query(timeout=timeout),
-                             timeout=core.process_wait_timeout(self._settings, timeout))
-        return ProcessInfo.from_json(data)
+        return self._call(calls.wait_process(self._settings, name, process_id, timeout, namespace))
 
     def remove_process(self, name: str, process_id: str, *, namespace: Optional[str] = None) -> None:
         """Removes an exited process (:class:`ConflictError` ``process-running`` while it runs). Retried;
         a 404 after a retried attempt counts as done (that attempt arrived)."""
-        attempts: list[int] = []
+        self._delete(calls.remove_process(self._settings, name, process_id, namespace))
+
+    # -- I/O --------------------------------------------------------------------------------
+
+    def _call(self, call: calls.Call[T]) -> T:
+        """Sends the call and decodes its answer, read whole within ``MAX_RESPONSE_BYTES``."""
+        response = self._send(call.request)
+        return call.decode(calls.Answer(response.status_code, _read_bounded(response, core.MAX_RESPONSE_BYTES)))
+
+    def _delete(self, request: calls.Request) -> None:
+        """Sends a delete and closes its answer unread; a 404 after a retried attempt counts as done."""
+        retry = core.Retry(self._settings, request.idempotent)
         try:
-            response = self._send("DELETE", core.process_path(core.check_name(name), process_id), namespace,
-                                  idempotent=True, attempts=attempts)
+            self._send(request, retry).close()
         except NotFoundError:
-            if len(attempts) > 1:
-                return
-            raise
-        response.close()
+            if not retry.retried:
+                raise
 
-    # -- plumbing ---------------------------------------------------------------------------
-
-    def _json(self, method: str, path: str, namespace: Optional[str], **kw: Any) -> tuple[httpx.Response, Any]:
-        response = self._send(method, path, namespace, **kw)
-        return response, core.parse_json(_read_bounded(response, core.MAX_RESPONSE_BYTES))
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        namespace: Optional[str],
-        *,
-        idempotent: bool,
-        attempts: Optional[list[int]] = None,
-        timeout: Union[httpx.Timeout, float, None] = None,
-        extra_params: Optional[Mapping[str, str]] = None,
-        **kw: Any,
-    ) -> httpx.Response:
+    def _send(self, request: calls.Request, retry: Optional[core.Retry] = None) -> httpx.Response:
         """Sends with the retry rule; returns a 2xx streaming response (the caller reads and closes it)."""
-        request = self._http.build_request(
-            method, path, params={**core.params(self._settings, namespace), **(extra_params or {})},
-            timeout=timeout if timeout is not None else self._settings.timeout, **kw,
-        )
-        attempt = 0
+        built = self._http.build_request(**request.build_args())
+        retry = retry or core.Retry(self._settings, request.idempotent)
         while True:
-            attempt += 1
-            if attempts is not None:
-                attempts.append(attempt)
             try:
-                return self._attempt(request)
+                return self._attempt(built)
             except (httpx.TransportError, APIError) as exc:
-                delay = core.retry_delay(attempt, self._settings.max_retries, exc, idempotent)
-                if delay is None:
-                    raise self._translate(exc) from (exc if isinstance(exc, httpx.TransportError) else None)
-                time.sleep(delay)
+                time.sleep(retry.after(exc))
 
     def _attempt(self, request: httpx.Request) -> httpx.Response:
         response = self._http.send(request, stream=True)
         if response.is_success:
             return response
-        try:
-            body = _read_bounded(response, _ERROR_BODY_BYTES, strict=False)
-        finally:
-            response.close()
+        body = _read_bounded(response, core.ERROR_BODY_BYTES, strict=False)
         raise core.problem_error(response.status_code, response.headers, body)
 
-    def _translate(self, exc: Exception) -> Exception:
-        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
-            return APITimeoutError(f"no answer from the gateway in time: {exc}")
-        if isinstance(exc, httpx.TransportError):
-            return APIConnectionError(core.describe_transport_error(self._settings.base_url, exc))
-        return exc
+
+class _Stream(_Closing, Generic[E]):
+    """An NDJSON answer read as it comes, decoded by its state; closed at the end of the loop."""
+
+    def __init__(self, response: httpx.Response, state: core.StreamState[E]) -> None:
+        self._response = response
+        self._state = state
+
+    def __iter__(self) -> Iterator[E]:
+        try:
+            for raw in self._response.iter_bytes():
+                yield from self._state.take(raw)
+                if self._state.ended:
+                    return
+            yield from self._state.take_rest()
+        except httpx.TransportError as exc:
+            raise ProtocolError(f"the {self._state.label} broke off: {exc}") from exc
+        finally:
+            self._response.close()
+
+    def close(self) -> None:
+        self._response.close()
 
 
-class ExecStream:
+class ExecStream(_Stream[OutputChunk], core.ExecStreamView):
     """The output of a streaming exec, as an iterator of :class:`OutputChunk` and a context manager.
 
     After the loop, :attr:`exit` (and :attr:`exit_code`) tell how the command ended; a stream that
@@ -406,56 +347,11 @@ class ExecStream:
     """
 
     def __init__(self, response: httpx.Response) -> None:
-        self._response = response
-        self._decoder = core.NdjsonDecoder()
-        self.exit: Optional[ExitStatus] = None
-
-    @property
-    def exit_code(self) -> Optional[int]:
-        return None if self.exit is None else self.exit.exit_code
-
-    def __iter__(self) -> Iterator[OutputChunk]:
-        try:
-            for raw in self._response.iter_bytes():
-                for event in self._decoder.feed(raw):
-                    chunk = self._handle(event)
-                    if chunk is not None:
-                        yield chunk
-                if self.exit is not None:
-                    return
-            for event in self._decoder.close():
-                chunk = self._handle(event)
-                if chunk is not None:
-                    yield chunk
-            if self.exit is None:
-                raise ProtocolError("the exec stream ended without an exit event (connection lost?)")
-        except httpx.TransportError as exc:
-            raise ProtocolError(f"the exec stream broke off: {exc}") from exc
-        finally:
-            self._response.close()
-
-    def _handle(self, event: Mapping[str, Any]) -> Optional[OutputChunk]:
-        if event["type"] == "exit":
-            self.exit = ExitStatus.from_json(event)
-            return None
-        return OutputChunk(event["type"], decode_output(event["data"], event.get("encoding", "utf-8")))
-
-    def close(self) -> None:
-        self._response.close()
-
-    def __enter__(self) -> ExecStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
+        self._exec = core.ExecStreamState()
+        super().__init__(response, self._exec)
 
 
-class ProcessFollow:
+class ProcessFollow(_Stream[ProcessEvent], core.FollowView):
     """The output of a followed background process: an iterator of events and a context manager.
 
     Yields :class:`ProcessOutputEvent` as output comes, then a :class:`ProcessExitEvent` when the
@@ -471,65 +367,22 @@ class ProcessFollow:
     """
 
     def __init__(self, response: httpx.Response, state: core.FollowState) -> None:
-        self._response = response
-        self._state = state
+        super().__init__(response, state)
+        self._follow = state
 
     @property
     def exit(self) -> Optional[ProcessExitEvent]:
         """The exit event, once seen."""
-        return self._state.exit
-
-    @property
-    def stdout_offset(self) -> int:
-        """Offset after the last stdout byte seen: where to follow again from."""
-        return self._state.stdout_offset
-
-    @property
-    def stderr_offset(self) -> int:
-        """Offset after the last stderr byte seen."""
-        return self._state.stderr_offset
-
-    def __iter__(self) -> Iterator[ProcessEvent]:
-        try:
-            for raw in self._response.iter_bytes():
-                for event in self._state.decoder.feed(raw):
-                    yield self._state.handle(event)
-                    if self._state.exit is not None:
-                        return
-            for event in self._state.decoder.close():
-                yield self._state.handle(event)
-                if self._state.exit is not None:
-                    return
-        except httpx.TransportError as exc:
-            raise ProtocolError(f"the process follow stream broke off: {exc}") from exc
-        finally:
-            self._response.close()
-
-    def close(self) -> None:
-        self._response.close()
-
-    def __enter__(self) -> ProcessFollow:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
+        return self._follow.exit
 
 
 def _read_bounded(response: httpx.Response, limit: int, *, strict: bool = True) -> bytes:
     """Reads a streaming response's body, refusing more than ``limit`` bytes (hostile input)."""
-    out = bytearray()
+    body = core.BoundedBody(limit, strict=strict)
     try:
         for chunk in response.iter_bytes():
-            out += chunk
-            if len(out) > limit:
-                if strict:
-                    raise ProtocolError(f"answer is larger than the limit of {limit} bytes")
-                return bytes(out[:limit])
+            if body.add(chunk):
+                break
     finally:
         response.close()
-    return bytes(out)
+    return body.value()

@@ -1,5 +1,6 @@
-"""The transport-independent half of both clients (no I/O here): settings, request building,
-problem+json decoding, the retry rule and the NDJSON decoder.
+"""The transport-independent half of both clients (no I/O here): settings, request building
+(the calls themselves: ``_calls``), problem+json decoding, the retry rule, bounded bodies and the
+NDJSON stream decoders.
 
 Retry rule: only idempotent calls are retried (reads, create-or-get *by name*, delete, upload: sent
 twice they have the effect of once), only when the gateway could not be reached or answered 429 or
@@ -12,21 +13,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Generic, Iterator, Mapping, Optional, TypeVar, Union
 from urllib.parse import quote
 
 import httpx
 
-from ._errors import APIError, ProtocolError, error_from_problem
-from ._models import ProcessEvent, ProcessExitEvent, process_event
+from ._errors import APIConnectionError, APIError, APITimeoutError, ProtocolError, error_from_problem
+from ._models import ExitStatus, OutputChunk, ProcessEvent, ProcessExitEvent, Session, decode_output, process_event
 from ._version import __version__
 
 #: Largest JSON or file answer read into memory (the gateway's file limit is 16 MiB by default).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 #: Longest NDJSON line of an exec stream: a 1 MiB output chunk as base64 plus framing.
 MAX_STREAM_LINE_BYTES = 4 * 1024 * 1024
+#: Most of an error answer's body read for its problem+json (the rest is dropped).
+ERROR_BODY_BYTES = 64 * 1024
 #: The gateway's own maxima, for the client deadline of an exec when the caller sets none.
 _MAX_EXEC_TIMEOUT = 300
 _MAX_WAIT = 120
@@ -36,6 +40,7 @@ _MAX_RETRY_DELAY = 10.0
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 Body = Union[bytes, bytearray, memoryview, str]
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,11 @@ def default_headers(settings: Settings) -> dict[str, str]:
         "authorization": f"Bearer {settings.api_key}",
         "user-agent": f"sandbox-platform-python/{__version__}",
     }
+
+
+def http_client_args(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of the clients' ``httpx.Client`` / ``httpx.AsyncClient`` but the transport."""
+    return {"base_url": settings.base_url, "headers": default_headers(settings), "timeout": settings.timeout}
 
 
 def session_path(name: str) -> str:
@@ -134,15 +144,15 @@ def exec_body(
     env: Optional[Mapping[str, str]],
     wait: Optional[int],
 ) -> dict[str, Any]:
+    return _command_body(command, timeoutSeconds=timeout, cwd=cwd, env=env, waitSeconds=wait)
+
+
+def _command_body(command: str, **fields: Any) -> dict[str, Any]:
+    """An exec's or a process start's body: the command, then the given wire fields but None ones."""
     body: dict[str, Any] = {"command": command}
-    if timeout is not None:
-        body["timeoutSeconds"] = timeout
-    if cwd is not None:
-        body["cwd"] = cwd
-    if env is not None:
-        body["env"] = dict(env)
-    if wait is not None:
-        body["waitSeconds"] = wait
+    for key, value in fields.items():
+        if value is not None:
+            body[key] = dict(value) if key == "env" else value
     return body
 
 
@@ -215,6 +225,85 @@ def retry_delay(attempt: int, max_retries: int, error: Exception, idempotent: bo
     return None
 
 
+class Retry:
+    """The retry rule applied to one call, attempt by attempt (the client sends and sleeps)."""
+
+    def __init__(self, settings: Settings, idempotent: bool) -> None:
+        self._settings = settings
+        self._idempotent = idempotent
+        self.attempts = 1
+
+    @property
+    def retried(self) -> bool:
+        """Whether the call was sent more than once (a 404 to a delete then means an earlier attempt arrived)."""
+        return self.attempts > 1
+
+    def after(self, error: Exception) -> float:
+        """Seconds to wait before sending again after ``error``; raises the caller's error when the call is
+        not to be sent again (see :func:`client_error`)."""
+        delay = retry_delay(self.attempts, self._settings.max_retries, error, self._idempotent)
+        if delay is None:
+            raise client_error(self._settings.base_url, error) from (
+                error if isinstance(error, httpx.TransportError) else None
+            )
+        self.attempts += 1
+        return delay
+
+
+def client_error(base_url: str, error: Exception) -> Exception:
+    """The exception a caller gets for a failed call: httpx's errors as the SDK's, API errors as they are."""
+    if isinstance(error, httpx.TimeoutException) and not isinstance(error, httpx.ConnectTimeout):
+        return APITimeoutError(f"no answer from the gateway in time: {error}")
+    if isinstance(error, httpx.TransportError):
+        return APIConnectionError(describe_transport_error(base_url, error))
+    return error
+
+
+class BoundedBody:
+    """Collects an answer's body up to ``limit`` bytes (hostile input): past it a ProtocolError, or
+    with ``strict=False`` the first ``limit`` bytes."""
+
+    def __init__(self, limit: int, *, strict: bool = True) -> None:
+        self._out = bytearray()
+        self._limit = limit
+        self._strict = strict
+
+    def add(self, chunk: bytes) -> bool:
+        """Adds a chunk; True when the body is complete at the limit (stop reading)."""
+        self._out += chunk
+        if len(self._out) <= self._limit:
+            return False
+        if self._strict:
+            raise ProtocolError(f"answer is larger than the limit of {self._limit} bytes")
+        del self._out[self._limit:]
+        return True
+
+    def value(self) -> bytes:
+        return bytes(self._out)
+
+
+class ReadyPoll:
+    """The deadline of ``wait_until_ready``: polls every ``interval`` s for ``timeout`` s."""
+
+    def __init__(self, name: str, timeout: float, interval: float) -> None:
+        self._name = name
+        self._timeout = timeout
+        self._interval = interval
+        self._end = time.monotonic() + timeout
+
+    def is_ready(self, session: Session) -> bool:
+        """True when ``session`` is Ready; APITimeoutError (with the last reason) when the next poll
+        would come after the deadline; else False (poll again after ``interval``)."""
+        if session.ready:
+            return True
+        if time.monotonic() + self._interval > self._end:
+            raise APITimeoutError(
+                f"session {self._name} is not ready after {self._timeout:g} s: {session.reason}"
+                + (f": {session.message}" if session.message else "")
+            )
+        return False
+
+
 def check_name(name: str) -> str:
     """Session names are DNS labels; refusing others here gives a clear error before any call."""
     if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > 63:
@@ -280,14 +369,7 @@ def process_start_body(
     command: str, cwd: Optional[str], env: Optional[Mapping[str, str]], wait: Optional[int]
 ) -> dict[str, Any]:
     """POST /v1/sessions/{name}/processes body; None fields are left out."""
-    body: dict[str, Any] = {"command": command}
-    if cwd is not None:
-        body["cwd"] = cwd
-    if env is not None:
-        body["env"] = dict(env)
-    if wait is not None:
-        body["waitSeconds"] = wait
-    return body
+    return _command_body(command, cwd=cwd, env=env, waitSeconds=wait)
 
 
 def process_query(**fields: Optional[int]) -> dict[str, str]:
@@ -320,14 +402,69 @@ def process_list(data: Any) -> list[Any]:
     return items
 
 
-class FollowState:
+class StreamState(Generic[E]):
+    """The decoding half of a streamed NDJSON answer: fed the body's pieces as they come, it gives
+    their events one at a time (each handled only when taken, so what the state says matches what
+    the caller saw when it stops early). The clients' stream classes only read and close."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.decoder = NdjsonDecoder(label=label)
+
+    @property
+    def ended(self) -> bool:
+        """True once the end event came: stop reading."""
+        raise NotImplementedError
+
+    def take(self, raw: bytes) -> Iterator[E]:
+        """The events of the complete lines so far, with ``raw`` added."""
+        return self._events(self.decoder.feed(raw))
+
+    def take_rest(self) -> Iterator[E]:
+        """The events of a last line without a newline, once the body ended."""
+        return self._events(self.decoder.close())
+
+    def _events(self, events: list[dict[str, Any]]) -> Iterator[E]:
+        raise NotImplementedError
+
+
+class ExecStreamState(StreamState[OutputChunk]):
+    """What an exec stream saw: its output chunks, then :attr:`exit`."""
+
+    def __init__(self) -> None:
+        super().__init__("exec stream")
+        self.exit: Optional[ExitStatus] = None
+
+    @property
+    def ended(self) -> bool:
+        return self.exit is not None
+
+    def take_rest(self) -> Iterator[OutputChunk]:
+        """As :meth:`StreamState.take_rest`; a stream that ends without its exit event is a ProtocolError."""
+        yield from super().take_rest()
+        if self.exit is None:
+            raise ProtocolError("the exec stream ended without an exit event (connection lost?)")
+
+    def _events(self, events: list[dict[str, Any]]) -> Iterator[OutputChunk]:
+        for event in events:
+            if event["type"] == "exit":
+                self.exit = ExitStatus.from_json(event)
+            else:
+                yield OutputChunk(event["type"], decode_output(event["data"], event.get("encoding", "utf-8")))
+
+
+class FollowState(StreamState[ProcessEvent]):
     """What a follow saw so far: each stream's next offset (to follow again) and the exit event."""
 
     def __init__(self, stdout_offset: Optional[int], stderr_offset: Optional[int]) -> None:
-        self.decoder = NdjsonDecoder(label="process follow stream")
+        super().__init__("process follow stream")
         self.stdout_offset = stdout_offset or 0
         self.stderr_offset = stderr_offset or 0
         self.exit: Optional[ProcessExitEvent] = None
+
+    @property
+    def ended(self) -> bool:
+        return self.exit is not None
 
     def handle(self, raw: Mapping[str, Any]) -> ProcessEvent:
         event = process_event(raw)
@@ -338,6 +475,43 @@ class FollowState:
         else:
             self.stderr_offset = event.next_offset
         return event
+
+    def _events(self, events: list[dict[str, Any]]) -> Iterator[ProcessEvent]:
+        """Events up to the exit event (the process ended: nothing after it counts)."""
+        for event in events:
+            yield self.handle(event)
+            if self.exit is not None:
+                return
+
+
+class ExecStreamView:
+    """``exit`` and ``exit_code`` of ExecStream and AsyncExecStream, read from their state."""
+
+    _exec: ExecStreamState
+
+    @property
+    def exit(self) -> Optional[ExitStatus]:
+        return self._exec.exit
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return None if self.exit is None else self.exit.exit_code
+
+
+class FollowView:
+    """The offsets of ProcessFollow and AsyncProcessFollow, read from their state."""
+
+    _follow: FollowState
+
+    @property
+    def stdout_offset(self) -> int:
+        """Offset after the last stdout byte seen: where to follow again from."""
+        return self._follow.stdout_offset
+
+    @property
+    def stderr_offset(self) -> int:
+        """Offset after the last stderr byte seen."""
+        return self._follow.stderr_offset
 
 
 def describe_transport_error(base_url: str, exc: httpx.TransportError) -> str:
