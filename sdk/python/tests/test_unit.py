@@ -517,3 +517,94 @@ class TestProcesses:
         c, _ = client([httpx.Response(200, content=ndjson({"type": "stdout", "data": "!!", "encoding": "base64"}))])
         with pytest.raises(sp.ProtocolError, match="invalid base64"):
             list(c.exec_stream("s1", "x"))
+
+
+class TestCalls:
+    """The pure builders both clients share: what each call sends and whether it may be retried."""
+
+    SETTINGS = _core.Settings(base_url="http://gw.test", api_key="k", namespace="ns", timeout=7.0, max_retries=2)
+
+    def test_only_exec_start_signal_and_a_nameless_create_are_never_retried(self) -> None:
+        from sandbox_platform import _calls
+
+        s, opts = self.SETTINGS, _calls.ExecOptions(None, None, None, None)
+        fields = dict(image=None, env=None, idle_timeout=None, max_lifetime=None, shutdown_policy=None,
+                      exec_transport=None, persistent_workspace=None, pool=None, namespace=None)
+        never = [
+            _calls.exec(s, "s1", "true", opts, None).request,
+            _calls.exec_stream(s, "s1", "true", opts, None),
+            _calls.start_process(s, "s1", "true", cwd=None, env=None, wait=None, namespace=None).request,
+            _calls.signal_process(s, "s1", "p1", "SIGTERM", None).request,
+            _calls.create_session(s, None, **fields).request,
+        ]
+        retried = [
+            _calls.create_session(s, "s1", **fields).request,
+            _calls.get_session(s, "s1", None).request,
+            _calls.list_sessions(s, None).request,
+            _calls.delete_session(s, "s1", None),
+            _calls.suspend_session(s, "s1", None).request,
+            _calls.resume_session(s, "s1", None, None).request,
+            _calls.write_file(s, "s1", "f", b"x", None).request,
+            _calls.read_file(s, "s1", "f", None).request,
+            _calls.list_processes(s, "s1", None).request,
+            _calls.get_process(s, "s1", "p1", None).request,
+            _calls.process_output(s, "s1", "p1", stdout_offset=None, stderr_offset=None, max_bytes=None,
+                                  namespace=None).request,
+            _calls.follow_process(s, "s1", "p1", stdout_offset=None, stderr_offset=None, timeout=None, namespace=None),
+            _calls.wait_process(s, "s1", "p1", 5, None).request,
+            _calls.remove_process(s, "s1", "p1", None),
+        ]
+        assert [r.idempotent for r in never] == [False] * len(never)
+        assert [r.idempotent for r in retried] == [True] * len(retried)
+        assert {r.params["namespace"] for r in never + retried} == {"ns"}
+
+    def test_a_request_carries_its_query_body_and_timeout_and_decodes_its_answer(self) -> None:
+        from sandbox_platform import _calls
+
+        call = _calls.wait_process(self.SETTINGS, "s1", "p1", 5, "other")
+        assert (call.request.method, call.request.path, dict(call.request.params)) == (
+            "GET", "/v1/sessions/s1/processes/p1/wait", {"namespace": "other", "timeoutSeconds": "5"})
+        assert call.request.timeout == httpx.Timeout(35, connect=7.0)
+        assert call.decode(_calls.Answer(200, json.dumps(EXITED).encode())).exit_code == 143
+        get = _calls.get_session(self.SETTINGS, "s1", None)
+        assert (get.request.timeout, get.request.json, get.request.content) == (7.0, None, None)
+        create = _calls.create_session(self.SETTINGS, "s1", image=None, env=None, idle_timeout=None,
+                                       max_lifetime=None, shutdown_policy=None, exec_transport=None,
+                                       persistent_workspace=None, pool=None, namespace=None)
+        assert create.decode(_calls.Answer(201, json.dumps(SESSION).encode())).created is True
+        assert create.decode(_calls.Answer(200, json.dumps(SESSION).encode())).created is False
+        with pytest.raises(sp.ProtocolError, match="invalid JSON"):
+            get.decode(_calls.Answer(200, b"{nope"))
+
+    def test_a_delete_closes_its_answer_unread(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_core, "MAX_RESPONSE_BYTES", 10)
+        c, script = client([httpx.Response(200, content=b"x" * 100), httpx.Response(200, content=b"x" * 100)])
+        c.delete_session("s1")
+        c.remove_process("s1", "p1")
+        assert [r.method for r in script.requests] == ["DELETE", "DELETE"]
+
+    def test_a_follow_left_early_reports_the_offsets_of_what_was_taken(self) -> None:
+        # The state handles an event when the loop takes it: a caller that stops early follows again
+        # from what it saw, not from events decoded in the same piece but never given to it.
+        raw = ndjson({"type": "stdout", "offset": 0, "skipped": 0, "data": "ab", "encoding": "utf-8"},
+                     {"type": "stdout", "offset": 2, "skipped": 0, "data": "cd", "encoding": "utf-8"})
+        c, _ = client([httpx.Response(200, content=raw)])
+        with c.follow_process("s1", "p1") as follow:
+            for _event in follow:
+                break
+        assert follow.stdout_offset == 2
+
+    @pytest.mark.anyio
+    async def test_async_delete_and_early_follow_alike(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_core, "MAX_RESPONSE_BYTES", 10)
+        raw = ndjson({"type": "stdout", "offset": 0, "skipped": 0, "data": "ab", "encoding": "utf-8"},
+                     {"type": "stdout", "offset": 2, "skipped": 0, "data": "cd", "encoding": "utf-8"})
+        script = Script([refused(), problem(404, "session-not-found"), httpx.Response(200, content=b"x" * 100),
+                         httpx.Response(200, content=raw)])
+        async with sp.AsyncClient("http://gw.test", "k", transport=httpx.MockTransport(script)) as c:
+            await c.delete_session("s1")
+            await c.remove_process("s1", "p1")
+            async with await c.follow_process("s1", "p1") as follow:
+                async for _event in follow:
+                    break
+        assert follow.stdout_offset == 2
