@@ -9,7 +9,9 @@
  *
  * A third mode has tracing on with the sampler at 0% (always_off): the SDK, the context manager and
  * the wrappers run, nothing is recorded or exported (the fixed part of the cost).
- * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50).
+ * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50), and
+ * each gateway process's CPU time per exec (user + system over the whole measurement, divided by
+ * the calls it served), which a busy machine distorts far less than latency.
  * Usage: run.mjs [--iterations 2000] [--warmup 200] [--rounds 8] [--concurrency 8] [--duration-ms 8000]
  * With BENCH_PROFILE_DIR set, each gateway child writes a CPU profile (.cpuprofile) there.
  */
@@ -102,7 +104,15 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`${JSON.stringify({ url })}\n`);
-  process.stdin.resume();
+  // Each "cpu" line on stdin is answered with the CPU time (user + system, microseconds) this
+  // process used since the previous one: the parent brackets the measurement with two.
+  let since = process.cpuUsage();
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    if (line !== 'cpu') return;
+    const used = process.cpuUsage(since);
+    since = process.cpuUsage();
+    process.stdout.write(`${JSON.stringify({ cpuMicros: used.user + used.system })}\n`);
+  });
   process.stdin.on('end', () => {
     void app
       .close()
@@ -116,7 +126,7 @@ async function startChild(
   agentPort: number,
   endpoint: string,
   sampler = 'always_on',
-): Promise<{ url: string; proc: ChildProcess }> {
+): Promise<{ url: string; proc: ChildProcess; cpuMicros: () => Promise<number> }> {
   // BENCH_PROFILE_DIR=/some/dir: each gateway child writes a CPU profile there on exit.
   const profile = process.env.BENCH_PROFILE_DIR;
   const args = [
@@ -135,11 +145,31 @@ async function startChild(
   ];
   args.push('--endpoint', endpoint, '--sampler', sampler);
   const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: proc.stdout }).once('line', resolve);
-    proc.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
-  });
-  return { url: (JSON.parse(line) as { url: string }).url, proc };
+  const lines = createInterface({ input: proc.stdout });
+  const next = (): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
+      lines.once('line', resolve);
+      proc.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
+    });
+  const url = (JSON.parse(await next()) as { url: string }).url;
+  const cpuMicros = async (): Promise<number> => {
+    const answer = next();
+    proc.stdin.write('cpu\n');
+    return (JSON.parse(await answer) as { cpuMicros: number }).cpuMicros;
+  };
+  return { url, proc, cpuMicros };
+}
+
+/** Counts the calls made through `call`. */
+function counted(call: () => Promise<void>): { call: () => Promise<void>; count: () => number } {
+  let n = 0;
+  return {
+    call: () => {
+      n++;
+      return call();
+    },
+    count: () => n,
+  };
 }
 
 async function main(): Promise<void> {
@@ -165,16 +195,23 @@ async function main(): Promise<void> {
     on: execTrueCall({ ...hostPort(on.url), path, token: API_KEY }),
     unsampled: execTrueCall({ ...hostPort(unsampled.url), path, token: API_KEY }),
   };
+  const counts = {
+    off: counted(calls.off.call),
+    on: counted(calls.on.call),
+    unsampled: counted(calls.unsampled.call),
+  };
   const iterations = Number(values.iterations);
   const warmup = Number(values.warmup);
   console.error(
     `[tracing bench] ${iterations} sequential execs per mode in ${values.rounds} interleaved rounds...`,
   );
+  const children = { off, on, unsampled };
+  for (const c of Object.values(children)) await c.cpuMicros(); // start of the CPU bracket
   const rows = await measureInterleaved(
     [
-      { mode: 'gateway, tracing off', call: calls.off.call, iterations, warmup },
-      { mode: 'gateway, tracing on (100%)', call: calls.on.call, iterations, warmup },
-      { mode: 'gateway, tracing on (0%)', call: calls.unsampled.call, iterations, warmup },
+      { mode: 'gateway, tracing off', call: counts.off.call, iterations, warmup },
+      { mode: 'gateway, tracing on (100%)', call: counts.on.call, iterations, warmup },
+      { mode: 'gateway, tracing on (0%)', call: counts.unsampled.call, iterations, warmup },
     ],
     {
       rounds: Number(values.rounds),
@@ -186,6 +223,16 @@ async function main(): Promise<void> {
     ['tracing on (100%) / off', 'gateway, tracing on (100%)', 'gateway, tracing off'],
     ['tracing on (0%) / off', 'gateway, tracing on (0%)', 'gateway, tracing off'],
   ]);
+  // CPU per request of each gateway process: robust to a busy machine where latency is not.
+  const perCall: Record<keyof typeof children, number> = { off: 0, on: 0, unsampled: 0 };
+  for (const key of Object.keys(children) as Array<keyof typeof children>) {
+    perCall[key] = (await children[key].cpuMicros()) / counts[key].count();
+  }
+  console.log(
+    `gateway CPU per exec (user + system): off ${perCall.off.toFixed(1)} us, on (100%) ${perCall.on.toFixed(1)} us, ` +
+      `on (0%) ${perCall.unsampled.toFixed(1)} us; on (100%) / off ${(perCall.on / perCall.off).toFixed(2)}x, ` +
+      `on (0%) / off ${(perCall.unsampled / perCall.off).toFixed(2)}x (${counts.off.count()}/${counts.on.count()}/${counts.unsampled.count()} calls)`,
+  );
   console.log(`(OTLP export requests received by the sink: ${exports}, ${exportedBytes} bytes)`);
   for (const c of Object.values(calls)) c.close();
   for (const c of [off, on, unsampled]) c.proc.stdin!.end();
