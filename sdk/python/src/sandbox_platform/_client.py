@@ -11,16 +11,8 @@ import httpx
 from . import _calls as calls
 from . import _core as core
 from ._errors import APIError, NotFoundError, ProtocolError
-from ._models import (
-    ExecResult,
-    OutputChunk,
-    ProcessEvent,
-    ProcessExitEvent,
-    ProcessInfo,
-    ProcessOutput,
-    Session,
-    WrittenFile,
-)
+from ._models import (ExecResult, OutputChunk, ProcessEvent, ProcessExitEvent, ProcessInfo, ProcessOutput, Session,
+                      WrittenFile)
 
 T = TypeVar("T")
 E = TypeVar("E")

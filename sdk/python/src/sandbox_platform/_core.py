@@ -144,16 +144,13 @@ def exec_body(
     env: Optional[Mapping[str, str]],
     wait: Optional[int],
 ) -> dict[str, Any]:
-    return _command_body(command, timeoutSeconds=timeout, cwd=cwd, env=env, waitSeconds=wait)
+    env_copy = None if env is None else dict(env)
+    return _command_body(command, timeoutSeconds=timeout, cwd=cwd, env=env_copy, waitSeconds=wait)
 
 
 def _command_body(command: str, **fields: Any) -> dict[str, Any]:
     """An exec's or a process start's body: the command, then the given wire fields but None ones."""
-    body: dict[str, Any] = {"command": command}
-    for key, value in fields.items():
-        if value is not None:
-            body[key] = dict(value) if key == "env" else value
-    return body
+    return {"command": command, **{key: value for key, value in fields.items() if value is not None}}
 
 
 def exec_timeout(settings: Settings, timeout: Optional[int], wait: Optional[int]) -> httpx.Timeout:
@@ -369,7 +366,7 @@ def process_start_body(
     command: str, cwd: Optional[str], env: Optional[Mapping[str, str]], wait: Optional[int]
 ) -> dict[str, Any]:
     """POST /v1/sessions/{name}/processes body; None fields are left out."""
-    return _command_body(command, cwd=cwd, env=env, waitSeconds=wait)
+    return _command_body(command, cwd=cwd, env=None if env is None else dict(env), waitSeconds=wait)
 
 
 def process_query(**fields: Optional[int]) -> dict[str, str]:
