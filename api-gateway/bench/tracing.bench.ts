@@ -21,6 +21,11 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 
+import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+
 import { ThrottledActivityReporter } from '../src/activity/reporter.js';
 import { buildApp } from '../src/app.js';
 import { ApiKeys } from '../src/auth/keys.js';
@@ -121,6 +126,83 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
   });
 }
 
+/**
+ * Child: the floor of tracing one exec, the OpenTelemetry SDK's own work without the gateway:
+ * the trace's three spans (request SERVER, agent call CLIENT, agent SERVER) with the gateway's
+ * attributes, recorded, batched and exported over OTLP/protobuf to the sink, `iterations` times;
+ * prints the CPU time per exec (user + system, microseconds) once the last batch is exported.
+ */
+async function serveFloor(endpoint: string, iterations: number): Promise<void> {
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'floor', 'service.instance.id': 'floor' }),
+    sampler: new AlwaysOnSampler(),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint}/v1/traces` }))],
+  });
+  const tracer = provider.getTracer('floor');
+  const once = (): void => {
+    const request = tracer.startSpan('POST /v1/sessions/:name/exec', {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'fastify.root': '@fastify/otel',
+        'http.request.method': 'POST',
+        'url.path': '/v1/sessions/bench/exec',
+        'http.route': '/v1/sessions/:name/exec',
+      },
+    });
+    const parent = trace.setSpan(ROOT_CONTEXT, request);
+    const call = tracer.startSpan(
+      'agent POST /v1/exec',
+      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.template': '/v1/exec' } },
+      parent,
+    );
+    call.setAttribute('http.response.status_code', 200);
+    const agent = tracer.startSpan(
+      'sandbox-agent /v1/exec',
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'sandbox.exec.queue_ms': 0.1,
+          'sandbox.exec.run_ms': 1.2,
+          'sandbox.exec.output_bytes': 0,
+          'process.exit.code': 0,
+        },
+      },
+      trace.setSpan(parent, call),
+    );
+    agent.end();
+    call.end();
+    request.setAttributes({ 'http.response.status_code': 200 });
+    request.end();
+  };
+  for (let i = 0; i < 2000; i++) once(); // warm up
+  await provider.forceFlush();
+  const since = process.cpuUsage();
+  for (let i = 0; i < iterations; i++) {
+    once();
+    if (i % 500 === 499) await new Promise((r) => setImmediate(r)); // let batches go out
+  }
+  await provider.forceFlush();
+  const used = process.cpuUsage(since);
+  process.stdout.write(`${JSON.stringify({ cpuMicrosPerExec: (used.user + used.system) / iterations })}\n`);
+  await provider.shutdown();
+}
+
+/** Parent: the SDK floor (serveFloor) in its own process; CPU microseconds per exec. */
+async function measureFloor(endpoint: string, iterations: number): Promise<number> {
+  const proc = spawn(
+    process.execPath,
+    [process.argv[1]!, '--role', 'floor', '--endpoint', endpoint, '--iterations', String(iterations)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: proc.stdout }).once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`floor child exited ${code}`)));
+  });
+  return (JSON.parse(line) as { cpuMicrosPerExec: number }).cpuMicrosPerExec;
+}
+
 /** Parent: starts a gateway child process and returns its URL. */
 async function startChild(
   agentPort: number,
@@ -176,6 +258,7 @@ async function main(): Promise<void> {
   if (values.role === 'gateway') {
     return serveGateway(Number(values['agent-port']), values.endpoint ?? '', values.sampler ?? 'always_on');
   }
+  if (values.role === 'floor') return serveFloor(values.endpoint ?? '', Number(values.iterations));
   let exports = 0;
   let exportedBytes = 0;
   const sink = createServer((req, res) => {
@@ -228,6 +311,12 @@ async function main(): Promise<void> {
   for (const key of Object.keys(children) as Array<keyof typeof children>) {
     perCall[key] = (await children[key].cpuMicros()) / counts[key].count();
   }
+  // The SDK's own cost of this trace (three spans recorded and exported), alone in a process.
+  const floor = await measureFloor(endpoint, 20_000);
+  console.log(
+    `floor: the OpenTelemetry SDK recording and exporting one exec's three spans costs ${floor.toFixed(1)} us of CPU; ` +
+      `off + floor = ${((perCall.off + floor) / perCall.off).toFixed(2)}x of the off gateway's CPU per exec`,
+  );
   console.log(
     `gateway CPU per exec (user + system): off ${perCall.off.toFixed(1)} us, on (100%) ${perCall.on.toFixed(1)} us, ` +
       `on (0%) ${perCall.unsampled.toFixed(1)} us; on (100%) / off ${(perCall.on / perCall.off).toFixed(2)}x, ` +
