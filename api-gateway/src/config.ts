@@ -75,6 +75,11 @@ const envSchema = {
     GATEWAY_MAX_WAIT_SECONDS: { type: 'integer', minimum: 0, default: 120 },
     /** Largest JSON request body in bytes. */
     GATEWAY_MAX_BODY_BYTES: { type: 'integer', minimum: 1024, default: 1048576 },
+    /**
+     * Decoded stdin bytes one streamed exec (an NDJSON exec/stream body) may send in all; past it
+     * the call is stopped (payload-too-large). Each line is bounded apart (1 MiB, the agent's).
+     */
+    GATEWAY_MAX_EXEC_STDIN_STREAM_BYTES: { type: 'integer', minimum: 1024, default: 67108864 },
     /** Largest file upload or download in bytes. */
     GATEWAY_MAX_FILE_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
     /**
@@ -180,6 +185,8 @@ export interface GatewayConfig {
   policy: SessionPolicy;
   exec: ExecLimits;
   maxBodyBytes: number;
+  /** Decoded stdin bytes of one streamed exec (GATEWAY_MAX_EXEC_STDIN_STREAM_BYTES). */
+  maxExecStdinStreamBytes: number;
   maxFileBytes: number;
   mcpMaxBodyBytes: number;
   server: ServerLimits;
@@ -346,6 +353,7 @@ function toConfig(e: RawEnv): GatewayConfig {
       connectRetries: e.GATEWAY_CONNECT_RETRIES,
     },
     maxBodyBytes: e.GATEWAY_MAX_BODY_BYTES,
+    maxExecStdinStreamBytes: e.GATEWAY_MAX_EXEC_STDIN_STREAM_BYTES,
     maxFileBytes: e.GATEWAY_MAX_FILE_BYTES,
     mcpMaxBodyBytes: e.GATEWAY_MCP_MAX_BODY_BYTES,
     server: {

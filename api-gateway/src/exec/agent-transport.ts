@@ -6,9 +6,9 @@
  * validated against the contract (agent-json.ts), streams guarded line by line (ndjson-guard.ts);
  * a violation is 502 `agent-answer-too-large` or `agent-protocol-error`.
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 
-import { deriveToken } from '@sandbox-platform/api';
+import { NDJSON_CONTENT_TYPE, deriveToken } from '@sandbox-platform/api';
 
 import { ProblemError, isProblemError, slugOfType } from '../errors.js';
 import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
@@ -123,7 +123,10 @@ export class AgentTransport implements ExecTransport {
 
   async execStream(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<Readable> {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
-    const res = await this.send(target, jsonRequest('/v1/exec/stream', req), deadlineAt, opts);
+    const request = opts.stdinLines
+      ? ndjsonRequest('/v1/exec/stream', req, opts.stdinLines)
+      : jsonRequest('/v1/exec/stream', req);
+    const res = await this.send(target, request, deadlineAt, opts);
     await this.expectOk(res, target, deadlineAt);
     const guard = new NdjsonGuard(
       { maxBytes: this.maxAnswerBytes, maxOutputBytes: this.o.maxOutputBytes },
@@ -133,7 +136,11 @@ export class AgentTransport implements ExecTransport {
     upstream.on('error', (err) => guard.destroy(this.streamProblem(err, target)));
     // The guard failing (or the caller going away) closes the agent connection: the agent then
     // kills the command.
-    guard.on('close', () => upstream.destroy());
+    // The answer over, stdin is not needed any more (a command may end before its stdin does).
+    guard.on('close', () => {
+      upstream.destroy();
+      opts.stdinLines?.destroy();
+    });
     return upstream.pipe(guard);
   }
 
@@ -222,6 +229,8 @@ export class AgentTransport implements ExecTransport {
   /** The problem of a streamed answer that broke off (a transport failure drops the pool). */
   streamProblem(err: Error, target: ExecTarget): Error {
     if (isProblemError(err)) return err;
+    // The caller's own streamed stdin broke the call (a bad line): that problem is the answer.
+    if (err instanceof AgentTransportError && isProblemError(err.cause)) return err.cause;
     if (!isProtocolFailure(err)) this.pool.drop(this.address(target));
     return transportProblem(err) as Error;
   }
@@ -277,6 +286,29 @@ export class AgentTransport implements ExecTransport {
 
 function jsonRequest(path: string, req: ExecRequest): AgentRequest {
   return { method: 'POST', path, token: '', body: Buffer.from(JSON.stringify(req)) };
+}
+
+/**
+ * A streamed exec request: the request as the first NDJSON line, then the caller's stdin lines as
+ * they arrive (chunked, with backpressure). A stdin line that fails its check errors the stream:
+ * the call fails with that problem and its agent connection is closed, so the agent stops the
+ * command; so does the stream closing early (the caller went away).
+ */
+function ndjsonRequest(path: string, req: ExecRequest, stdinLines: Readable): AgentRequest {
+  const first = Buffer.from(JSON.stringify(req) + '\n');
+  async function* body(): AsyncGenerator<Buffer> {
+    yield first;
+    for await (const chunk of stdinLines) yield chunk as Buffer;
+  }
+  const bodyStream = Readable.from(body(), { objectMode: false });
+  // While the body is sent, the call listens and fails with the error; once it is over (the answer
+  // ended first, or it failed), a stdin stream that breaks off has nobody left to tell.
+  bodyStream.on('error', () => undefined);
+  // Destroyed by the call (it failed, or the caller left): the caller's stream goes too.
+  bodyStream.once('close', () => {
+    if (!stdinLines.destroyed && !stdinLines.readableEnded) stdinLines.destroy();
+  });
+  return { method: 'POST', path, token: '', contentType: NDJSON_CONTENT_TYPE, bodyStream };
 }
 
 /** `/v1/files/<path>` with each segment escaped (the path was validated by the route). */

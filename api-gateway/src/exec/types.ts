@@ -60,6 +60,11 @@ export interface CallOptions {
   hold?: AnswerHold;
   /** The caller's share of the gateway's CPU for reading answers (none: not metered). */
   meter?: CpuMeter;
+  /**
+   * execStream only: the command's stdin as NDJSON stdin lines (already checked, exec/stdin-guard.ts),
+   * forwarded to the agent as they arrive (Agent transport only).
+   */
+  stdinLines?: Readable;
 }
 
 /** Runs commands and moves files in a Ready session. */

@@ -176,7 +176,11 @@ export class ExecService {
     const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
     const end = this.d.activity.begin(target);
     try {
-      const stream = await this.transport(target, req).execStream(target, req, opts);
+      const stream = await this.transport(target, req, opts.stdinLines !== undefined).execStream(
+        target,
+        req,
+        opts,
+      );
       stream.once('close', end);
       return stream;
     } catch (err) {
@@ -215,9 +219,9 @@ export class ExecService {
     }
   }
 
-  private transport(target: ExecTarget, req?: ExecRequest): ExecTransport {
+  private transport(target: ExecTarget, req?: ExecRequest, streamedStdin = false): ExecTransport {
     // pods/exec runs each command without a stdin channel: refusing beats silently dropping it.
-    if (req?.stdin !== undefined && target.transport !== 'Agent') {
+    if ((req?.stdin !== undefined || streamedStdin) && target.transport !== 'Agent') {
       throw new ProblemError(
         'not-supported',
         `stdin needs the Agent transport; session ${target.name} uses ${target.transport}`,
