@@ -110,8 +110,9 @@ describe('a new SandboxSession', () => {
     });
     // Agent transport: spec.env reaches the agent's bash only, through SANDBOX_ENV_<name>.
     expect(c?.env?.map((e) => e.name)).toEqual(['HOME', 'SANDBOX_ENV_FOO', 'SANDBOX_TOKEN']);
-    expect(c?.readinessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe']);
-    expect(c?.livenessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe', '--live']);
+    // HTTP probes as the API server stored them (it defaults the scheme).
+    expect(c?.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 'agent', scheme: 'HTTP' });
+    expect(c?.livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'agent', scheme: 'HTTP' });
     expect(c?.ports).toEqual([{ name: 'agent', containerPort: 8090, protocol: 'TCP' }]);
     expect(c?.resources).toEqual({
       requests: { cpu: '100m', memory: '256Mi' },

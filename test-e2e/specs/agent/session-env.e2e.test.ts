@@ -1,7 +1,7 @@
 /**
  * e2e: a session's env steers the user's shell, never the agent (issue 11, point 5). A
  * SandboxSession whose spec.env holds variables that would break or hijack the agent's own node
- * process and its probes (NODE_OPTIONS requiring a missing module, LD_PRELOAD of a missing
+ * process (NODE_OPTIONS requiring a missing module, LD_PRELOAD of a missing
  * library, NODE_PATH, BASH_ENV) becomes Ready through the operator, and commands see every value
  * under its own name. The Pod carries them as SANDBOX_ENV_<name> (the operator's Pod builder);
  * the agent exports them in its bash only.
@@ -145,7 +145,9 @@ describe('session env on the node', () => {
       expect(names).toContain(SESSION_ENV_PREFIX + variable);
       expect(names).not.toContain(variable);
     }
-    expect(container?.livenessProbe?.exec?.command).toEqual(['sandbox-agent', 'probe', '--live']);
+    // The probes are the kubelet's own HTTP requests to the agent: no process of the Pod's env runs them.
+    expect(container?.livenessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'agent' });
+    expect(container?.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'agent' });
     expect(pod.status?.containerStatuses?.find((c) => c.name === SANDBOX_CONTAINER)).toMatchObject({
       ready: true,
       restartCount: 0,
