@@ -337,8 +337,13 @@ const onLocalCluster = !process.env.E2E_KUBECONFIG;
     for (const a of answers.slice(uploads)) expect(a).toBe('HTTP/1.1 408');
     for (const a of answers.slice(0, uploads)) {
       expect(a).toMatch(/^(HTTP\/1\.1 (408|502|504)|closed) \(\d+ MiB written\)$/);
-      expect(Number(/\((\d+) MiB/.exec(a)![1])).toBeLessThan(16);
     }
+    // Backpressure: the uploads stall short of 16 MiB. The kernel's socket buffers on the way
+    // (client send, gateway receive, gateway -> agent send, agent receive; autotuned up to several
+    // MiB each) can take a whole upload now and then (one of 16 did in a run), so not every one
+    // must stall; without backpressure every one would be handed over whole.
+    const whole = answers.slice(0, uploads).filter((a) => /\(16 MiB written\)$/.test(a)).length;
+    expect(whole).toBeLessThanOrEqual(uploads / 4);
   }, 150_000);
 
   // The limits are per replica (docs/gateway.md, "Limits"): the Service spreads the calls, so the
