@@ -72,8 +72,12 @@ function operation(route: RecordedRoute, raw: boolean): Record<string, unknown> 
     responses: responses(s),
     security: [{ bearer: [] }],
   };
-  if (s.body) op.requestBody = { required: true, content: { 'application/json': { schema: s.body } } };
-  else if (raw)
+  if (s.body) {
+    const content: Record<string, unknown> = { 'application/json': { schema: s.body } };
+    // A route that also takes NDJSON (exec/stream with streamed stdin) documents it next to JSON.
+    if (s.ndjsonBody) content['application/x-ndjson'] = { schema: s.ndjsonBody };
+    op.requestBody = { required: true, content };
+  } else if (raw)
     op.requestBody = {
       required: true,
       content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },

@@ -13,6 +13,7 @@ import {
   type HttpConfig,
   type RetryOptions,
 } from './http.js';
+import { encodeBase64 } from './encoding.js';
 import { ndjsonLines } from './ndjson.js';
 import type {
   CreateSessionRequest,
@@ -20,6 +21,7 @@ import type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  ExecStreamRequest,
   OutputEncoding,
   ProcessFollowEvent,
   ProcessFollowQuery,
@@ -222,16 +224,20 @@ export class SandboxClient {
   /**
    * Runs a command and yields its output events as they arrive; the last one is `exit`. A stream
    * that ends without it throws ProtocolError. Breaking out of the loop stops the download. Never retried.
+   * `stdin` may be an async iterable of bytes (a Node Readable): streamed to the command as it is
+   * produced, its end is EOF (the gateway bounds the total: GATEWAY_MAX_EXEC_STDIN_STREAM_BYTES).
    */
   async *execStream(
     name: string,
-    req: ExecRequest,
+    req: ExecStreamRequest,
     opts?: string | CallOptions,
   ): AsyncGenerator<ExecStreamEvent> {
+    const { stdin, ...rest } = req;
+    const streamed = stdin !== undefined && typeof stdin !== 'string';
     const ok = await this.call(opts, {
       method: 'POST',
       path: `/v1/sessions/${seg(name)}/exec/stream`,
-      body: jsonBody(req),
+      body: streamed ? { data: stdinBody(rest, stdin), contentType: 'application/x-ndjson' } : jsonBody(req),
       idempotent: false,
       timeoutMs: execDeadlineMs(req),
     });
@@ -254,7 +260,7 @@ export class SandboxClient {
    */
   async execStreamTo(
     name: string,
-    req: ExecRequest,
+    req: ExecStreamRequest,
     onOutput: (stream: 'stdout' | 'stderr', data: string, encoding: OutputEncoding) => void | Promise<void>,
     opts?: string | CallOptions,
   ): Promise<ExecExitEvent> {
@@ -476,7 +482,7 @@ function httpConfig(options: SandboxClientOptions): HttpConfig {
   };
 }
 
-function execDeadlineMs(req: ExecRequest): number {
+function execDeadlineMs(req: Pick<ExecRequest, 'timeoutSeconds' | 'waitSeconds'>): number {
   return (
     ((req.timeoutSeconds ?? MAX_EXEC_TIMEOUT_S) + (req.waitSeconds ?? MAX_WAIT_S) + EXEC_MARGIN_S) * 1000
   );
@@ -486,6 +492,43 @@ function toStreamEvent(value: unknown): ExecStreamEvent {
   const type = (value as { type?: unknown } | null)?.type;
   if (type === 'stdout' || type === 'stderr' || type === 'exit') return value as ExecStreamEvent;
   throw new ProtocolError(`unexpected exec stream event: ${JSON.stringify(value).slice(0, 80)}`);
+}
+
+/** Raw stdin bytes per NDJSON stdin line (base64 of it stays well under the gateway's 1 MiB line limit). */
+const STDIN_LINE_BYTES = 256 * 1024;
+
+/**
+ * An NDJSON exec/stream body: the request line, then the caller's stdin as base64 stdin lines as
+ * it is produced (pulled: backpressure reaches the iterable), then the close line.
+ */
+function stdinBody(
+  req: Omit<ExecStreamRequest, 'stdin'>,
+  stdin: AsyncIterable<Uint8Array>,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const line = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value) + '\n');
+  const chunks = stdin[Symbol.asyncIterator]();
+  let first = true;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (first) {
+        first = false;
+        return controller.enqueue(line(req));
+      }
+      const next = await chunks.next();
+      if (next.done) {
+        controller.enqueue(line({ type: 'close' }));
+        return controller.close();
+      }
+      for (let at = 0; at < next.value.length; at += STDIN_LINE_BYTES) {
+        const data = encodeBase64(next.value.subarray(at, at + STDIN_LINE_BYTES));
+        controller.enqueue(line({ type: 'stdin', data, encoding: 'base64' }));
+      }
+    },
+    async cancel() {
+      await chunks.return?.();
+    },
+  });
 }
 
 function jsonBody(value: unknown): { data: string; contentType: string } {

@@ -16,6 +16,15 @@ export function decodeOutput(data: string, encoding: OutputEncoding): Uint8Array
   return new TextEncoder().encode(data);
 }
 
+/** Bytes as base64 (streamed stdin lines), without Buffer. */
+export function encodeBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let at = 0; at < bytes.length; at += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  }
+  return btoa(binary);
+}
+
 /** The output of a stream event as bytes. */
 export function eventBytes(event: ExecOutputEvent): Uint8Array {
   return decodeOutput(event.data, event.encoding);

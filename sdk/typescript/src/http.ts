@@ -34,7 +34,8 @@ export interface CallSpec {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   namespace?: string | undefined;
-  body?: { data: string | Uint8Array; contentType: string };
+  /** A stream body (streamed stdin) is sent as it is produced, never retried. */
+  body?: { data: string | Uint8Array | ReadableStream<Uint8Array>; contentType: string };
   /** Safe to send twice: enables the retry rule. */
   idempotent: boolean;
   /** Client-side deadline of the whole call including retries (undefined: none). */
@@ -104,6 +105,10 @@ async function attemptOnce(
       headers,
       signal: deadline.signal,
       ...(spec.body ? { body: spec.body.data as NonNullable<RequestInit['body']> } : {}),
+      // Node's fetch sends a stream body only in half-duplex mode (the answer may arrive meanwhile).
+      ...(spec.body && typeof spec.body.data === 'object' && !(spec.body.data instanceof Uint8Array)
+        ? ({ duplex: 'half' } as RequestInit)
+        : {}),
     });
   } catch (err) {
     if (deadline.signal.aborted) throw err;

@@ -41,6 +41,7 @@ export type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  ExecStreamRequest,
   ExecTransport,
   OutputChunk,
   OutputCounters,

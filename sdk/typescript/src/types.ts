@@ -96,6 +96,14 @@ export interface ExecRequest {
   waitSeconds?: number;
 }
 
+/**
+ * A streaming exec: `stdin` may also be an async iterable of bytes (a Node Readable is one), sent
+ * to the command as it is produced (an NDJSON request body; Agent transport only). Its end is EOF.
+ */
+export interface ExecStreamRequest extends Omit<ExecRequest, 'stdin'> {
+  stdin?: string | AsyncIterable<Uint8Array>;
+}
+
 /** Result of one command. A non-zero exit is a normal result. */
 export interface ExecResult {
   stdout: string;

@@ -1,4 +1,6 @@
 /** Schemas of the exec routes; bounds come from the gateway configuration. */
+import { execStdinChunkSchema, execStdinCloseSchema } from '@sandbox-platform/api';
+
 import type { ExecLimits } from '../../config.js';
 
 /**
@@ -98,6 +100,21 @@ export function execSchema(limits: ExecLimits) {
   } as const;
 }
 
+/**
+ * The NDJSON variant of the exec stream body, for the OpenAPI document only (plugins/openapi.ts):
+ * fastify validates its first line with `body` (routes/exec/streamed-stdin.ts), the stdin lines
+ * are checked one by one as they arrive (exec/stdin-guard.ts).
+ */
+export const execStreamNdjsonBody = {
+  type: 'string',
+  description:
+    'NDJSON: line 1 is the exec request (the JSON body, without stdin and stdinEncoding), then stdin lines ' +
+    '{"type":"stdin","data","encoding"?} (each at most 1 MiB), optionally one {"type":"close"} line (EOF; the ' +
+    'end of the body is EOF too). Lines reach the command as they arrive. A bad later line, or stdin over ' +
+    'GATEWAY_MAX_EXEC_STDIN_STREAM_BYTES, stops the command and cuts the answer (no exit line)',
+  'x-ndjson-lines': { stdin: execStdinChunkSchema, close: execStdinCloseSchema },
+} as const;
+
 export function execStreamSchema(limits: ExecLimits) {
   return {
     summary: 'Run a command and stream its output as NDJSON (stdout/stderr lines, then one exit line)',
@@ -105,6 +122,7 @@ export function execStreamSchema(limits: ExecLimits) {
     params: nameParams,
     querystring: namespaceQuery,
     body: execBody(limits),
+    ndjsonBody: execStreamNdjsonBody,
     response: problemResponses(404, 410, 502, 503, 504),
   } as const;
 }

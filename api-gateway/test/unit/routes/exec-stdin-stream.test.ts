@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
+import { SandboxClient, eventBytes, type ExecStreamEvent } from '../../../../sdk/typescript/src/index.js';
 import { KEYS, auth } from '../../helpers/app.js';
 import { startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
 
@@ -222,6 +223,22 @@ describe('POST /v1/sessions/{name}/exec/stream with streamed stdin', () => {
     expect(a.events.at(-1)).toMatchObject({ type: 'exit', exitCode: 0 });
   });
 
+  it('the TypeScript SDK streams an async iterable as stdin (execStream)', async () => {
+    const client = new SandboxClient({ baseUrl: g.url, apiKey: KEYS.a });
+    const data = randomBytes(700 * 1024);
+    async function* stdin(): AsyncGenerator<Uint8Array> {
+      for (let at = 0; at < data.length; at += 100 * 1024) {
+        await new Promise((r) => setImmediate(r)); // produced over time, as a real source would
+        yield data.subarray(at, at + 100 * 1024);
+      }
+    }
+    const events: ExecStreamEvent[] = [];
+    for await (const e of client.execStream('demo', { command: 'cat', stdin: stdin() })) events.push(e);
+    const out = Buffer.concat(events.flatMap((e) => (e.type === 'exit' ? [] : [eventBytes(e)])));
+    expect(events.at(-1)).toMatchObject({ type: 'exit', exitCode: 0 });
+    expect(out.equals(data)).toBe(true);
+  });
+
   it('answers 400 for a malformed request line, before the agent is called', async () => {
     const begun = g.activity.begun;
     const firsts = [
@@ -250,6 +267,18 @@ describe('POST /v1/sessions/{name}/exec/stream with streamed stdin', () => {
     const a = await call.answer;
     expect(a.status).toBe(400);
     expect(a.raw).toContain('invalid-request');
+  });
+
+  it('documents the NDJSON body of exec/stream in /openapi.json (only there)', async () => {
+    const res = await g.app.inject({ method: 'GET', url: '/openapi.json' });
+    type Op = { requestBody: { content: Record<string, { schema: { description?: string } }> } };
+    const paths = res.json<{ paths: Record<string, { post: Op }> }>().paths;
+    const stream = paths['/v1/sessions/{name}/exec/stream']!.post.requestBody.content;
+    expect(Object.keys(stream).sort()).toEqual(['application/json', 'application/x-ndjson']);
+    expect(stream['application/x-ndjson']!.schema.description).toContain('{"type":"close"}');
+    expect(Object.keys(paths['/v1/sessions/{name}/exec']!.post.requestBody.content)).toEqual([
+      'application/json',
+    ]);
   });
 
   it('refuses NDJSON on the buffered exec route with 415', async () => {
