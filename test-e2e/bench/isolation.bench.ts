@@ -263,6 +263,9 @@ async function settle(ips: string[], what: string, done: (n: number) => boolean)
   }
 }
 
+/** Pace of the enforcer part's calls through the gateway (below the per-key rate limit). */
+const GATEWAY_CALLS_PER_SECOND = 60;
+
 async function enforcer(created: string[]): Promise<void> {
   console.log(
     `\n== NetworkPolicy enforcer: gateway -> agent exec (${ROUNDS} interleaved rounds x ${CALLS} calls)`,
@@ -282,7 +285,13 @@ async function enforcer(created: string[]): Promise<void> {
     throw new Error(
       'no firewall rule names the path: the enforcer does not run (LOCALKUBE_NETWORK_POLICY=false?)',
     );
+  // At most GATEWAY_CALLS_PER_SECOND: the gateway allows a key 100 requests per second (per
+  // replica), and a quiet node runs these execs faster than that (429 rate-limited otherwise).
+  let nextStart = 0;
   const call = async (): Promise<void> => {
+    const wait = nextStart - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    nextStart = performance.now() + 1000 / GATEWAY_CALLS_PER_SECOND;
     const r = await gw.exec(name, { command: 'true' });
     if (r.exitCode !== 0) throw new Error(`gateway exec exited ${r.exitCode}`);
   };
