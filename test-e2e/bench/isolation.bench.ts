@@ -61,11 +61,19 @@ const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 const ms = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e6;
 
-async function timed(call: () => Promise<unknown>, n: number, into: number[]): Promise<void> {
+/** Times `n` calls one after the other; `minIntervalMs` spaces their starts (not timed). */
+async function timed(
+  call: () => Promise<unknown>,
+  n: number,
+  into: number[],
+  minIntervalMs = 0,
+): Promise<void> {
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
     await call();
-    into.push(ms(t0));
+    const took = ms(t0);
+    into.push(took);
+    if (took < minIntervalMs) await new Promise((r) => setTimeout(r, minIntervalMs - took));
   }
 }
 
@@ -294,30 +302,27 @@ async function enforcer(created: string[]): Promise<void> {
     throw new Error(
       'no firewall rule names the path: the enforcer does not run (LOCALKUBE_NETWORK_POLICY=false?)',
     );
-  // At most GATEWAY_CALLS_PER_SECOND: the gateway allows a key 100 requests per second (per
-  // replica), and a quiet node runs these execs faster than that (429 rate-limited otherwise).
-  let nextStart = 0;
   const call = async (): Promise<void> => {
-    const wait = nextStart - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    nextStart = performance.now() + 1000 / GATEWAY_CALLS_PER_SECOND;
     const r = await gw.exec(name, { command: 'true' });
     if (r.exitCode !== 0) throw new Error(`gateway exec exited ${r.exitCode}`);
   };
-  await timed(call, 20, []);
+  // At most GATEWAY_CALLS_PER_SECOND: the gateway allows a key 100 requests per second (per
+  // replica), and a quiet node runs these execs faster than that (429 rate-limited otherwise).
+  const pace = 1000 / GATEWAY_CALLS_PER_SECOND;
+  await timed(call, 20, [], pace);
   const samples: Record<'with' | 'without', number[]> = { with: [], without: [] };
   // Alternate which mode goes first in each round, so a drift in machine load hits both alike.
   for (let r = 0; r < ROUNDS; r++) {
-    if (r % 2 === 0) await timed(call, CALLS, samples.with);
+    if (r % 2 === 0) await timed(call, CALLS, samples.with, pace);
     const saved = await removePolicies();
     try {
       await settle(ips, 'policies removed', (n) => n === 0);
-      await timed(call, CALLS, samples.without);
+      await timed(call, CALLS, samples.without, pace);
     } finally {
       await restorePolicies(saved);
       await settle(ips, 'policies restored', (n) => enforced === null || n >= enforced);
     }
-    if (r % 2 === 1) await timed(call, CALLS, samples.with);
+    if (r % 2 === 1) await timed(call, CALLS, samples.with, pace);
     console.log(`  round ${r + 1}/${ROUNDS} done (load ${load()})`);
   }
   const w = summary('gateway exec, policies enforced', samples.with);
