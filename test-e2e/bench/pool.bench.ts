@@ -17,9 +17,9 @@
  *
  * Needs `make platform-up` (platform.env).
  *   --samples N   warm and cold samples each (default 30)
- *   --batch B     warm Pods in the pool = warm samples per round (default 5: each idle sandbox Pod
- *                 runs its exec readiness probe, a node process, every 2 s; 10 on the local node's
- *                 2 CPUs starve each other's probes)
+ *   --batch B     warm Pods in the pool = warm samples per round (default 5; chosen when each
+ *                 idle sandbox Pod ran an exec probe, a node process, every 2 s, and 10 starved the
+ *                 local node's 2 CPUs; the probes are HTTP now, ADR 0024)
  *   --default-pool  the pool is the namespace default: warm sessions name no pool, cold ones an image
  */
 import * as os from 'node:os';
