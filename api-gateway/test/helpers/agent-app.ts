@@ -66,7 +66,8 @@ export async function startAgentApp(
       logLevel: 'error',
       ...(opts.ptyHelperPath ? { ptyHelperPath: opts.ptyHelperPath } : {}),
     }),
-    { logSink: () => undefined },
+    // HOME is the workspace, as in a sandbox Pod (never the developer's ~/.bashrc in a terminal).
+    { logSink: () => undefined, baseEnv: { ...process.env, HOME: workspace } },
   );
   const config = loadConfig({ ...TEST_ENV, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true', ...opts.env });
   const transport = new AgentTransport({

@@ -58,7 +58,14 @@ export class TestAgent {
       logLevel: 'debug',
       ...overrides,
     });
-    const running = await startAgent(config, { ...options, logSink: (line) => logs.push(line) });
+    // HOME is the workspace, as in a sandbox Pod: an interactive bash (the terminal) must not read
+    // the developer's own ~/.bashrc (one that waited a minute on a stale pyenv lock hung every
+    // terminal test).
+    const running = await startAgent(config, {
+      baseEnv: { ...process.env, HOME: workspace },
+      ...options,
+      logSink: (line) => logs.push(line),
+    });
     return new TestAgent(running, token, workspace, logs);
   }
 
