@@ -1,21 +1,30 @@
 /**
  * The interactive routes of issue 15, side by side with direct calls in the same run
- * (make bench-gateway-interactive), the real gateway code and a real agent on 127.0.0.1, all in
- * this process (no Kubernetes):
- * - stream throughput (MB/s of the file's bytes) of `cat` of a file through the gateway's exec
- *   stream vs straight to the agent's. One streamed exec is capped at the output cap, at most
- *   16 MiB (GATEWAY_MAX_OUTPUT_BYTES' maximum), so the file is 16 MiB here: a 100 MiB `cat`
- *   cannot pass the gateway in one exec stream;
- * - port-route throughput: a 100 MiB download from a server on a "sandbox port" through
+ * (make bench-gateway-interactive), in a deployment's topology on 127.0.0.1 (no Kubernetes): the
+ * agent, the sandbox's port server, the gateway (real code, static session store) and each floor
+ * run in their own child process, this process is only the client:
+ * - stream throughput (MB/s of the file's bytes) of `cat` of a file (--stream-mib, 100 MiB) through
+ *   the gateway's exec stream vs straight to the agent's, and vs the floors of one extra process on
+ *   the path: a TCP relay that parses nothing (tcp-pipe.ts), a node:http proxy that pipes the
+ *   answer (stream-floors.ts `http`), and that proxy re-serializing every NDJSON event without any
+ *   check (`ndjson`: the least any proxy that re-encodes the agent's events does). One streamed exec
+ *   carries at most the output cap (GATEWAY_MAX_OUTPUT_BYTES, at most 16 MiB) per stream, so the
+ *   file is cat'ed in pieces of --piece-mib, one exec each, one after the other, in every mode;
+ *   each mode's answer must have the direct answer's size (same events, same bytes);
+ * - port-route throughput: a download (--download-mib) from the sandbox's server through
  *   /v1/sessions/{name}/ports/{port}/ vs straight from that server;
  * - port-route HTTP p50/p99 of a small GET vs direct, next to the gateway's exec overhead (exec
  *   `true` through the gateway vs direct), the issue's goal being port p50 overhead <= exec's.
- * Modes are interleaved round by round (stats.ts). Prints raw figures and the ratios.
- * Usage: run.mjs [--iterations 1000] [--warmup 100] [--rounds 5] [--stream-mib 16] [--download-mib 100] [--transfers 5]
+ * Transfers rotate the order of the modes each round; latencies are interleaved (stats.ts). The CPU
+ * each child process spent per transfer (/proc, 10 ms ticks) is printed next to the rates.
+ * Usage: interactive-run.mjs [--iterations 1000] [--warmup 100] [--rounds 5] [--stream-mib 100]
+ *        [--piece-mib 16] [--download-mib 100] [--transfers 5] [--parts stream,download,latency]
  *        [--answer-cpu-ms N] (the per-key CPU share of reading answers; default: the gateway's)
+ *        [--gateway-cpu-prof DIR] (the gateway child runs with node --cpu-prof into DIR)
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,97 +40,74 @@ import { loadConfig } from '../src/config.js';
 import { AgentInteractive } from '../src/exec/agent-interactive.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../src/logger.js';
-import { execTrueCall } from './agent-call.js';
+import { execTrueCall, hostPort } from './agent-call.js';
+import type { Listening } from './listen.js';
 import { measureInterleaved, report } from './stats.js';
 import { readySession, StaticStore } from './static-store.js';
+import { startStreamFloor } from './stream-floors.js';
+import { startTcpPipe } from './tcp-pipe.js';
 
 const NAMESPACE = 'bench';
 const NAME = 'bench';
 const UID = 'bench-uid';
 const MASTER_KEY = Buffer.alloc(32, 3);
 const API_KEY = 'bench-interactive-key-0123456789ab';
+const TOKEN = deriveToken(MASTER_KEY, { namespace: NAMESPACE, name: NAME, uid: UID });
 const MIB = 1024 * 1024;
+/** How the parent hands a child what it serves (environment, not the command line). */
+const ENV = {
+  workspace: 'BENCH_INTERACTIVE_WORKSPACE',
+  pieceBytes: 'BENCH_INTERACTIVE_PIECE_BYTES',
+  downloadBytes: 'BENCH_INTERACTIVE_DOWNLOAD_BYTES',
+  answerCpuMs: 'BENCH_INTERACTIVE_ANSWER_CPU_MS',
+} as const;
 
 const { values } = parseArgs({
   options: {
+    serve: { type: 'string' },
+    'agent-port': { type: 'string', default: '0' },
     iterations: { type: 'string', default: '1000' },
     warmup: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '5' },
-    'stream-mib': { type: 'string', default: '16' },
+    'stream-mib': { type: 'string', default: '100' },
+    'piece-mib': { type: 'string', default: '16' },
     'download-mib': { type: 'string', default: '100' },
     transfers: { type: 'string', default: '5' },
+    parts: { type: 'string', default: 'stream,download,latency' },
     // The per-key CPU share of reading agent answers (GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND; '' =
     // the production default): a streamed exec's NDJSON is parsed and re-checked line by line, and
     // that CPU is charged to the caller's key, so the share bounds one key's stream throughput.
     'answer-cpu-ms': { type: 'string', default: '' },
+    'gateway-cpu-prof': { type: 'string' },
   },
 });
 
-const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
+/** A child's server: what it prints once listening (a port), and how to stop it. */
+type Served = { port: number; close: () => Promise<void> };
 
-/** One request; resolves with the number of body bytes once the answer is complete. */
-function request(
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method: opts.method ?? 'GET', headers: opts.headers ?? {}, agent: keepAlive },
-      (res) => {
-        let n = 0;
-        res.on('data', (c: Buffer) => (n += c.length));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve(n) : reject(new Error(`${url} answered ${res.statusCode}`)),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+function fromListening(l: Listening): Served {
+  return { port: hostPort(l.url).port, close: l.close };
 }
 
-/** MB/s (10^6 bytes) of `bytes` useful bytes per transfer, over `n` transfers, best and median. */
-async function transferRate(
-  run: () => Promise<number>,
-  bytes: number,
-  n: number,
-): Promise<{ median: number; best: number }> {
-  const rates: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await run();
-    rates.push(bytes / 1e6 / ((performance.now() - t0) / 1000));
-  }
-  rates.sort((a, b) => a - b);
-  return { median: rates[Math.floor(rates.length / 2)]!, best: rates.at(-1)! };
-}
-
-async function main(): Promise<void> {
-  const iterations = Number(values.iterations);
-  const warmup = Number(values.warmup);
-  const rounds = Number(values.rounds);
-  const streamBytes = Number(values['stream-mib']) * MIB;
-  const downloadBytes = Number(values['download-mib']) * MIB;
-  const transfers = Number(values.transfers);
-
-  const workspace = mkdtempSync(join(tmpdir(), 'gw-bench-interactive-'));
-  writeFileSync(join(workspace, 'stream.bin'), randomBytes(streamBytes));
-  const download = randomBytes(downloadBytes);
-  const token = deriveToken(MASTER_KEY, { namespace: NAMESPACE, name: NAME, uid: UID });
+/** The real agent, serving the workspace the parent filled; output cap = one piece. */
+async function serveAgent(): Promise<Served> {
   const agent = await startAgent(
     agentConfig({
-      token,
+      token: TOKEN,
       host: '127.0.0.1',
       port: 0,
-      workspace,
+      workspace: process.env[ENV.workspace]!,
       logLevel: 'error',
-      outputCapBytes: streamBytes,
+      outputCapBytes: Number(process.env[ENV.pieceBytes]),
     }),
     { logSink: () => undefined },
   );
-  // The "sandbox's server": a small answer, and the download.
+  return { port: agent.port, close: () => agent.close(0) };
+}
+
+/** The "sandbox's server" behind the port route: a small answer, and the download. */
+async function serveServer(): Promise<Served> {
+  const download = randomBytes(Number(process.env[ENV.downloadBytes]));
   const server = http.createServer((req, res) => {
     if (req.url === '/big') {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': download.length });
@@ -132,23 +118,33 @@ async function main(): Promise<void> {
     }
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const serverPort = (server.address() as AddressInfo).port;
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
 
+/** The gateway in front of the agent: production defaults except the limits a bench would hit. */
+async function serveGateway(agentPort: number): Promise<Served> {
+  const answerCpuMs = process.env[ENV.answerCpuMs];
   const config = loadConfig({
     GATEWAY_API_KEYS_FILE: '/unused',
     SANDBOX_MASTER_KEY_FILE: '/unused',
     GATEWAY_NAMESPACES: NAMESPACE,
-    GATEWAY_AGENT_PORT: String(agent.port),
+    GATEWAY_AGENT_PORT: String(agentPort),
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
-    GATEWAY_MAX_OUTPUT_BYTES: String(Math.min(streamBytes, 16 * MIB)),
+    GATEWAY_MAX_OUTPUT_BYTES: process.env[ENV.pieceBytes]!,
     GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: '0',
     GATEWAY_KEY_MAX_CONCURRENT_REQUESTS: '0',
     GATEWAY_SHED_EVENT_LOOP_DELAY_MS: '0',
-    ...(values['answer-cpu-ms'] ? { GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND: values['answer-cpu-ms'] } : {}),
+    ...(answerCpuMs ? { GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND: answerCpuMs } : {}),
   });
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
-    port: agent.port,
+    port: agentPort,
     connectTimeoutMs: config.exec.connectTimeoutMs,
     connectRetries: config.exec.connectRetries,
     deadlineMarginMs: config.exec.deadlineMarginMs,
@@ -166,113 +162,386 @@ async function main(): Promise<void> {
     activity: { touch: () => undefined, begin: () => () => undefined },
     interactive: new AgentInteractive(transport),
   });
-  const gateway = await app.listen({ port: 0, host: '127.0.0.1' });
-  const gw = new URL(gateway);
-  const agentUrl = `http://127.0.0.1:${agent.port}`;
-  const direct = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const viaKey = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
-  const catBody = JSON.stringify({ command: 'cat stream.bin', timeoutSeconds: 120 });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  process.stderr.write(
+    `[gateway] per-key answer CPU share: ${config.tenants.answerCpuMsPerSecond} ms/s (0: off)\n`,
+  );
+  return { port: hostPort(url).port, close: () => app.close() };
+}
 
-  try {
-    console.log(`per-key answer CPU share: ${config.tenants.answerCpuMsPerSecond} ms/s (0: off)`);
-    console.log(
-      `stream: cat of ${streamBytes / MIB} MiB through exec/stream; download: ${downloadBytes / MIB} MiB; ${transfers} transfers each, alternating`,
+/** Runs one role in this (child) process; prints its port as a JSON line; ends when stdin ends. */
+async function serve(role: string, agentPort: number): Promise<void> {
+  const target = { host: '127.0.0.1', port: agentPort, token: TOKEN };
+  const served =
+    role === 'agent'
+      ? await serveAgent()
+      : role === 'server'
+        ? await serveServer()
+        : role === 'gateway'
+          ? await serveGateway(agentPort)
+          : role === 'pipe'
+            ? fromListening(await startTcpPipe(target))
+            : role === 'http' || role === 'ndjson'
+              ? fromListening(await startStreamFloor(target, role))
+              : undefined;
+  if (!served) throw new Error(`unknown role ${role}`);
+  process.stdout.write(`${JSON.stringify({ port: served.port })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => void served.close().finally(() => process.exit(0)));
+}
+
+/** A role in its own child process (this bundle again), with node options, e.g. --cpu-prof. */
+interface Child {
+  port: number;
+  pid: number;
+  close(): Promise<void>;
+}
+
+async function spawnChild(role: string, agentPort = 0, nodeArgs: string[] = []): Promise<Child> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, process.argv[1]!, '--serve', role, '--agent-port', String(agentPort)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolve(out.slice(0, nl));
+    });
+    child.once('exit', (code) => reject(new Error(`${role} exited (${code}) before it started`)));
+  });
+  return {
+    port: (JSON.parse(line) as { port: number }).port,
+    pid: child.pid!,
+    close: async () => {
+      child.stdin!.end();
+      await exited;
+    },
+  };
+}
+
+/** CPU milliseconds (user + system) a process has used, from /proc (10 ms ticks). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10; // utime, stime: fields 14, 15
+}
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/**
+ * One request; resolves with the number of body bytes once the answer is complete, or with
+ * `inspect(body)` of the whole body when given (the untimed warm-up checks what it got).
+ */
+function request(
+  url: string,
+  opts: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    inspect?: (body: Buffer) => number;
+  } = {},
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: opts.method ?? 'GET', headers: opts.headers ?? {}, agent: keepAlive },
+      (res) => {
+        let n = 0;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => {
+          n += c.length;
+          if (opts.inspect) chunks.push(c);
+        });
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`${url} answered ${res.statusCode}`));
+          try {
+            resolve(opts.inspect ? opts.inspect(Buffer.concat(chunks)) : n);
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+        res.on('error', reject);
+      },
     );
-    const streams = { direct: [] as number[], gateway: [] as number[] };
-    const downloads = { direct: [] as number[], gateway: [] as number[] };
-    for (let i = 0; i < transfers; i++) {
-      streams.direct.push(
-        (
-          await transferRate(
-            () => request(`${agentUrl}/v1/exec/stream`, { method: 'POST', headers: direct, body: catBody }),
-            streamBytes,
-            1,
-          )
-        ).median,
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+/** The decoded stdout bytes of an exec stream answer; throws unless it ends in exit 0. */
+function streamedStdout(body: Buffer): number {
+  let bytes = 0;
+  let exit: unknown;
+  for (const line of body.toString('utf8').split('\n')) {
+    if (!line) continue;
+    const ev = JSON.parse(line) as {
+      type: string;
+      data?: string;
+      encoding?: BufferEncoding;
+      exitCode?: number;
+    };
+    if (ev.type === 'stdout')
+      bytes += Buffer.byteLength(ev.data!, ev.encoding === 'base64' ? 'base64' : 'utf8');
+    else if (ev.type === 'exit') exit = ev.exitCode;
+    else throw new Error(`unexpected ${ev.type} event`);
+  }
+  if (exit !== 0) throw new Error(`cat exited ${String(exit)}`);
+  return bytes;
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** One mode of a throughput measurement: a transfer and the proxy's pid. */
+interface TransferMode {
+  label: string;
+  /** One transfer; `check`: untimed, resolves with the useful bytes of each answer. */
+  run: (check?: boolean) => Promise<number[]>;
+  /** The process in the middle (none for direct). */
+  pid?: number;
+}
+
+/**
+ * `transfers` rounds of one transfer per mode, the order rotated per round; MB/s of `bytes`
+ * useful bytes, and the CPU ms the middle process and the agent spent on each transfer.
+ */
+async function measureTransfers(
+  modes: readonly TransferMode[],
+  bytes: number,
+  transfers: number,
+  agentPid: number,
+): Promise<Map<string, { rates: number[]; midCpu: number[]; agentCpu: number[] }>> {
+  const out = new Map(
+    modes.map((m) => [m.label, { rates: [] as number[], midCpu: [] as number[], agentCpu: [] as number[] }]),
+  );
+  // An untimed, checked warm-up transfer per mode: every mode must deliver all the bytes.
+  for (const m of modes) {
+    const got = (await m.run(true)).reduce((a, b) => a + b, 0);
+    if (got !== bytes) throw new Error(`${m.label}: got ${got} bytes, not ${bytes}`);
+  }
+  for (let r = 0; r < transfers; r++) {
+    for (let k = 0; k < modes.length; k++) {
+      const m = modes[(k + r) % modes.length]!;
+      const mid0 = m.pid ? cpuMs(m.pid) : 0;
+      const agent0 = cpuMs(agentPid);
+      const t0 = performance.now();
+      await m.run();
+      const seconds = (performance.now() - t0) / 1000;
+      const o = out.get(m.label)!;
+      o.rates.push(bytes / 1e6 / seconds);
+      o.midCpu.push(m.pid ? cpuMs(m.pid) - mid0 : 0);
+      o.agentCpu.push(cpuMs(agentPid) - agent0);
+    }
+    process.stderr.write(`[bench] transfer round ${r + 1}/${transfers} done\n`);
+  }
+  return out;
+}
+
+function printTransfers(
+  title: string,
+  results: Map<string, { rates: number[]; midCpu: number[]; agentCpu: number[] }>,
+  ratios: Array<[string, string]>,
+): void {
+  console.log(`\n${title}`);
+  console.log(
+    'mode                       MB/s median   (all)                          proxy CPU ms  agent CPU ms (median)',
+  );
+  for (const [label, r] of results) {
+    console.log(
+      `${label.padEnd(26)}${median(r.rates).toFixed(1).padStart(12)}   (${r.rates.map((x) => x.toFixed(0)).join(' ')})`.padEnd(
+        72,
+      ) + `${String(median(r.midCpu)).padStart(12)}${String(median(r.agentCpu)).padStart(14)}`,
+    );
+  }
+  for (const [num, den] of ratios) {
+    const a = results.get(num);
+    const b = results.get(den);
+    if (a && b) console.log(`${num} / ${den}: ${(median(a.rates) / median(b.rates)).toFixed(2)}x`);
+  }
+}
+
+async function main(): Promise<void> {
+  const iterations = Number(values.iterations);
+  const warmup = Number(values.warmup);
+  const rounds = Number(values.rounds);
+  const streamBytes = Number(values['stream-mib']) * MIB;
+  const pieceBytes = Math.min(Number(values['piece-mib']) * MIB, 16 * MIB);
+  const downloadBytes = Number(values['download-mib']) * MIB;
+  const transfers = Number(values.transfers);
+  const parts = new Set(values.parts.split(','));
+
+  // The file, in pieces of at most one output cap each (part-0.bin, part-1.bin, ...).
+  const workspace = mkdtempSync(join(tmpdir(), 'gw-bench-interactive-'));
+  const pieces: string[] = [];
+  for (let off = 0; off < streamBytes; off += pieceBytes) {
+    const name = `part-${pieces.length}.bin`;
+    writeFileSync(join(workspace, name), randomBytes(Math.min(pieceBytes, streamBytes - off)));
+    pieces.push(name);
+  }
+  process.env[ENV.workspace] = workspace;
+  process.env[ENV.pieceBytes] = String(pieceBytes);
+  process.env[ENV.downloadBytes] = String(downloadBytes);
+  if (values['answer-cpu-ms']) process.env[ENV.answerCpuMs] = values['answer-cpu-ms'];
+
+  const children: Child[] = [];
+  const start = async (role: string, agentPort?: number, nodeArgs?: string[]): Promise<Child> => {
+    const c = await spawnChild(role, agentPort, nodeArgs);
+    children.push(c);
+    return c;
+  };
+  try {
+    const agent = await start('agent');
+    const server = await start('server');
+    const prof = values['gateway-cpu-prof'];
+    const gateway = await start('gateway', agent.port, prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []);
+    const pipe = await start('pipe', agent.port);
+    const httpFloor = await start('http', agent.port);
+    const ndjsonFloor = await start('ndjson', agent.port);
+    const local = (port: number): string => `http://127.0.0.1:${port}`;
+    const direct = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const viaKey = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
+    const catBodies = pieces.map((p) => JSON.stringify({ command: `cat ${p}`, timeoutSeconds: 120 }));
+    /** The file's pieces one exec each; resolves with each answer's size (checked: its stdout bytes). */
+    const catAll =
+      (url: string, headers: Record<string, string>) =>
+      async (check?: boolean): Promise<number[]> => {
+        const sizes: number[] = [];
+        for (const body of catBodies) {
+          sizes.push(
+            await request(url, {
+              method: 'POST',
+              headers,
+              body,
+              ...(check ? { inspect: streamedStdout } : {}),
+            }),
+          );
+        }
+        return sizes;
+      };
+    console.log(
+      `topology: client (this process), agent, port server, gateway and each floor in its own process; ` +
+        `stream: cat of ${streamBytes / MIB} MiB in ${pieces.length} execs of <= ${pieceBytes / MIB} MiB; ` +
+        `download: ${downloadBytes / MIB} MiB; ${transfers} transfers per mode, order rotated per round`,
+    );
+
+    if (parts.has('stream')) {
+      const results = await measureTransfers(
+        [
+          { label: 'direct', run: catAll(`${local(agent.port)}/v1/exec/stream`, direct) },
+          {
+            label: 'gateway',
+            run: catAll(`${local(gateway.port)}/v1/sessions/${NAME}/exec/stream`, viaKey),
+            pid: gateway.pid,
+          },
+          { label: 'tcp pipe', run: catAll(`${local(pipe.port)}/v1/exec/stream`, direct), pid: pipe.pid },
+          {
+            label: 'node:http pipe floor',
+            run: catAll(`${local(httpFloor.port)}/v1/exec/stream`, viaKey),
+            pid: httpFloor.pid,
+          },
+          {
+            label: 'ndjson re-encode floor',
+            run: catAll(`${local(ndjsonFloor.port)}/v1/exec/stream`, viaKey),
+            pid: ndjsonFloor.pid,
+          },
+        ],
+        streamBytes,
+        transfers,
+        agent.pid,
       );
-      streams.gateway.push(
-        (
-          await transferRate(
-            () =>
-              request(`${gateway}/v1/sessions/${NAME}/exec/stream`, {
-                method: 'POST',
-                headers: viaKey,
-                body: catBody,
-              }),
-            streamBytes,
-            1,
-          )
-        ).median,
+      printTransfers(`exec stream: cat ${streamBytes / MIB} MiB`, results, [
+        ['gateway', 'direct'],
+        ['tcp pipe', 'direct'],
+        ['node:http pipe floor', 'direct'],
+        ['ndjson re-encode floor', 'direct'],
+        ['gateway', 'tcp pipe'],
+        ['gateway', 'node:http pipe floor'],
+        ['gateway', 'ndjson re-encode floor'],
+      ]);
+    }
+
+    if (parts.has('download')) {
+      const once =
+        (url: string, headers: Record<string, string> = {}) =>
+        async (): Promise<number[]> => [await request(url, { headers })];
+      const results = await measureTransfers(
+        [
+          { label: 'direct', run: once(`${local(server.port)}/big`) },
+          {
+            label: 'port route',
+            run: once(`${local(gateway.port)}/v1/sessions/${NAME}/ports/${server.port}/big`, viaKey),
+            pid: gateway.pid,
+          },
+        ],
+        downloadBytes,
+        transfers,
+        server.pid,
       );
-      downloads.direct.push(
-        (await transferRate(() => request(`http://127.0.0.1:${serverPort}/big`), downloadBytes, 1)).median,
-      );
-      downloads.gateway.push(
-        (
-          await transferRate(
-            () => request(`${gateway}/v1/sessions/${NAME}/ports/${serverPort}/big`, { headers: viaKey }),
-            downloadBytes,
-            1,
-          )
-        ).median,
+      printTransfers(
+        `port route download ${downloadBytes / MIB} MiB ("agent CPU" = the port server's)`,
+        results,
+        [['port route', 'direct']],
       );
     }
-    const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const line = (label: string, d: number[], g: number[]): void =>
-      console.log(
-        `${label.padEnd(34)} direct ${med(d).toFixed(1).padStart(7)} MB/s   gateway ${med(g).toFixed(1).padStart(7)} MB/s   ratio ${(med(g) / med(d)).toFixed(2)}x` +
-          `   (all direct: ${d.map((x) => x.toFixed(0)).join(' ')}; gateway: ${g.map((x) => x.toFixed(0)).join(' ')})`,
-      );
-    line(`exec stream cat ${streamBytes / MIB} MiB`, streams.direct, streams.gateway);
-    line(`port route download ${downloadBytes / MIB} MiB`, downloads.direct, downloads.gateway);
 
-    const execDirect = execTrueCall({ host: '127.0.0.1', port: agent.port, path: '/v1/exec', token });
-    const execGateway = execTrueCall({
-      host: gw.hostname,
-      port: Number(gw.port),
-      path: `/v1/sessions/${NAME}/exec`,
-      token: API_KEY,
-    });
-    const rows = await measureInterleaved(
-      [
-        {
-          mode: 'port GET direct',
-          call: async () => void (await request(`http://127.0.0.1:${serverPort}/`)),
-          iterations,
-          warmup,
-        },
-        {
-          mode: 'port GET via gateway',
-          call: async () =>
-            void (await request(`${gateway}/v1/sessions/${NAME}/ports/${serverPort}/`, { headers: viaKey })),
-          iterations,
-          warmup,
-        },
-        { mode: 'exec true direct', call: execDirect.call, iterations, warmup },
-        { mode: 'exec true via gateway', call: execGateway.call, iterations, warmup },
-      ],
-      { rounds, concurrency: 8, durationMs: 4000 },
-    );
-    report(rows, [
-      ['port route / direct', 'port GET via gateway', 'port GET direct'],
-      ['exec via gateway / direct', 'exec true via gateway', 'exec true direct'],
-    ]);
-    const by = new Map(rows.map((r) => [r.mode, r]));
-    const portOverhead = by.get('port GET via gateway')!.p50Ms - by.get('port GET direct')!.p50Ms;
-    const execOverhead = by.get('exec true via gateway')!.p50Ms - by.get('exec true direct')!.p50Ms;
-    console.log(
-      `p50 overhead of the gateway: port route ${portOverhead.toFixed(3)} ms, exec ${execOverhead.toFixed(3)} ms`,
-    );
-    execDirect.close();
-    execGateway.close();
+    if (parts.has('latency')) {
+      const execDirect = execTrueCall({
+        host: '127.0.0.1',
+        port: agent.port,
+        path: '/v1/exec',
+        token: TOKEN,
+      });
+      const execGateway = execTrueCall({
+        host: '127.0.0.1',
+        port: gateway.port,
+        path: `/v1/sessions/${NAME}/exec`,
+        token: API_KEY,
+      });
+      const rows = await measureInterleaved(
+        [
+          {
+            mode: 'port GET direct',
+            call: async () => void (await request(`${local(server.port)}/`)),
+            iterations,
+            warmup,
+          },
+          {
+            mode: 'port GET via gateway',
+            call: async () =>
+              void (await request(`${local(gateway.port)}/v1/sessions/${NAME}/ports/${server.port}/`, {
+                headers: viaKey,
+              })),
+            iterations,
+            warmup,
+          },
+          { mode: 'exec true direct', call: execDirect.call, iterations, warmup },
+          { mode: 'exec true via gateway', call: execGateway.call, iterations, warmup },
+        ],
+        { rounds, concurrency: 8, durationMs: 4000 },
+      );
+      report(rows, [
+        ['port route / direct', 'port GET via gateway', 'port GET direct'],
+        ['exec via gateway / direct', 'exec true via gateway', 'exec true direct'],
+      ]);
+      const by = new Map(rows.map((r) => [r.mode, r]));
+      const portOverhead = by.get('port GET via gateway')!.p50Ms - by.get('port GET direct')!.p50Ms;
+      const execOverhead = by.get('exec true via gateway')!.p50Ms - by.get('exec true direct')!.p50Ms;
+      console.log(
+        `p50 overhead of the gateway: port route ${portOverhead.toFixed(3)} ms, exec ${execOverhead.toFixed(3)} ms` +
+          ` (goal: port route <= exec: ${portOverhead <= execOverhead ? 'met' : 'not met'})`,
+      );
+      execDirect.close();
+      execGateway.close();
+    }
   } finally {
     keepAlive.destroy();
-    await app.close();
-    server.closeAllConnections();
-    server.close();
-    await agent.close(0);
+    await Promise.all(children.map((c) => c.close()));
     rmSync(workspace, { recursive: true, force: true });
   }
 }
 
-await main();
+if (values.serve) await serve(values.serve, Number(values['agent-port']));
+else await main();

@@ -1,7 +1,8 @@
 /**
  * The guard of a streamed exec answer (POST /v1/exec/stream): the agent's NDJSON passes through
  * it line by line and comes out re-serialized, so the caller only ever receives lines of the
- * contract. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
+ * contract. A line already in the form re-serialization would give it (canonical-event.ts: what the
+ * agent writes) is checked and counted without parsing and passed on as it came: the same bytes. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
  * output cap of decoded bytes per output stream, lines no longer than a full event can be, and
  * nothing after the exit event. A violation destroys the stream with a ProblemError
  * (`agent-answer-too-large` or `agent-protocol-error`); memory held is one partial line at most.
@@ -21,6 +22,7 @@ import {
 } from './agent-json.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import { AgentProtocolError } from './agent-wire.js';
+import { canonicalOutput } from './canonical-event.js';
 
 /** Limits of one stream. */
 export interface NdjsonLimits {
@@ -86,7 +88,7 @@ export class NdjsonGuard extends Transform {
 
   override _flush(cb: TransformCallback): void {
     try {
-      if (this.pendingBytes > 0) this.line(this.takePending(Buffer.alloc(0)));
+      if (this.pendingBytes > 0) this.line(this.takePending(Buffer.from('\n')));
       if (!this.exited) throw new AgentProtocolError('stream ended without an exit event');
       cb();
     } catch (err) {
@@ -103,7 +105,8 @@ export class NdjsonGuard extends Transform {
     let handled = 0;
     for (let nl = chunk.indexOf(NEWLINE, start); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
       if (handled++ === LINES_PER_TURN) return start;
-      const piece = chunk.subarray(start, nl);
+      // The line with its newline: a canonical line goes on as it is, without a copy.
+      const piece = chunk.subarray(start, nl + 1);
       this.line(this.pendingBytes > 0 ? this.takePending(piece) : piece);
       start = nl + 1;
     }
@@ -122,16 +125,26 @@ export class NdjsonGuard extends Transform {
     const line = Buffer.concat([...this.pending, tail], this.pendingBytes + tail.length);
     this.pending.length = 0;
     this.pendingBytes = 0;
-    if (line.length > this.maxLineBytes) {
+    if (line.length - 1 > this.maxLineBytes) {
       throw new AgentProtocolError(`stream line longer than ${this.maxLineBytes} bytes`);
     }
     return line;
   }
 
-  /** One complete line: validated, counted, passed on re-serialized. */
-  private line(bytes: Buffer): void {
+  /**
+   * One complete line, ending in its newline: validated, counted, passed on re-serialized (a
+   * canonical output line as it came, which is the same bytes).
+   */
+  private line(withNewline: Buffer): void {
+    const bytes = withNewline.subarray(0, withNewline.length - 1);
     if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0x0d)) return;
     if (this.exited) throw new AgentProtocolError('stream continues after the exit event');
+    const canonical = canonicalOutput(bytes);
+    if (canonical) {
+      this.count(canonical.type, canonical.decodedBytes);
+      this.push(withNewline);
+      return;
+    }
     const value = parseBounded(bytes);
     const ev = isExit(value)
       ? checkSchema<ExitEvent>(value, validateExitEvent)
@@ -140,12 +153,22 @@ export class NdjsonGuard extends Transform {
       this.exited = true;
     } else {
       checkOutputCap(ev.data, ev.encoding, this.limits.maxOutputBytes, ev.type);
-      this.decoded[ev.type] += outputBytes(ev.data, ev.encoding);
-      if (this.decoded[ev.type] > this.limits.maxOutputBytes) {
-        throw new AgentProtocolError(`${ev.type} exceeds the output cap of ${this.limits.maxOutputBytes}`);
-      }
+      this.count(ev.type, outputBytes(ev.data, ev.encoding));
     }
     this.push(JSON.stringify(ev) + '\n');
+  }
+
+  /** Adds an output event's decoded bytes to its stream's total, which the output cap bounds. */
+  private count(type: 'stdout' | 'stderr', bytes: number): void {
+    if (bytes > this.limits.maxOutputBytes) {
+      throw new AgentProtocolError(
+        `${type} is ${bytes} bytes, over the output cap of ${this.limits.maxOutputBytes}`,
+      );
+    }
+    this.decoded[type] += bytes;
+    if (this.decoded[type] > this.limits.maxOutputBytes) {
+      throw new AgentProtocolError(`${type} exceeds the output cap of ${this.limits.maxOutputBytes}`);
+    }
   }
 }
 

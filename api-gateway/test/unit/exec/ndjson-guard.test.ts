@@ -33,6 +33,20 @@ describe('NdjsonGuard', () => {
     expect(await guard([text.replace(/\n/g, '\r\n')])).toBe(text);
   });
 
+  it('passes canonical lines on as they came and re-serializes the others', async () => {
+    const b64 = line({
+      type: 'stdout',
+      data: Buffer.from([0, 255, 1]).toString('base64'),
+      encoding: 'base64',
+    });
+    const text = out('a\n"b"\u001b') + b64 + line(EXIT);
+    expect(await guard([text])).toBe(text);
+    const reordered = '{"encoding":"utf-8", "data":"\\u0041","type":"stdout"}\n';
+    expect(await guard([reordered + line(EXIT)])).toBe(
+      '{"encoding":"utf-8","data":"A","type":"stdout"}\n' + line(EXIT),
+    );
+  });
+
   it.each([
     ['garbage', ['not json\n'], /not valid JSON/],
     ['a wrong shape', [line({ ...EXIT, exitCode: 'zero' })], /exitCode must be integer/],
@@ -45,6 +59,21 @@ describe('NdjsonGuard', () => {
     ['lines after the exit', [line(EXIT) + out('late')], /after the exit/],
     ['a line that never ends', ['{"type":"stdout","data":"' + 'x'.repeat(8000)], /longer than/],
     ['output over the cap in one event', [out('x'.repeat(1001))], /over the output cap/],
+    [
+      'base64 output over the cap in one event',
+      [line({ type: 'stdout', data: Buffer.alloc(1001).toString('base64'), encoding: 'base64' })],
+      /over the output cap/,
+    ],
+    [
+      'base64 output over the cap in many events',
+      [line({ type: 'stderr', data: Buffer.alloc(600).toString('base64'), encoding: 'base64' }).repeat(2)],
+      /stderr exceeds the output cap/,
+    ],
+    [
+      'a raw control character in canonical form',
+      ['{"type":"stdout","data":"a\u0001","encoding":"utf-8"}\n'],
+      /not valid JSON/,
+    ],
     [
       'output over the cap in many events',
       [out('x'.repeat(600)) + out('y'.repeat(600))],

@@ -1,0 +1,131 @@
+import { describe, expect, it } from '@jest/globals';
+
+import { outputBytes } from '../../../src/exec/agent-json.js';
+import { canonicalOutput, plainAscii } from '../../../src/exec/canonical-event.js';
+
+/** A seeded generator (mulberry32): the fuzz cases are the same on every run. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Encoding = 'utf-8' | 'base64';
+const event = (type: string, data: string, encoding: Encoding): Buffer =>
+  Buffer.from(JSON.stringify({ type, data, encoding }));
+
+/** What the guard's full path gives for a line: the re-serialized event and its decoded size. */
+function fullPath(line: Buffer): { text: string; decodedBytes: number; type: string } {
+  const ev = JSON.parse(line.toString('utf8')) as { type: string; data: string; encoding: Encoding };
+  return { text: JSON.stringify(ev), decodedBytes: outputBytes(ev.data, ev.encoding), type: ev.type };
+}
+
+describe('canonicalOutput', () => {
+  it.each<[string, string, Encoding]>([
+    ['base64', Buffer.from([0, 1, 2, 250, 255]).toString('base64'), 'base64'],
+    ['base64, one pad', Buffer.from([1, 2, 3, 4, 5]).toString('base64'), 'base64'],
+    ['base64, no pad', Buffer.from([1, 2, 3]).toString('base64'), 'base64'],
+    ['empty', '', 'utf-8'],
+    ['ASCII text', 'hello world ~ 0x7f:\x7f', 'utf-8'],
+    ['text with the short escapes', 'a\nb\tc"d\\e\rf\bg\fh', 'utf-8'],
+    ['text with control characters', 'esc \x1b[0m nul \x00 us \x1f', 'utf-8'],
+  ])('recognizes what JSON.stringify writes: %s', (_what, data, encoding) => {
+    for (const type of ['stdout', 'stderr']) {
+      const line = event(type, data, encoding);
+      const full = fullPath(line);
+      expect(canonicalOutput(line)).toEqual({ type, decodedBytes: full.decodedBytes });
+    }
+  });
+
+  it.each([
+    ['another key order', '{"type":"stdout","encoding":"utf-8","data":"a"}'],
+    ['spaces', '{"type": "stdout","data":"a","encoding":"utf-8"}'],
+    ['an escaped slash', '{"type":"stdout","data":"a\\/b","encoding":"utf-8"}'],
+    ['an escaped letter', '{"type":"stdout","data":"\\u0041","encoding":"utf-8"}'],
+    ['an upper-case unicode escape', '{"type":"stdout","data":"\\u001B","encoding":"utf-8"}'],
+    ['non-ASCII text', '{"type":"stdout","data":"caf\u00e9","encoding":"utf-8"}'],
+    ['a raw newline', '{"type":"stdout","data":"a\nb","encoding":"utf-8"}'],
+    ['a raw control character in base64', '{"type":"stdout","data":"QUJD\u0001","encoding":"base64"}'],
+    ['a quote in base64', '{"type":"stdout","data":"QU"JD","encoding":"base64"}'],
+    ['a backslash in base64', '{"type":"stdout","data":"QU\\\\JD","encoding":"base64"}'],
+    ['an unknown stream', '{"type":"stdin","data":"a","encoding":"utf-8"}'],
+    ['an unknown encoding', '{"type":"stdout","data":"a","encoding":"hex"}'],
+    ['an extra member', '{"type":"stdout","data":"a","encoding":"utf-8","x":1}'],
+    ['an exit event', '{"type":"exit","exitCode":0}'],
+    ['a cut line', '{"type":"stdout","data":"'],
+  ])('leaves %s to the full path', (_what, text) => {
+    expect(canonicalOutput(Buffer.from(text))).toBeUndefined();
+  });
+
+  it('never accepts a line the full path would change or refuse (fuzzed)', () => {
+    const next = random(15);
+    const pieces = [
+      'a',
+      'Z',
+      '0',
+      '+',
+      '/',
+      '=',
+      ' ',
+      '"',
+      '\\',
+      '\\n',
+      '\\/',
+      '\\u001b',
+      '\\u001B',
+      '\\u0041',
+      '\\x',
+      '\\u00',
+      '\n',
+      '\u0000',
+      '\u001f',
+      '\u007f',
+      '\u00e9',
+      '\ud83d',
+      '}',
+      ',',
+    ];
+    let accepted = 0;
+    for (let n = 0; n < 20_000; n++) {
+      const base = event(
+        next() < 0.5 ? 'stdout' : 'stderr',
+        'abc',
+        next() < 0.5 ? 'utf-8' : 'base64',
+      ).toString();
+      let data = '';
+      for (let k = Math.floor(next() * 12); k > 0; k--) data += pieces[Math.floor(next() * pieces.length)];
+      const at = base.indexOf('abc');
+      const line = Buffer.from(base.slice(0, at) + data + base.slice(at + 3));
+      const fast = canonicalOutput(line);
+      if (!fast) continue;
+      accepted++;
+      const full = fullPath(line); // throws when the full path would refuse the line
+      expect(full.text).toBe(line.toString('utf8'));
+      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+    }
+    expect(accepted).toBeGreaterThan(1000); // the fast path is taken, not only declined
+  });
+});
+
+describe('plainAscii', () => {
+  it('agrees with a byte-by-byte check for every byte, at every alignment and position', () => {
+    const plain = (b: number): boolean => b >= 0x20 && b < 0x80 && b !== 0x22 && b !== 0x5c;
+    const backing = Buffer.alloc(64, 'a');
+    for (let offset = 0; offset < 4; offset++) {
+      for (const len of [1, 3, 4, 5, 8, 13, 32]) {
+        const view = backing.subarray(offset, offset + len);
+        for (let pos = 0; pos < len; pos++) {
+          for (let b = 0; b < 256; b++) {
+            view[pos] = b;
+            expect(plainAscii(view, 0, len)).toBe(plain(b));
+          }
+          view[pos] = 0x61;
+        }
+      }
+    }
+  });
+});
