@@ -21,6 +21,7 @@
  *        [--piece-mib 16] [--download-mib 100] [--transfers 5] [--parts stream,download,latency]
  *        [--answer-cpu-ms N] (the per-key CPU share of reading answers; default: the gateway's)
  *        [--gateway-cpu-prof DIR] (the gateway child runs with node --cpu-prof into DIR)
+ *        [--baseline COMMIT] (also the gateway of COMMIT, in its own process: interactive-baseline.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +42,7 @@ import { AgentInteractive } from '../src/exec/agent-interactive.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../src/logger.js';
 import { execTrueCall, hostPort } from './agent-call.js';
+import { baselineBundle } from './interactive-baseline.js';
 import type { Listening } from './listen.js';
 import { measureInterleaved, report } from './stats.js';
 import { readySession, StaticStore } from './static-store.js';
@@ -79,6 +81,7 @@ const { values } = parseArgs({
     // that CPU is charged to the caller's key, so the share bounds one key's stream throughput.
     'answer-cpu-ms': { type: 'string', default: '' },
     'gateway-cpu-prof': { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 
@@ -197,10 +200,15 @@ interface Child {
   close(): Promise<void>;
 }
 
-async function spawnChild(role: string, agentPort = 0, nodeArgs: string[] = []): Promise<Child> {
+async function spawnChild(
+  role: string,
+  agentPort = 0,
+  nodeArgs: string[] = [],
+  bundle = process.argv[1]!,
+): Promise<Child> {
   const child: ChildProcess = spawn(
     process.execPath,
-    [...nodeArgs, process.argv[1]!, '--serve', role, '--agent-port', String(agentPort)],
+    [...nodeArgs, bundle, '--serve', role, '--agent-port', String(agentPort)],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -387,16 +395,23 @@ async function main(): Promise<void> {
   if (values['answer-cpu-ms']) process.env[ENV.answerCpuMs] = values['answer-cpu-ms'];
 
   const children: Child[] = [];
-  const start = async (role: string, agentPort?: number, nodeArgs?: string[]): Promise<Child> => {
-    const c = await spawnChild(role, agentPort, nodeArgs);
+  const start = async (
+    role: string,
+    agentPort?: number,
+    nodeArgs?: string[],
+    bundle?: string,
+  ): Promise<Child> => {
+    const c = await spawnChild(role, agentPort, nodeArgs, bundle);
     children.push(c);
     return c;
   };
+  const baseline = values.baseline ? await baselineBundle(values.baseline) : undefined;
   try {
     const agent = await start('agent');
     const server = await start('server');
     const prof = values['gateway-cpu-prof'];
     const gateway = await start('gateway', agent.port, prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []);
+    const old = baseline ? await start('gateway', agent.port, [], baseline.bundle) : undefined;
     const pipe = await start('pipe', agent.port);
     const httpFloor = await start('http', agent.port);
     const ndjsonFloor = await start('ndjson', agent.port);
@@ -436,6 +451,15 @@ async function main(): Promise<void> {
             run: catAll(`${local(gateway.port)}/v1/sessions/${NAME}/exec/stream`, viaKey),
             pid: gateway.pid,
           },
+          ...(old
+            ? [
+                {
+                  label: `gateway ${baseline!.commit}`,
+                  run: catAll(`${local(old.port)}/v1/sessions/${NAME}/exec/stream`, viaKey),
+                  pid: old.pid,
+                },
+              ]
+            : []),
           { label: 'tcp pipe', run: catAll(`${local(pipe.port)}/v1/exec/stream`, direct), pid: pipe.pid },
           {
             label: 'node:http pipe floor',
@@ -460,6 +484,7 @@ async function main(): Promise<void> {
         ['gateway', 'tcp pipe'],
         ['gateway', 'node:http pipe floor'],
         ['gateway', 'ndjson re-encode floor'],
+        ...(baseline ? [['gateway', `gateway ${baseline.commit}`] as [string, string]] : []),
       ]);
     }
 
@@ -540,6 +565,7 @@ async function main(): Promise<void> {
     keepAlive.destroy();
     await Promise.all(children.map((c) => c.close()));
     rmSync(workspace, { recursive: true, force: true });
+    baseline?.remove();
   }
 }
 
