@@ -89,7 +89,7 @@ const { values } = parseArgs({
 type Served = { port: number; close: () => Promise<void> };
 
 function fromListening(l: Listening): Served {
-  return { port: hostPort(l.url).port, close: l.close };
+  return { port: hostPort(l.url).port, close: () => l.close() };
 }
 
 /** The real agent, serving the workspace the parent filled; output cap = one piece. */
@@ -269,7 +269,7 @@ function request(
           try {
             resolve(opts.inspect ? opts.inspect(Buffer.concat(chunks)) : n);
           } catch (err) {
-            reject(err as Error);
+            reject(err instanceof Error ? err : new Error(String(err)));
           }
         });
         res.on('error', reject);

@@ -103,40 +103,44 @@ export function canonicalOutput(line: Buffer): CanonicalOutput | undefined {
       ? 'stderr'
       : undefined;
   if (!type) return undefined;
-  if (endsWith(line, SUFFIX.base64)) {
-    const end = line.length - SUFFIX.base64.length;
-    if (end < PREFIX_BYTES || !plainAscii(line, PREFIX_BYTES, end)) return undefined;
-    const n = end - PREFIX_BYTES;
-    // As outputBytes (agent-json.ts) counts it from the decoded string: the same characters.
-    const pad = n > 0 && line[end - 1] === EQUALS ? (n > 1 && line[end - 2] === EQUALS ? 2 : 1) : 0;
-    return { type, decodedBytes: Math.floor((n * 3) / 4) - pad };
-  }
-  if (endsWith(line, SUFFIX['utf-8'])) {
-    const end = line.length - SUFFIX['utf-8'].length;
-    if (end < PREFIX_BYTES) return undefined;
-    if (plainAscii(line, PREFIX_BYTES, end)) return { type, decodedBytes: end - PREFIX_BYTES };
-    // Text with escapes (newlines, tabs, quotes, control characters): only the spellings
-    // JSON.stringify writes.
-    let decoded = 0;
-    for (let i = PREFIX_BYTES; i < end; i++) {
-      const b = line[i]!;
-      if (PLAIN_BYTE[b] === 1) {
-        decoded++;
-      } else if (b === BACKSLASH && i + 1 < end) {
-        const e = line[i + 1]!;
-        if (SHORT_ESCAPE[e] === 1) {
-          i += 1;
-        } else if (i + 5 < end && UNICODE_ESCAPES.has(line.toString('latin1', i + 1, i + 6))) {
-          i += 5;
-        } else {
-          return undefined;
-        }
-        decoded++; // every escape JSON.stringify writes stands for one ASCII character: one byte
-      } else {
-        return undefined;
-      }
+  const decodedBytes = endsWith(line, SUFFIX.base64)
+    ? base64Bytes(line, line.length - SUFFIX.base64.length)
+    : endsWith(line, SUFFIX['utf-8'])
+      ? textBytes(line, line.length - SUFFIX['utf-8'].length)
+      : undefined;
+  return decodedBytes === undefined ? undefined : { type, decodedBytes };
+}
+
+/** Decoded size of canonical base64 data in line[PREFIX_BYTES, end); undefined: not canonical. */
+function base64Bytes(line: Buffer, end: number): number | undefined {
+  if (end < PREFIX_BYTES || !plainAscii(line, PREFIX_BYTES, end)) return undefined;
+  const n = end - PREFIX_BYTES;
+  // As outputBytes (agent-json.ts) counts it from the decoded string: the same characters.
+  const pad = n > 0 && line[end - 1] === EQUALS ? (n > 1 && line[end - 2] === EQUALS ? 2 : 1) : 0;
+  return Math.floor((n * 3) / 4) - pad;
+}
+
+/** Decoded size of canonical text data in line[PREFIX_BYTES, end); undefined: not canonical. */
+function textBytes(line: Buffer, end: number): number | undefined {
+  if (end < PREFIX_BYTES) return undefined;
+  if (plainAscii(line, PREFIX_BYTES, end)) return end - PREFIX_BYTES;
+  // Text with escapes (newlines, tabs, quotes, control characters): only the spellings
+  // JSON.stringify writes.
+  let decoded = 0;
+  for (let i = PREFIX_BYTES; i < end; i++) {
+    if (PLAIN_BYTE[line[i]!] === 0) {
+      const n = escapeLength(line, i, end);
+      if (n === 0) return undefined;
+      i += n - 1;
     }
-    return { type, decodedBytes: decoded };
+    decoded++; // a plain byte, or an escape: one ASCII character, one byte
   }
-  return undefined;
+  return decoded;
+}
+
+/** Length of the escape JSON.stringify writes starting at line[i]: 2 or 6; 0 when there is none. */
+function escapeLength(line: Buffer, i: number, end: number): number {
+  if (line[i] !== BACKSLASH || i + 1 >= end) return 0;
+  if (SHORT_ESCAPE[line[i + 1]!] === 1) return 2;
+  return i + 5 < end && UNICODE_ESCAPES.has(line.toString('latin1', i + 1, i + 6)) ? 6 : 0;
 }
