@@ -13,70 +13,25 @@
  */
 import { randomBytes } from 'node:crypto';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import WebSocket from 'ws';
 
-import { namespaceOf, uniqueName } from '../isolation/support.js';
+import { namespaceOf } from '../isolation/support.js';
+import {
+  BASE,
+  KEY,
+  OTHER_KEY,
+  api,
+  eventually,
+  expectProblem,
+  gatewaySession,
+} from './interactive-support.js';
 
 const NAMESPACE = namespaceOf('e2e');
 const OTHER_NAMESPACE = namespaceOf('other');
 const MIB = 1024 * 1024;
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`the gateway's interactive spec needs ${name} from the e2e setup`);
-  return value;
-}
-
-const BASE = env('E2E_GATEWAY_URL');
-const KEY = env('E2E_GATEWAY_API_KEY');
-const OTHER_KEY = env('E2E_OTHER_API_KEY');
-
-interface Reply {
-  status: number;
-  type: string;
-  body: Record<string, unknown>;
-}
-
-/** One REST call to the gateway with an API key; the body parsed when it is JSON. */
-async function api(method: string, path: string, body?: unknown, key = KEY): Promise<Reply> {
-  const res = await fetch(new URL(path, BASE), {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(120_000),
-  });
-  const text = await res.text();
-  const type = res.headers.get('content-type') ?? '';
-  return {
-    status: res.status,
-    type,
-    body: type.includes('json') && text ? (JSON.parse(text) as Reply['body']) : { text },
-  };
-}
-
-function expectProblem(r: Reply, status: number, slug: string): void {
-  expect({ status: r.status, type: r.body.type }).toEqual({
-    status,
-    type: `https://sandbox.dev/problems/${slug}`,
-  });
-  expect(r.type).toMatch(/^application\/problem\+json/);
-}
-
-/** Polls until `check` returns a value (not undefined), or fails with what it last saw. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, tries = 100): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await check();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** A minimal WebSocket echo server on the python3 standard library (text and binary, < 64 KiB). */
 const WS_ECHO_PY = String.raw`
@@ -118,26 +73,7 @@ while True:
 `;
 
 describe('interactive work through the gateway', () => {
-  const name = uniqueName('gw-interactive');
-  const sessionPath = `/v1/sessions/${name}`;
-
-  beforeAll(async () => {
-    const created = await api('POST', '/v1/sessions', { name });
-    expect([200, 201]).toContain(created.status);
-    // exec waits (bounded) for the session to be Ready.
-    await eventually(
-      'the session to be ready',
-      async () => {
-        const r = await api('POST', `${sessionPath}/exec`, { command: 'true', waitSeconds: 60 });
-        return r.status === 200 ? r : undefined;
-      },
-      5,
-    );
-  }, 240_000);
-
-  afterAll(async () => {
-    await api('DELETE', sessionPath);
-  }, 60_000);
+  const { name, path: sessionPath } = gatewaySession('gw-interactive');
 
   it('stdin: cat echoes 1 MiB of binary exactly; python3 counts stdin', async () => {
     const bytes = randomBytes(MIB);
