@@ -198,15 +198,20 @@ describe('streamed stdin through the gateway', () => {
 
   it('head -n1 answers while stdin is still open: each line reaches the command as it arrives', async () => {
     const call = openStream(path, { command: 'head -n1', timeoutSeconds: 60 });
-    await write(call.req, stdinLine('first\n'));
-    // The body is still open: this stdout can only come from the first line.
-    await call.stdoutSeen('first\n');
-    expect(call.req.writableEnded).toBe(false);
-    // Only now is stdin ended (a line head never reads, then the close line).
-    call.req.end(stdinLine('second\n') + line({ type: 'close' }));
-    const a = await call.answer;
-    expect(a.stdout.toString('utf8')).toBe('first\n');
-    expect(a.events.at(-1)).toMatchObject({ type: 'exit', exitCode: 0 });
+    try {
+      await write(call.req, stdinLine('first\n'));
+      // The body is still open: this stdout can only come from the first line.
+      await call.stdoutSeen('first\n');
+      expect(call.req.writableEnded).toBe(false);
+      // Only now is stdin ended (a line head never reads, then the close line).
+      call.req.end(stdinLine('second\n') + line({ type: 'close' }));
+      const a = await call.answer;
+      expect(a.stdout.toString('utf8')).toBe('first\n');
+      expect(a.events.at(-1)).toMatchObject({ type: 'exit', exitCode: 0 });
+    } finally {
+      // A failed wait leaves the body open: the command would hold the agent's one shell.
+      call.req.destroy();
+    }
   });
 
   /**
