@@ -12,7 +12,8 @@
  *
  * Also measured, to show where the time goes: the create call alone, create to Ready as the API
  * server reports it (a watch on the session), an exec of `true` on a session that is Ready
- * already (the gateway and agent floor), and the operator's own claim latency
+ * already (the gateway and agent floor), the API server's floor (three serial writes, as a warm
+ * claim makes, timed right after each warm sample) and the operator's own claim latency
  * (sandbox_operator_pool_claim_duration_seconds, read through the API server's pod proxy).
  *
  * Needs `make platform-up` (platform.env).
@@ -131,6 +132,31 @@ async function execWhenReady(name: string): Promise<{ exitCode: number }> {
   }
 }
 
+/**
+ * The API server's floor of a warm claim: the three writes it makes one after another (the
+ * gateway's create of the session, the operator's claim patch of the Pod, its status patch),
+ * as a ConfigMap create and two patches in the same namespace, taken right after each warm sample
+ * so that both see the same node (a refill Pod starting). Returns ms; the ConfigMap is deleted.
+ */
+async function apiWriteFloor(): Promise<number> {
+  const name = uniqueName('bench-floor-cm');
+  const patch = (v: string) =>
+    kube.core.patchNamespacedConfigMap(
+      { namespace: ns, name, body: { data: { v } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  const t0 = now();
+  await kube.core.createNamespacedConfigMap({
+    namespace: ns,
+    body: { metadata: { name }, data: { v: '0' } },
+  });
+  await patch('1');
+  await patch('2');
+  const ms = since(t0);
+  await kube.core.deleteNamespacedConfigMap({ namespace: ns, name });
+  return ms;
+}
+
 async function pool(): Promise<SandboxPool> {
   return (await kube.custom.getNamespacedCustomObject({
     group: GROUP,
@@ -235,6 +261,7 @@ async function main(): Promise<void> {
   const warm: Sample[] = [];
   const cold: Sample[] = [];
   const floor: number[] = [];
+  const writes: number[] = [];
   try {
     await refilled();
     // The gateway's and the agent's floor: exec `true` on a session that is Ready already.
@@ -250,7 +277,10 @@ async function main(): Promise<void> {
       await refilled();
       const round = Math.min(B, N - warm.length);
       const warmNames = Array.from({ length: round }, () => uniqueName('bench-warm'));
-      for (const name of warmNames) warm.push(await sample(name, poolName, watch));
+      for (const name of warmNames) {
+        warm.push(await sample(name, poolName, watch));
+        writes.push(await apiWriteFloor());
+      }
       const coldNames = Array.from({ length: round }, () => uniqueName('bench-cold'));
       for (const name of coldNames) {
         cold.push(await sample(name, undefined, watch));
@@ -280,7 +310,12 @@ async function main(): Promise<void> {
       '  create to Ready=True (API server watch)',
       warm.flatMap((s) => (s.ready === undefined ? [] : [s.ready])),
     );
-    summary('  exec `true` on a Ready session (floor)', floor);
+    const f = summary('  exec `true` on a Ready session (floor)', floor);
+    const api = summary('  3 serial API writes after each warm sample', writes);
+    console.log(
+      `    floor of a warm claim (3 API writes + exec): p50 ${(api.p50 + f.p50).toFixed(1)} ms; ` +
+        `warm p50 / floor ${(w.p50 / (api.p50 + f.p50)).toFixed(2)}x`,
+    );
     console.log(`    operator claim (patch + bind): ${await operatorClaimP50()}`);
     summary(
       '  cold: create to Ready=True',
