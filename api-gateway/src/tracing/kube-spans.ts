@@ -10,6 +10,7 @@
 import { SpanKind, context, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 
 import { fail } from './span-status.js';
+import { unsampledParent } from './unsampled-parent.js';
 
 /** Attribute keys (OpenTelemetry's k8s conventions and ours). */
 const ATTR = {
@@ -30,8 +31,11 @@ export function traceKubeApi<T extends object>(tracer: Tracer, api: T, kind: str
       let fn = wrapped.get(prop);
       if (fn === undefined) {
         const method = value as (...args: unknown[]) => unknown;
+        // Under a request the sampler dropped: the call as it is (tracing.ts, unsampledParent).
         fn = (...args: unknown[]): unknown =>
-          traced(tracer, attributes(kind, prop, args[0]), () => method.apply(target, args));
+          unsampledParent()
+            ? method.apply(target, args)
+            : traced(tracer, attributes(kind, prop, args[0]), () => method.apply(target, args));
         wrapped.set(prop, fn);
       }
       return fn;

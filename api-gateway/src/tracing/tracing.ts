@@ -33,6 +33,7 @@ import {
   propagation,
   trace,
   type Span,
+  type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -56,6 +57,7 @@ import fp from 'fastify-plugin';
 
 import { parseAgentTiming, type AgentTiming } from './agent-timing.js';
 import { traceKubeApi } from './kube-spans.js';
+import { unsampledParent } from './unsampled-parent.js';
 import { fail } from './span-status.js';
 import { EVENT_CLIENT_GONE, requestLifetime } from './request-lifetime.js';
 import type {
@@ -135,6 +137,8 @@ export function startTracing(config: TracingConfig, opts: TracingOptions = {}): 
     recordExceptions: false,
     ignorePaths: ({ url }) => UNTRACED.has(url),
     requestHook: (span, request) => {
+      // A span the sampler dropped keeps no name or attribute: formatting them is wasted work.
+      if (!span.isRecording()) return;
       span.updateName(`${request.method} ${request.routeOptions.url ?? 'unknown route'}`);
       span.setAttribute(ATTR.urlPath, request.url.split('?', 1)[0]!);
     },
@@ -209,8 +213,29 @@ function now(): number {
  * agent's SERVER span: it ends when the answer's head arrived and starts queue + run earlier (the
  * gateway's clock: no skew between the two), never before the call began (a sandbox may report
  * anything within the parser's bounds).
+ *
+ * Under a parent the sampler dropped, no span at all (unsampled-parent.ts): the call goes out with the
+ * parent's traceparent, its sampled flag off, and the agent measures nothing.
  */
-async function agentCall<R extends AgentAnswer>(
+function agentCall<R extends AgentAnswer>(
+  tracer: Tracer,
+  method: string,
+  path: string,
+  send: (traceparent: string | undefined) => Promise<R>,
+): Promise<R> {
+  const parent = unsampledParent();
+  if (parent) return send(traceparentOf(parent.spanContext()));
+  return recordedAgentCall(tracer, method, path, send);
+}
+
+/** The W3C traceparent of a span context; undefined for an invalid one. */
+function traceparentOf(sc: SpanContext): string | undefined {
+  return isSpanContextValid(sc)
+    ? `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`
+    : undefined;
+}
+
+async function recordedAgentCall<R extends AgentAnswer>(
   tracer: Tracer,
   method: string,
   path: string,
@@ -223,10 +248,7 @@ async function agentCall<R extends AgentAnswer>(
     startTime,
     attributes: { [ATTR.method]: method, [ATTR.urlTemplate]: route },
   });
-  const sc = span.spanContext();
-  const traceparent = isSpanContextValid(sc)
-    ? `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`
-    : undefined;
+  const traceparent = traceparentOf(span.spanContext());
   try {
     const res = await context.with(trace.setSpan(context.active(), span), () => send(traceparent));
     span.setAttribute(ATTR.status, res.status);

@@ -46,6 +46,8 @@ describe('gateway tracing', () => {
   let lines: string[];
   let serverTiming: string | undefined;
   let kubeCalls: unknown[];
+  let release: () => void;
+  let later: Promise<unknown>;
 
   beforeEach(async () => {
     agent = new FakeAgent();
@@ -115,6 +117,15 @@ describe('gateway tracing', () => {
         .type('application/x-ndjson')
         .send(await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 })),
     );
+    // Work that goes on after the answer (as the activity patch does), once the test releases it.
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    later = Promise.resolve();
+    app.post('/v1/sessions/:name/later', () => {
+      later = gate.then(() =>
+        kube.patchNamespacedCustomObject({ namespace: 'team-a', plural: 'sandboxsessions', name: 'demo' }),
+      );
+      return { ok: true };
+    });
     app.get('/healthz', () => ({ status: 'ok' }));
     await app.ready();
   });
@@ -314,6 +325,37 @@ describe('gateway tracing', () => {
     }
     expect(request?.status.code).toBe(2);
     expect(request?.events.map((e) => e.name)).toEqual([]);
+  });
+
+  it('records nothing under a caller that did not sample its trace, and still propagates it', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/sessions/demo/exec',
+      headers: { traceparent: `00-${traceId}-b7ad6b7169203331-00` },
+      payload: { command: SECRET_COMMAND },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(exporter.getFinishedSpans()).toHaveLength(0);
+    expect(kubeCalls).toHaveLength(1);
+    // The request's own (unrecorded) span is the agent call's parent: same trace, sampled flag off.
+    expect(agent.seen[0]!.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    flushLogsOf(app);
+    const line = lines
+      .join('')
+      .split('\n')
+      .find((l) => l.includes('"message":"exec"'));
+    expect(JSON.parse(line!)).not.toHaveProperty('trace_id');
+  });
+
+  it('records the Kubernetes call of a sampled request that outlives its span', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/sessions/demo/later' });
+    expect(res.statusCode).toBe(200);
+    const request = named(exporter.getFinishedSpans(), 'POST /v1/sessions/:name/later');
+    release();
+    await later;
+    const patch = named(exporter.getFinishedSpans(), 'k8s patchNamespacedCustomObject');
+    expect(patch.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
   });
 
   it('does not trace probes', async () => {
