@@ -20,7 +20,7 @@
  * Usage: interactive-run.mjs [--iterations 1000] [--warmup 100] [--rounds 5] [--stream-mib 100]
  *        [--piece-mib 16] [--download-mib 100] [--transfers 5] [--parts stream,download,latency]
  *        [--answer-cpu-ms N] (the per-key CPU share of reading answers; default: the gateway's)
- *        [--gateway-cpu-prof DIR] (the gateway child runs with node --cpu-prof into DIR)
+ *        [--cpu-prof DIR] (the gateway and the floors run with node --cpu-prof into DIR, CPU.*.<pid>.*)
  *        [--baseline COMMIT] (also the gateway of COMMIT, in its own process: interactive-baseline.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -80,7 +80,7 @@ const { values } = parseArgs({
     // the production default): a streamed exec's NDJSON is parsed and re-checked line by line, and
     // that CPU is charged to the caller's key, so the share bounds one key's stream throughput.
     'answer-cpu-ms': { type: 'string', default: '' },
-    'gateway-cpu-prof': { type: 'string' },
+    'cpu-prof': { type: 'string' },
     baseline: { type: 'string' },
   },
 });
@@ -409,12 +409,21 @@ async function main(): Promise<void> {
   try {
     const agent = await start('agent');
     const server = await start('server');
-    const prof = values['gateway-cpu-prof'];
-    const gateway = await start('gateway', agent.port, prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []);
-    const old = baseline ? await start('gateway', agent.port, [], baseline.bundle) : undefined;
-    const pipe = await start('pipe', agent.port);
-    const httpFloor = await start('http', agent.port);
-    const ndjsonFloor = await start('ndjson', agent.port);
+    const prof = values['cpu-prof'];
+    const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
+    const gateway = await start('gateway', agent.port, profArgs);
+    const old = baseline ? await start('gateway', agent.port, profArgs, baseline.bundle) : undefined;
+    const pipe = await start('pipe', agent.port, profArgs);
+    const httpFloor = await start('http', agent.port, profArgs);
+    const ndjsonFloor = await start('ndjson', agent.port, profArgs);
+    if (prof) {
+      const pids = { gateway, ...(old ? { baseline: old } : {}), pipe, http: httpFloor, ndjson: ndjsonFloor };
+      console.log(
+        `profiles in ${prof}: ${Object.entries(pids)
+          .map(([k, c]) => `${k} ${c.pid}`)
+          .join(', ')}`,
+      );
+    }
     const local = (port: number): string => `http://127.0.0.1:${port}`;
     const direct = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
     const viaKey = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
