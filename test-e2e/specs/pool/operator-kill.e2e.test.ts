@@ -36,32 +36,22 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import {
   CONDITIONS,
-  GROUP,
   KIND,
   LABELS,
   POOL_KIND,
   POOL_LABELS,
-  POOL_PLURAL,
-  VERSION,
   type SandboxPool,
   type SandboxSession,
 } from '@sandbox-platform/api';
 
 import { UnavailableError } from '../../../sdk/typescript/src/index.js';
-import { isNotFound } from '../../src/framework/index.js';
 import { findPodProcesses, signalProcesses } from '../../src/framework/pod-processes.js';
-import {
-  armOperatorKill,
-  waitOperatorRestarted,
-  freshOperator,
-  type OperatorKill,
-} from '../../src/framework/platform-operator.js';
+import { waitOperatorRestarted } from '../../src/framework/platform-operator.js';
 import { watchPods, type ResourceWatch } from '../../src/framework/resource-watch.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { NS, READY_MS, kube, sbx, session } from '../suspend/support.js';
-
-/** The local cluster only: the spec kills processes of this machine. */
-const onLocalCluster = !process.env.E2E_KUBECONFIG;
+import { createPool, deletePool, readPool } from '../support/custom-objects.js';
+import { armKillOnce, onLocalCluster, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 
 const SIZE = 3;
 const BURST = 4;
@@ -69,24 +59,10 @@ const suffix = randomBytes(2).toString('hex');
 const POOL = `kill-${suffix}`;
 const names = Array.from({ length: BURST }, (_v, i) => `kill-${suffix}-${i}`);
 
-const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 const controllerOf = (p: k8s.V1Pod): k8s.V1OwnerReference | undefined =>
   p.metadata?.ownerReferences?.find((o) => o.controller);
 
-async function getPool(): Promise<SandboxPool | undefined> {
-  try {
-    return (await kube.custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: POOL_PLURAL,
-      namespace: NS,
-      name: POOL,
-    })) as SandboxPool;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
+const getPool = (): Promise<SandboxPool | undefined> => readPool(kube, NS, POOL);
 
 /** Every Pod of the pool (warm or bound since), those being deleted included. */
 async function poolPods(): Promise<k8s.V1Pod[]> {
@@ -197,21 +173,8 @@ async function hostnameOf(name: string): Promise<string> {
   const recorder = new BindingRecorder();
 
   beforeAll(async () => {
-    const replaced = await freshOperator(kube);
-    if (replaced.length > 0)
-      console.log(`operator pods replaced (a container died in the last 10 min): ${replaced.join(', ')}`);
-    await kube.custom.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: POOL_PLURAL,
-      namespace: NS,
-      body: {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: POOL_KIND,
-        metadata: { name: POOL },
-        spec: { replicas: SIZE },
-      },
-    });
+    await startFromFreshOperator(kube);
+    await createPool(kube, NS, POOL, { replicas: SIZE });
   }, READY_MS);
 
   afterAll(async () => {
@@ -221,15 +184,7 @@ async function hostnameOf(name: string): Promise<string> {
       // Reported by the test, which stops it first; here only when the test failed before that.
     }
     await Promise.all(names.map((n) => sbx.deleteSession(n).catch(() => undefined)));
-    await kube.custom
-      .deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: POOL_PLURAL,
-        namespace: NS,
-        name: POOL,
-      })
-      .catch(() => undefined);
+    await deletePool(kube, NS, POOL).catch(() => undefined);
   });
 
   it(
@@ -253,10 +208,7 @@ async function hostnameOf(name: string): Promise<string> {
         command: 'node',
       }).filter((p) => !p.argv.includes('probe'));
       // Every replica's process found now, SIGKILLed synchronously from the watch callback.
-      const armed = await armOperatorKill(kube, 'all');
-      let outcome: { kill: OperatorKill } | { error: unknown } | undefined;
-      let fired!: () => void;
-      const firstClaim = new Promise<void>((resolve) => (fired = resolve));
+      const trigger = await armKillOnce(kube, 'all');
       let frozen = false;
       const thaw = (): void => {
         if (!frozen) return;
@@ -264,13 +216,8 @@ async function hostnameOf(name: string): Promise<string> {
         signalProcesses(agents, 'SIGCONT');
       };
       await recorder.start(() => {
-        try {
-          outcome = { kill: armed.fire() };
-          thaw();
-        } catch (error) {
-          outcome = { error };
-        }
-        fired();
+        trigger.fire('the first claim seen');
+        thaw();
       });
       signalProcesses(agents, 'SIGSTOP');
       frozen = true;
@@ -282,7 +229,7 @@ async function hostnameOf(name: string): Promise<string> {
         );
         created.catch(() => undefined); // awaited (and its failure thrown) after the kill
         await Promise.race([
-          firstClaim,
+          trigger.fired,
           new Promise((_r, reject) => {
             timer = setTimeout(
               () => reject(new Error(`no Pod of pool ${POOL} was claimed within ${READY_MS} ms`)),
@@ -295,8 +242,7 @@ async function hostnameOf(name: string): Promise<string> {
         clearTimeout(timer);
         thaw();
       }
-      if (!outcome || 'error' in outcome) throw outcome?.error;
-      const kill = outcome.kill;
+      const { kill } = trigger.outcome();
       const [podsAtKill, sessionsAtKill] = await Promise.all([poolPods(), Promise.all(names.map(session))]);
       console.log(
         `SIGKILL of ${kill.killed.map((p) => `${p.pod} pid ${p.pid}`).join(', ')} (Lease holder ${kill.leader}) ` +
@@ -379,13 +325,7 @@ async function hostnameOf(name: string): Promise<string> {
   it('deleting the sessions and the pool leaves no Pod and no Secret behind', async () => {
     const t0 = Date.now();
     await Promise.all(names.map((n) => sbx.deleteSession(n)));
-    await kube.custom.deleteNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: POOL_PLURAL,
-      namespace: NS,
-      name: POOL,
-    });
+    await deletePool(kube, NS, POOL);
     await waitFor(
       async () => {
         const [pods, sessionPods, secrets, pool] = await Promise.all([

@@ -27,13 +27,9 @@ import {
   AGENT_PORT,
   bindSigner,
   CONDITIONS,
-  GROUP,
   LABELS,
   MANAGER_NAME,
-  PLURAL,
   POOL_LABELS,
-  POOL_PLURAL,
-  VERSION,
   type BindRequest,
   type SandboxPool,
   type SandboxPoolSpec,
@@ -41,9 +37,15 @@ import {
 } from '@sandbox-platform/api';
 
 import { SandboxClient, UnavailableError } from '../../../sdk/typescript/src/index.js';
-import { isNotFound, kubeClients } from '../../src/framework/index.js';
+import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { namespaceOf } from '../isolation/support.js';
+import {
+  createPool as createPoolObject,
+  deletePool,
+  readPool,
+  readSession,
+} from '../support/custom-objects.js';
 
 const NS = namespaceOf('e2e');
 const OTHER_NS = namespaceOf('other');
@@ -64,24 +66,14 @@ const sessions: string[] = [];
 const suffix = randomBytes(2).toString('hex');
 
 async function createPool(name: string, spec: SandboxPoolSpec): Promise<void> {
-  await kube.custom.createNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: POOL_PLURAL,
-    namespace: NS,
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxPool', metadata: { name }, spec },
-  });
+  await createPoolObject(kube, NS, name, spec);
   pools.push(name);
 }
 
 async function pool(name: string): Promise<SandboxPool> {
-  return (await kube.custom.getNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: POOL_PLURAL,
-    namespace: NS,
-    name,
-  })) as SandboxPool;
+  const p = await readPool(kube, NS, name);
+  if (!p) throw new Error(`pool ${name} does not exist`);
+  return p;
 }
 
 async function available(name: string, n: number): Promise<void> {
@@ -92,20 +84,7 @@ async function available(name: string, n: number): Promise<void> {
   );
 }
 
-async function session(name: string): Promise<SandboxSession | undefined> {
-  try {
-    return (await kube.custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: PLURAL,
-      namespace: NS,
-      name,
-    })) as SandboxSession;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
+const session = (name: string): Promise<SandboxSession | undefined> => readSession(kube, NS, name);
 
 /** Pods of the namespace that belong to a pool (warm or bound since), not being deleted. */
 async function poolPods(name?: string): Promise<k8s.V1Pod[]> {
@@ -217,15 +196,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(sessions.map((n) => sbx.deleteSession(n).catch(() => undefined)));
   for (const name of pools) {
-    await kube.custom
-      .deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: POOL_PLURAL,
-        namespace: NS,
-        name,
-      })
-      .catch(() => undefined);
+    await deletePool(kube, NS, name).catch(() => undefined);
   }
 });
 

@@ -41,21 +41,12 @@ import {
 } from '@sandbox-platform/api';
 
 import { isNotFound } from '../../src/framework/index.js';
-import {
-  armOperatorKill,
-  waitOperatorRestarted,
-  freshOperator,
-  type OperatorKill,
-} from '../../src/framework/platform-operator.js';
+import { waitOperatorRestarted, type OperatorKill } from '../../src/framework/platform-operator.js';
 import { watchPods, watchResource, type ResourceWatch } from '../../src/framework/resource-watch.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { uniqueName } from '../isolation/support.js';
+import { armKillOnce, onLocalCluster, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 import { NS, READY_MS, exec, kube, readyReason, sbx, session } from './support.js';
-
-/** The local cluster only: the spec kills processes of this machine. */
-const onLocalCluster = !process.env.E2E_KUBECONFIG;
-
-const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 
 /** The session and every child carrying its label (Pods being deleted included). */
 interface Snapshot {
@@ -121,31 +112,19 @@ async function killWhen(
   cue: string,
   watch: (fire: () => void) => Promise<ResourceWatch>,
 ): Promise<Kill> {
-  const armed = await armOperatorKill(kube, which);
-  let outcome: { kill: OperatorKill; cue: string } | { error: unknown } | undefined;
-  let done!: () => void;
-  const fired = new Promise<void>((resolve) => (done = resolve));
-  const fire = (why: string): void => {
-    if (outcome) return;
-    try {
-      outcome = { kill: armed.fire(), cue: why };
-    } catch (error) {
-      outcome = { error };
-    }
-    done();
-  };
-  const watching = await watch(() => fire(cue));
+  const trigger = await armKillOnce(kube, which);
+  const watching = await watch(() => trigger.fire(cue));
   const t0 = Date.now();
   let timer: NodeJS.Timeout | undefined;
   try {
     await request();
-    timer = setTimeout(() => fire(`no ${cue} within 5 s`), 5_000);
-    await fired;
+    timer = setTimeout(() => trigger.fire(`no ${cue} within 5 s`), 5_000);
+    await trigger.fired;
   } finally {
     clearTimeout(timer);
     watching.stop();
   }
-  if (!outcome || 'error' in outcome) throw outcome?.error;
+  const outcome = trigger.outcome();
   return { ...outcome, afterMs: outcome.kill.at - t0 };
 }
 
@@ -160,9 +139,7 @@ function describeKill(what: string, k: Kill): string {
   const before = { tokenSum: '', secretUid: '', claimUid: '' };
 
   beforeAll(async () => {
-    const replaced = await freshOperator(kube);
-    if (replaced.length > 0)
-      console.log(`operator pods replaced (a container died in the last 10 min): ${replaced.join(', ')}`);
+    await startFromFreshOperator(kube);
     await sbx.createSession({ name, persistentWorkspace: true, idleTimeoutSeconds: 900 });
   }, READY_MS);
 

@@ -4,20 +4,13 @@
  * claim, and an exec through the gateway.
  */
 import type * as k8s from '@kubernetes/client-node';
-import {
-  CONDITIONS,
-  GROUP,
-  LABELS,
-  PLURAL,
-  VERSION,
-  workspaceClaimName,
-  type SandboxSession,
-} from '@sandbox-platform/api';
+import { CONDITIONS, LABELS, workspaceClaimName, type SandboxSession } from '@sandbox-platform/api';
 
 import { SandboxClient, type ExecResult } from '../../../sdk/typescript/src/index.js';
-import { isNotFound, kubeClients } from '../../src/framework/index.js';
+import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { namespaceOf } from '../isolation/support.js';
+import { readSession } from '../support/custom-objects.js';
 
 export const NS = namespaceOf('e2e');
 export const READY_MS = 180_000;
@@ -32,20 +25,8 @@ export function client(baseUrl = process.env.E2E_GATEWAY_URL): SandboxClient {
 
 export const sbx = client();
 
-export async function session(name: string): Promise<SandboxSession | undefined> {
-  try {
-    return (await kube.custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: PLURAL,
-      namespace: NS,
-      name,
-    })) as SandboxSession;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
+/** The session `name` of the e2e tenant, or undefined when there is none. */
+export const session = (name: string): Promise<SandboxSession | undefined> => readSession(kube, NS, name);
 
 export const readyReason = (s: SandboxSession | undefined): string | undefined =>
   s?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.reason;
