@@ -1,11 +1,13 @@
 /**
  * The guard of a streamed exec answer (POST /v1/exec/stream): the agent's NDJSON passes through
  * it line by line and comes out re-serialized, so the caller only ever receives lines of the
- * contract. A line already in the form re-serialization would give it (canonical-event.ts: what the
- * agent writes) is checked and counted without parsing and passed on as it came: the same bytes. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
+ * contract. An output line already in the form re-serialization would give it (canonical-event.ts:
+ * what the agent writes) is checked and counted without parsing and passed on as it came: the same
+ * bytes. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
  * output cap of decoded bytes per output stream, lines no longer than a full event can be, and
  * nothing after the exit event. A violation destroys the stream with a ProblemError
- * (`agent-answer-too-large` or `agent-protocol-error`); memory held is one partial line at most.
+ * (`agent-answer-too-large` or `agent-protocol-error`); memory held is one partial line at most
+ * (in socket buffers at most twice its size).
  */
 import { Transform, type TransformCallback } from 'node:stream';
 
