@@ -23,6 +23,13 @@ const MAX_HEADER_CHARS = 256;
 /** Largest duration accepted (a day; the agent's own deadline is 300 s). */
 const MAX_DURATION_MS = 86_400_000;
 const METRIC = /^(queue|run|output|exit);(dur|desc)=(\d{1,16}(?:\.\d{1,6})?)$/;
+/**
+ * The agent's own form (its four metrics in its order, sandbox-agent/src/tracing/command-timing.ts):
+ * one match instead of a split and a match per metric, on every traced exec. It accepts a subset of
+ * what the general parse accepts, with the same values and bounds; anything else goes that way.
+ */
+const AGENT_FORM =
+  /^queue;dur=(\d{1,16}(?:\.\d{1,6})?), run;dur=(\d{1,16}(?:\.\d{1,6})?), output;desc=(\d{1,16}), exit;desc=(\d{1,3})$/;
 
 /** One `name;param=number` metric, within its bounds; undefined otherwise. */
 function parseMetric(text: string): { name: string; value: number } | undefined {
@@ -39,6 +46,26 @@ function parseMetric(text: string): { name: string; value: number } | undefined 
 /** The timings in a Server-Timing value; undefined when absent or not exactly the agent's form. */
 export function parseAgentTiming(value: string | undefined): AgentTiming | undefined {
   if (value === undefined || value.length > MAX_HEADER_CHARS) return undefined;
+  const m = AGENT_FORM.exec(value);
+  return m ? agentForm(m) : parseAny(value);
+}
+
+/** The agent's own form, matched: its values within the same bounds as parseAny's. */
+function agentForm(m: RegExpExecArray): AgentTiming | undefined {
+  const queueMs = Number(m[1]);
+  const runMs = Number(m[2]);
+  const outputBytes = Number(m[3]);
+  const exitCode = Number(m[4]);
+  const valid =
+    queueMs <= MAX_DURATION_MS &&
+    runMs <= MAX_DURATION_MS &&
+    Number.isSafeInteger(outputBytes) &&
+    exitCode <= 255;
+  return valid ? { queueMs, runMs, outputBytes, exitCode } : undefined;
+}
+
+/** Metrics in any order and spacing, each strictly checked. */
+function parseAny(value: string): AgentTiming | undefined {
   const seen = new Map<string, number>();
   for (const part of value.split(',')) {
     const metric = parseMetric(part.trim());
