@@ -14,6 +14,7 @@ import Fastify, {
 import type { ActivityReporter } from './activity/reporter.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
+import { onClientError } from './client-error.js';
 import type { AgentInteractive } from './exec/agent-interactive.js';
 import type { ExecTransport } from './exec/types.js';
 import { ByteBudget } from './limits/byte-budget.js';
@@ -89,6 +90,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECK_MS },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A request broken while it arrived: a status when nothing was answered yet, else only a cut.
+    clientErrorHandler: onClientError,
   });
   const budget = deps.budget ?? new ByteBudget(limits.maxBufferedAnswerBytes);
   await app.register(errorsPlugin);
