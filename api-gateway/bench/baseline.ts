@@ -8,7 +8,7 @@
  * and its own local bench setup (static store, production logger into a pipe), not a toggle.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { build } from 'esbuild';
@@ -29,45 +29,79 @@ export function repoRoot(): string {
     .trim();
 }
 
-/** Extracts the commit's sources and bundles its bench entry; returns the bundle's path. */
-async function bundleAt(root: string, commit: string, dir: string): Promise<string> {
-  const src = join(dir, 'src');
-  mkdirSync(src);
-  const archive = execFileSync(
-    'git',
-    ['-C', root, 'archive', commit, 'api-gateway', 'crds/src', 'sandbox-agent/src'],
-    {
-      maxBuffer: 256 << 20,
-    },
-  );
-  execFileSync('tar', ['-x', '-C', src], { input: archive });
-  const outfile = join(dir, 'baseline.bench.mjs');
-  await build({
-    entryPoints: [join(src, 'api-gateway/bench/gateway.bench.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile,
-    logLevel: 'warning',
-    packages: 'external',
-    alias: { '@sandbox-platform/api': join(src, 'crds/src/index.ts') },
-  });
-  return outfile;
+/** What to bundle from another commit. */
+export interface CommitBundleOptions {
+  /** The bench entry, relative to the repository (e.g. api-gateway/bench/gateway.bench.ts). */
+  entry: string;
+  /** Paths `git archive` extracts from the commit. */
+  paths: readonly string[];
+  /** Lay this tree's api-gateway/bench over the commit's (its old gateway served by this bench). */
+  overlayBench?: boolean;
+  /** Prefix of the temporary directory under api-gateway/node_modules/.cache. */
+  prefix: string;
 }
 
-/** Starts the gateway of `commit` in front of the agent at `target` (its own process). */
-export async function startBaselineGateway(commit: string, target: AgentTarget): Promise<BaselineGateway> {
+/** A bundle of a bench entry at another commit, and how to remove it. */
+export interface CommitBundle {
+  bundle: string;
+  commit: string;
+  readonly remove: () => void;
+}
+
+/**
+ * Extracts the commit's sources (`git archive`, no checkout) and bundles the bench entry with
+ * esbuild under api-gateway/node_modules/.cache, so the bundle's bare imports resolve from it.
+ */
+export async function bundleCommit(commit: string, opts: CommitBundleOptions): Promise<CommitBundle> {
   const root = repoRoot();
   const full = execFileSync('git', ['-C', root, 'rev-parse', '--verify', `${commit}^{commit}`])
     .toString()
     .trim();
-  // Under api-gateway/node_modules, so the bundle's bare imports resolve from it.
   const cache = join(root, 'api-gateway/node_modules/.cache');
   mkdirSync(cache, { recursive: true });
-  const dir = mkdtempSync(join(cache, 'baseline-'));
+  const dir = mkdtempSync(join(cache, opts.prefix));
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
   try {
-    const bundle = await bundleAt(root, full, dir);
+    const src = join(dir, 'src');
+    mkdirSync(src);
+    const archive = execFileSync('git', ['-C', root, 'archive', full, ...opts.paths], {
+      maxBuffer: 256 << 20,
+    });
+    execFileSync('tar', ['-x', '-C', src], { input: archive });
+    if (opts.overlayBench) {
+      cpSync(join(root, 'api-gateway/bench'), join(src, 'api-gateway/bench'), { recursive: true });
+    }
+    const bundle = join(dir, `${opts.prefix}bundle.mjs`);
+    await build({
+      entryPoints: [join(src, opts.entry)],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      outfile: bundle,
+      logLevel: 'warning',
+      packages: 'external',
+      alias: { '@sandbox-platform/api': join(src, 'crds/src/index.ts') },
+    });
+    return { bundle, commit: full.slice(0, 12), remove };
+  } catch (err) {
+    remove();
+    throw err;
+  }
+}
+
+/** Starts the gateway of `commit` in front of the agent at `target` (its own process). */
+export async function startBaselineGateway(commit: string, target: AgentTarget): Promise<BaselineGateway> {
+  const {
+    bundle,
+    commit: short,
+    remove,
+  } = await bundleCommit(commit, {
+    entry: 'api-gateway/bench/gateway.bench.ts',
+    paths: ['api-gateway', 'crds/src', 'sandbox-agent/src'],
+    prefix: 'baseline-',
+  });
+  try {
     const child = spawn(
       process.execPath,
       [bundle, '--serve', 'gateway', '--agent-host', target.host, '--agent-port', String(target.port)],
@@ -85,15 +119,15 @@ export async function startBaselineGateway(commit: string, target: AgentTarget):
     });
     return {
       url: (JSON.parse(line) as { url: string }).url,
-      commit: full.slice(0, 12),
+      commit: short,
       close: async () => {
         child.stdin.end();
         await exited;
-        rmSync(dir, { recursive: true, force: true });
+        remove();
       },
     };
   } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     throw err;
   }
 }
