@@ -16,7 +16,7 @@
  *   and the agent's smallest write, an NDJSON event, is over 40 bytes).
  * Why not node:http: its client costs about 0.1 ms of CPU per call on the deployment's cores (a
  * ClientRequest, an IncomingMessage stream, agent bookkeeping), a quarter of what the gateway
- * added to an exec; see docs/gateway.md, "Benchmark".
+ * added to an exec; see docs/benchmarks.md, "bench-gateway".
  */
 
 import type { Readable } from 'node:stream';

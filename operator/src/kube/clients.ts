@@ -1,6 +1,6 @@
 /**
  * client-node API clients for the operator, built from one KubeConfig with three deliberate
- * changes from `kc.makeApiClient` (figures: operator/README.md, "Benchmark"):
+ * changes from `kc.makeApiClient` (figures: docs/benchmarks.md, "bench-operator"):
  *
  * - one keep-alive HTTPS agent shared by every request. client-node 1.4 builds a new agent per
  *   request (KubeConfig.applySecurityAuthentication -> createAgent), which means a new TCP+TLS
