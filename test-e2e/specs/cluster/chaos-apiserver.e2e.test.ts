@@ -100,6 +100,7 @@ const onLocalCluster = !process.env.E2E_KUBECONFIG;
    */
   async function createWithRetry(name: string): Promise<number> {
     const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
+    let last = 'no answer';
     for (let tries = 1; Date.now() < deadline; tries++) {
       const res = await fetch(`${process.env.E2E_GATEWAY_URL}/v1/sessions?namespace=${NAMESPACE}`, {
         method: 'POST',
@@ -108,12 +109,22 @@ const onLocalCluster = !process.env.E2E_KUBECONFIG;
           'content-type': 'application/json',
         },
         body: JSON.stringify({ name, image: AGENT_IMAGE, idleTimeoutSeconds: 900 }),
-      }).catch(() => undefined);
-      await res?.body?.cancel();
-      if (res?.ok || res?.status === 409) return tries;
+      }).catch((err: unknown) => {
+        last = String((err as { cause?: unknown }).cause ?? err);
+        return undefined;
+      });
+      if (res?.ok || res?.status === 409) {
+        await res.body?.cancel();
+        return tries;
+      }
+      // The last refusal goes into the failure message (CI of 285644c: one session of the burst
+      // was refused for 180 s, with nothing to tell why).
+      if (res) last = `${res.status} ${(await res.text()).slice(0, 300)}`;
       await sleep(500);
     }
-    throw new Error(`session ${name} could not be created within ${RECOVERY_TIMEOUT_MS} ms`);
+    throw new Error(
+      `session ${name} could not be created within ${RECOVERY_TIMEOUT_MS} ms; last answer: ${last}`,
+    );
   }
 
   beforeAll(async () => {
