@@ -13,10 +13,9 @@
  * Bench references only: they trust both peers, which a real gateway must not.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 
-import type { Listening } from './listen.js';
+import { listenHttpOnLoopback, type Listening } from './listen.js';
 import type { AgentTarget } from './references.js';
 
 /** What the floor does with the agent's answer. */
@@ -67,14 +66,5 @@ export async function startStreamFloor(target: AgentTarget, kind: StreamFloor): 
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      agent.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenHttpOnLoopback(server, agent);
 }

@@ -6,9 +6,8 @@
  * kernel's loopback path) is not avoidable by any proxy.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 
-import type { Listening } from './listen.js';
+import { listenHttpOnLoopback, type Listening } from './listen.js';
 
 /** Starts a proxy on 127.0.0.1 forwarding every request to `target` (path and body as they came). */
 export async function startTrivialProxy(target: {
@@ -52,14 +51,5 @@ export async function startTrivialProxy(target: {
       up.end(body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      agent.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenHttpOnLoopback(server, agent);
 }
