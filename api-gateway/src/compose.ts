@@ -55,6 +55,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
   const budget = new ByteBudget(config.server.maxBufferedAnswerBytes);
   const store = new KubeSessionStore({
     kubeConfig: inputs.kubeConfig,
+    apiTimeoutMs: config.kubeApiTimeoutMs,
     namespaces: config.namespaces,
     log: logger,
     ...(inputs.tracing ? { tracing: inputs.tracing.kube } : {}),

@@ -102,6 +102,13 @@ const envSchema = {
      * an exec may run for minutes after its request arrived.
      */
     GATEWAY_REQUEST_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
+    /**
+     * Seconds the gateway waits for the API server to answer one REST call (creates, reads,
+     * patches, deletes, the watches' lists; not the watches themselves). A call over a dead
+     * connection would otherwise hang its caller's request forever; past it the caller gets 503
+     * kubernetes-unavailable with Retry-After.
+     */
+    GATEWAY_KUBE_API_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 300, default: 15 },
     /** Seconds an idle keep-alive connection stays open (above the usual 60 s of load balancers). */
     GATEWAY_KEEP_ALIVE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 600, default: 72 },
     /**
@@ -193,6 +200,8 @@ export interface GatewayConfig {
   tenants: TenantLimits;
   shedding: SheddingLimits;
   activityThrottleMs: number;
+  /** GATEWAY_KUBE_API_TIMEOUT_SECONDS in ms: the deadline of each REST call to the API server. */
+  kubeApiTimeoutMs: number;
   shutdownDelayMs: number;
   shutdownGraceMs: number;
   /** OTEL_*: undefined (tracing off) while OTEL_EXPORTER_OTLP_ENDPOINT is empty. */
@@ -376,6 +385,7 @@ function toConfig(e: RawEnv): GatewayConfig {
       maxRssBytes: e.GATEWAY_SHED_RSS_BYTES,
     },
     activityThrottleMs: e.GATEWAY_ACTIVITY_THROTTLE_SECONDS * 1000,
+    kubeApiTimeoutMs: e.GATEWAY_KUBE_API_TIMEOUT_SECONDS * 1000,
     shutdownDelayMs: e.GATEWAY_SHUTDOWN_DELAY_SECONDS * 1000,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     ...(tracing ? { tracing } : {}),

@@ -43,6 +43,7 @@ export const PROBLEMS = {
   'session-not-ready': { status: 503, title: 'The session is not ready yet' },
   'shell-unavailable': { status: 503, title: 'The sandbox shell is restarting' },
   'gateway-not-ready': { status: 503, title: 'The gateway has not synced its session cache yet' },
+  'kubernetes-unavailable': { status: 503, title: 'The Kubernetes API server did not answer; retry later' },
   overloaded: { status: 503, title: 'The gateway is overloaded; retry later' },
   'upstream-timeout': { status: 504, title: 'The sandbox did not answer within the deadline' },
 } as const;

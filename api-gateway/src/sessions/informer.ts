@@ -41,23 +41,26 @@ export class NamespaceWatch implements NamespaceCache {
   private backoffMs = MIN_BACKOFF_MS;
   private retryTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * `clients.list` makes the lists (the REST client, with its deadline: a list that hangs would
+   * keep the cache unsynced forever); `clients.watch` the watches.
+   */
   constructor(
-    kc: k8s.KubeConfig,
+    clients: { watch: k8s.KubeConfig; list: k8s.CustomObjectsApi },
     namespace: string,
     events: CacheEvents,
     private readonly log: Log,
   ) {
     this.namespace = namespace;
-    const api = kc.makeApiClient(k8s.CustomObjectsApi);
     const path = `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`;
     const listFn = (): Promise<k8s.KubernetesListObject<k8s.KubernetesObject>> =>
-      api.listNamespacedCustomObject({
+      clients.list.listNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         namespace,
         plural: PLURAL,
       }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
-    this.informer = k8s.makeInformer(kc, path, listFn);
+    this.informer = k8s.makeInformer(clients.watch, path, listFn);
     this.informer.on(k8s.ADD, (o) => events.onUpsert(o as SandboxSession));
     this.informer.on(k8s.UPDATE, (o) => events.onUpsert(o as SandboxSession));
     this.informer.on(k8s.DELETE, (o) => events.onDelete(o as SandboxSession));

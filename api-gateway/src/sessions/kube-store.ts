@@ -11,7 +11,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ProblemError } from '../errors.js';
 import type { CancelSignal } from '../exec/types.js';
 import type { KubeApiTracing } from '../tracing/tracing-config.js';
-import { apiMessage, apiStatus } from './kube-errors.js';
+import { makeCustomObjectsApi } from './kube-api.js';
+import { apiStatus, kubeFailure } from './kube-errors.js';
 import { readyCondition } from './model.js';
 import { NamespaceWatch, type NamespaceCache } from './informer.js';
 import type { ActivityPatcher, CreateResult, SessionStore, Tombstone } from './store.js';
@@ -26,6 +27,8 @@ export interface KubeSessionStoreOptions {
   kubeConfig: k8s.KubeConfig;
   namespaces: readonly string[];
   log: Log;
+  /** Deadline of each REST call (the watches' lists included); past it: 503 kubernetes-unavailable. */
+  apiTimeoutMs: number;
   /** Field manager recorded on writes. */
   fieldManager?: string;
   /** Tracing on: every REST call (not the watches) in a span (tracing/kube-spans.ts). */
@@ -44,7 +47,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
   private readonly fieldManager: string;
 
   constructor(opts: KubeSessionStoreOptions) {
-    const api = opts.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const api = makeCustomObjectsApi(opts.kubeConfig, opts.apiTimeoutMs);
     this.api = opts.tracing ? opts.tracing.traceApi(api, 'sandboxsessions') : api;
     this.fieldManager = opts.fieldManager ?? 'sandbox-api-gateway';
     for (const ns of opts.namespaces) {
@@ -52,7 +55,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
         onUpsert: (s: SandboxSession): void => this.onUpsert(ns, s),
         onDelete: (s: SandboxSession): void => this.onDelete(ns, s),
       };
-      this.caches.set(ns, new NamespaceWatch(opts.kubeConfig, ns, events, opts.log));
+      this.caches.set(ns, new NamespaceWatch({ watch: opts.kubeConfig, list: api }, ns, events, opts.log));
     }
   }
 
@@ -101,7 +104,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
         })) as SandboxSession;
         return { session: created, created: true };
       } catch (err) {
-        if (apiStatus(err) !== 409) throw toProblem(err, 'create session');
+        if (apiStatus(err) !== 409) throw kubeFailure(err, 'create session');
       }
       const existing = await this.readFresh(namespace, name);
       if (existing) return { session: existing, created: false };
@@ -126,7 +129,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
       return true;
     } catch (err) {
       if (apiStatus(err) === 404) return false;
-      throw toProblem(err, 'delete session');
+      throw kubeFailure(err, 'delete session');
     }
   }
 
@@ -152,7 +155,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
       )) as SandboxSession;
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
-      throw toProblem(err, suspend ? 'suspend session' : 'resume session');
+      throw kubeFailure(err, suspend ? 'suspend session' : 'resume session');
     }
   }
 
@@ -184,7 +187,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
       })) as SandboxSession;
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
-      throw toProblem(err, 'read session');
+      throw kubeFailure(err, 'read session');
     }
   }
 
@@ -201,17 +204,4 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     this.tombstones.add(namespace, name, { uid: s.metadata.uid ?? '', reason, deletedAt: new Date() });
     this.waiters.notify(`${namespace}/${name}`);
   }
-}
-
-/** Maps an API server failure to a problem: 422 (the CRD refused the spec) is the caller's; the rest is ours. */
-function toProblem(err: unknown, action: string): Error {
-  const status = apiStatus(err);
-  if (status === 422 || status === 400) {
-    return new ProblemError('invalid-request', apiMessage(err) ?? 'the API server refused the session spec', {
-      cause: err,
-    });
-  }
-  return new Error(`${action}: Kubernetes API call failed${status ? ` (HTTP ${status})` : ''}`, {
-    cause: err,
-  });
 }

@@ -36,6 +36,7 @@ export type ProblemCode =
   | 'session-not-ready'
   | 'shell-unavailable'
   | 'gateway-not-ready'
+  | 'kubernetes-unavailable'
   | 'overloaded'
   | 'upstream-timeout';
 
@@ -151,7 +152,7 @@ export class RateLimitError extends GatewayError {
 export class NotSupportedError extends GatewayError {
   override readonly name = 'NotSupportedError';
 }
-/** 503 session-not-ready, shell-unavailable, gateway-not-ready, overloaded: try again after `retryAfterSeconds`. */
+/** 503 session-not-ready, shell-unavailable, gateway-not-ready, kubernetes-unavailable, overloaded: try again after `retryAfterSeconds`. */
 export class UnavailableError extends GatewayError {
   override readonly name = 'UnavailableError';
 }
@@ -191,6 +192,7 @@ const BY_SLUG: Record<ProblemCode, GatewayErrorClass> = {
   'session-not-ready': UnavailableError,
   'shell-unavailable': UnavailableError,
   'gateway-not-ready': UnavailableError,
+  'kubernetes-unavailable': UnavailableError,
   overloaded: UnavailableError,
 };
 

@@ -119,7 +119,7 @@ class NotSupportedError(APIError):
 
 
 class UnavailableError(APIError):
-    """503 session-not-ready, shell-unavailable, gateway-not-ready, overloaded: retry after ``retry_after``."""
+    """503 session-not-ready, shell-unavailable, gateway-not-ready, kubernetes-unavailable, overloaded: retry after ``retry_after``."""
 
 
 class UpstreamError(APIError):
@@ -159,6 +159,7 @@ _BY_CODE: dict[str, type[APIError]] = {
     "session-not-ready": UnavailableError,
     "shell-unavailable": UnavailableError,
     "gateway-not-ready": UnavailableError,
+    "kubernetes-unavailable": UnavailableError,
     "overloaded": UnavailableError,
 }
 
