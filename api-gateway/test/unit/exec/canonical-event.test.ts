@@ -130,5 +130,41 @@ describe('plainAscii', () => {
         for (let pos = 0; pos < len; pos++) expect(everyByteAt(view, pos)).toEqual(allBytes.map(plain));
       }
     }
+    // Spans long enough for the native scans and the word loop: every byte value at the ends, around
+    // the middle and at each place in a step of four words, at every alignment.
+    const long = Buffer.alloc(320, 'a');
+    for (let offset = 0; offset < 4; offset++) {
+      for (const len of [256, 257, 258, 259, 300]) {
+        const view = long.subarray(offset, offset + len);
+        const mid = len >> 1;
+        const positions = new Set<number>();
+        for (let k = 0; k < 20; k++) [k, mid - 10 + k, len - 1 - k].forEach((p) => positions.add(p));
+        for (const pos of positions) expect(everyByteAt(view, pos)).toEqual(allBytes.map(plain));
+      }
+    }
+  });
+
+  it('finds a control byte after a borrow in the word loop, and next to other flagged bytes', () => {
+    // Bytes just over 0x20 beside a control byte: the subtraction borrows across them.
+    for (const around of [0x20, 0x21, 0x7f, 0x61]) {
+      for (let pos = 0; pos < 300; pos += 7) {
+        const view = Buffer.alloc(300, around);
+        view[pos] = 0x1f;
+        expect(plainAscii(view, 0, view.length)).toBe(false);
+        view[pos] = 0x00;
+        expect(plainAscii(view, 0, view.length)).toBe(false);
+      }
+      expect(plainAscii(Buffer.alloc(300, around), 0, 300)).toBe(true);
+    }
+  });
+
+  it('checks only the span it is given', () => {
+    const line = Buffer.alloc(600, 'a');
+    line[10] = 0x22;
+    line[590] = 0x00;
+    expect(plainAscii(line, 11, 590)).toBe(true);
+    expect(plainAscii(line, 10, 590)).toBe(false);
+    expect(plainAscii(line, 11, 591)).toBe(false);
+    expect(plainAscii(line, 5, 5)).toBe(true);
   });
 });
