@@ -23,6 +23,7 @@ import type { PoolMetrics } from './pool-metrics.js';
 import { templateSpec } from './pool-pod.js';
 import { isAvailable } from './pool-status.js';
 import type { PoolPodView, PoolView } from './pool-view.js';
+import type { RefillHold } from './refill-hold.js';
 
 /** Warm Pods tried for one session before it is created cold. */
 export const MAX_ATTEMPTS = 3;
@@ -39,6 +40,8 @@ export interface PoolClaimsDeps {
   readonly logger: Logger;
   /** Wakes the pool's reconcile (a claim took one of its warm Pods: refill). */
   readonly wake: (namespace: string, pool: string) => void;
+  /** Claims in flight per pool: the pool's refill waits for them (refill-hold.ts). */
+  readonly hold?: RefillHold;
   readonly now?: () => number;
 }
 
@@ -73,18 +76,25 @@ export class PoolClaims implements PoolClaimer {
     const pool = this.d.index.pool(ref.namespace, poolName);
     const failed: string[] = [];
     const tried = new Set<string>();
-    for (let attempt = 0; pool && attempt < MAX_ATTEMPTS; attempt++) {
-      const candidate = this.pick(pool, tried);
-      if (!candidate) break;
-      tried.add(candidate.metadata.uid);
-      const pod = await this.tryOne(candidate, ref, token, failed);
-      if (pod) {
-        this.d.metrics.claimed(ref.namespace, poolName, 'hit', (now() - started) / 1000);
-        return { pod, failed };
+    const key = `${ref.namespace}/${poolName}`;
+    this.d.hold?.claimStarted(key);
+    try {
+      for (let attempt = 0; pool && attempt < MAX_ATTEMPTS; attempt++) {
+        const candidate = this.pick(pool, tried);
+        if (!candidate) break;
+        tried.add(candidate.metadata.uid);
+        const pod = await this.tryOne(candidate, ref, token, failed);
+        if (pod) {
+          this.d.metrics.claimed(ref.namespace, poolName, 'hit', (now() - started) / 1000);
+          return { pod, failed };
+        }
       }
+      this.d.metrics.claimed(ref.namespace, poolName, 'miss');
+      return { failed };
+    } finally {
+      // The pool's reconcile, woken by the claim patch, is held until this settles (refill-hold.ts).
+      this.d.hold?.claimEnded(key, now());
     }
-    this.d.metrics.claimed(ref.namespace, poolName, 'miss');
-    return { failed };
   }
 
   async confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation> {
@@ -134,10 +144,8 @@ export class PoolClaims implements PoolClaimer {
       }
       this.d.index.applyPod(claimed, 'updated');
       this.d.wake(namespace, pool);
-      const outcome = await this.d.bind.bind(
-        claimed.podIP ?? candidate.podIP ?? '',
-        this.d.signer.sign(payload(claimed, ref, token)),
-      );
+      const signed = this.d.signer.sign(payload(claimed, ref, token));
+      const outcome = await this.d.bind.bind(claimed.podIP ?? candidate.podIP ?? '', signed);
       if (outcome === 'bound') return claimed;
       failed.push(name);
       this.d.metrics.claimed(namespace, pool, 'bind_failed');

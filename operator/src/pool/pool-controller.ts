@@ -24,6 +24,7 @@ import { PoolMetrics } from './pool-metrics.js';
 import { templateHash, type PoolPodOptions } from './pool-pod.js';
 import { reconcilePool } from './pool-reconcile.js';
 import { projectPool, projectPoolPod, type PoolPodView, type PoolView } from './pool-view.js';
+import { RefillHold } from './refill-hold.js';
 
 /** Settings of the pool controller. */
 export interface PoolControllerOptions {
@@ -61,6 +62,7 @@ export class PoolController {
   private readonly queue: WorkQueue;
   private readonly hashes = new Map<string, { generation: number; hash: string }>();
   private readonly podOptions: PoolPodOptions;
+  private readonly hold = new RefillHold();
 
   constructor(private readonly opts: PoolControllerOptions) {
     const writer = opts.writer ?? createPoolWriter(opts.clients);
@@ -81,6 +83,7 @@ export class PoolController {
           logger: opts.logger,
           now: () => new Date(),
           maxCreatesPerPass: MAX_CREATES_PER_PASS,
+          holdMs: (ns, pool) => this.hold.holdMs(`${ns}/${pool}`, Date.now()),
         });
       },
       hooks: {
@@ -102,6 +105,7 @@ export class PoolController {
       metrics,
       logger: opts.logger,
       wake: (namespace, pool) => this.queue.add(`${namespace}/${pool}`),
+      hold: this.hold,
     });
     for (const ns of opts.namespaces.length > 0 ? opts.namespaces : ['']) {
       this.informers.push(this.poolInformer(ns), this.podInformer(ns));
@@ -171,8 +175,10 @@ export class PoolController {
       project: projectPool,
       onChange: (view, change) => {
         this.index.applyPool(view, change);
-        if (change === 'deleted')
+        if (change === 'deleted') {
           this.hashes.delete(`${view.metadata.namespace}/${view.metadata.name}/${view.metadata.uid}`);
+          this.hold.forget(`${view.metadata.namespace}/${view.metadata.name}`);
+        }
         this.queue.add(`${view.metadata.namespace}/${view.metadata.name}`);
       },
     });

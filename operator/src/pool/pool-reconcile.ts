@@ -40,6 +40,11 @@ export interface PoolDeps {
   readonly maxCreatesPerPass: number;
   /** Names of new warm Pods (random; injectable for tests). */
   readonly newName?: (pool: string) => string;
+  /**
+   * How long the pool waits for claims of its warm Pods to settle before it is reconciled
+   * (refill-hold.ts); 0 or absent: now.
+   */
+  readonly holdMs?: (namespace: string, name: string) => number;
 }
 
 /** When to look at the pool again. */
@@ -61,6 +66,9 @@ export async function reconcilePool(namespace: string, name: string, deps: PoolD
     deps.metrics.forget(namespace, name);
     return {};
   }
+  // A claim of one of its warm Pods is under way: the refill and the status write wait for it.
+  const hold = deps.holdMs ? deps.holdMs(namespace, name) : 0;
+  if (hold > 0) return { requeueAfterMs: hold };
   const hash = deps.hashOf(pool);
   let outcome: PoolOutcome = { kind: 'ok' };
   let failure: unknown;
@@ -76,9 +84,12 @@ export async function reconcilePool(namespace: string, name: string, deps: PoolD
   const status = computePoolStatus({ pool, warm, hash, outcome, now: deps.now() });
   observe(pool, warm, hash, deps);
   if (!isDeepStrictEqual(pool.status ?? {}, status)) await deps.writer.patchStatus(pool, status);
-  if (failure !== undefined)
-    throw failure instanceof Error ? failure : new Error('pool reconcile failed', { cause: failure });
+  if (failure !== undefined) throw asError(failure);
   return more ? { requeueAfterMs: 0 } : {};
+}
+
+function asError(failure: unknown): Error {
+  return failure instanceof Error ? failure : new Error('pool reconcile failed', { cause: failure });
 }
 
 /** Deletes warm Pods that ended or are outdated (never one claimed meanwhile: exact preconditions). */

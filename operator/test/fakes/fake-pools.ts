@@ -26,6 +26,7 @@ import type { ClaimOutcome, PoolWriter } from '../../src/pool/pool-kube.js';
 import { PoolMetrics } from '../../src/pool/pool-metrics.js';
 import { templateHash, type PoolPodOptions } from '../../src/pool/pool-pod.js';
 import { projectPoolPod, type PoolPodView, type PoolView } from '../../src/pool/pool-view.js';
+import type { RefillHold } from '../../src/pool/refill-hold.js';
 import type { SessionRef } from '../../src/resources/metadata.js';
 import type { FakeCluster } from './fake-cluster.js';
 import { MASTER_KEY, MemoryLogger } from './fakes.js';
@@ -45,6 +46,8 @@ export class FakePools {
   readonly conflictOnClaim = new Set<string>();
   /** How each Pod's agent answers binds (default: a real agent's rules). */
   readonly behaviour = new Map<string, AgentBehaviour>();
+  /** Called as each bind call arrives (tests look at what holds while a claim is in flight). */
+  onBind?: (pod: string) => void;
   /** Bound agents: Pod name -> the bind accepted. */
   readonly bound = new Map<string, BindPayload>();
   readonly registry = new prom.Registry();
@@ -126,7 +129,7 @@ export class FakePools {
   }
 
   /** The claimer over this world. */
-  claims(opts: PoolPodOptions): PoolClaims {
+  claims(opts: PoolPodOptions, hold?: RefillHold, now?: () => number): PoolClaims {
     return new PoolClaims({
       index: this.index,
       writer: this.writer(),
@@ -136,6 +139,8 @@ export class FakePools {
       metrics: this.metrics,
       logger: this.logger,
       wake: (ns, pool) => this.woken.push(`${ns}/${pool}`),
+      hold,
+      now,
     });
   }
 
@@ -208,6 +213,7 @@ export class FakePools {
         const pod = this.podByIP(podIP);
         if (!pod) return 'failed';
         this.ops.push(`bind ${pod.metadata.name}`);
+        this.onBind?.(pod.metadata.name);
         const behaviour = this.behaviour.get(pod.metadata.name) ?? 'agent';
         if (behaviour === 'silent') return 'failed';
         if (behaviour === 'refuse' || this.bound.has(pod.metadata.name)) return 'refused';

@@ -10,6 +10,7 @@ import { deriveToken } from '@sandbox-platform/api';
 import { reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
 import type { PoolPodOptions } from '../../../src/pool/pool-pod.js';
+import { RefillHold } from '../../../src/pool/refill-hold.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
 import { FakePools } from '../../fakes/fake-pools.js';
 import { FakeClock, MASTER_KEY, controllerDeps } from '../../fakes/fakes.js';
@@ -66,6 +67,41 @@ describe('a session naming a pool with an available warm Pod', () => {
     cluster.writes.length = 0;
     await reconcile(key(), deps);
     expect([cluster.writes, pools.ops]).toEqual([[], []]);
+  });
+});
+
+describe('the refill while a claim is in flight', () => {
+  it("holds the pool's reconcile from the claim's start through its bind, and for the settle time after", async () => {
+    let t = 1000;
+    const hold = new RefillHold(150, 1000);
+    deps = { ...deps, pools: pools.claims(opts, hold, () => t) };
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm')));
+    const duringBind: number[] = [];
+    pools.onBind = () => {
+      t = 1040;
+      duringBind.push(hold.holdMs('team-a/warm', t));
+    };
+    expect(hold.holdMs('team-a/warm', t)).toBe(0);
+    await reconcile(key(), deps);
+    expect(pools.ops).toEqual(['claimPod warm-aaaaaaaaaa -> demo', 'bind warm-aaaaaaaaaa']);
+    expect(duringBind).toEqual([150]);
+    // The claim ended at 1040: the pool waits until 1190.
+    expect(hold.holdMs('team-a/warm', 1100)).toBe(90);
+    expect(hold.holdMs('team-a/warm', 1190)).toBe(0);
+  });
+
+  it('releases the pool when no warm Pod could be bound (the session went cold)', async () => {
+    const hold = new RefillHold(150, 1000);
+    deps = { ...deps, pools: pools.claims(opts, hold, () => 5000) };
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.behaviour.set('warm-aaaaaaaaaa', 'silent');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('sbs-demo');
+    expect(hold.holdMs('team-a/warm', 5150)).toBe(0);
   });
 });
 

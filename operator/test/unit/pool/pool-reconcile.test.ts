@@ -201,4 +201,23 @@ describe('reconcilePool', () => {
     const values = (await pools.metrics.pods.get()).values.map((v) => [v.labels.state, v.value]);
     expect(Object.fromEntries(values)).toEqual({ desired: 2, warm: 2, ready: 1, available: 1 });
   });
+
+  it('waits while a claim of its warm Pods settles: no create, no status write, runs again after the hold', async () => {
+    pools.putPool('warm', { replicas: 2 });
+    const asked: string[] = [];
+    let hold = 120;
+    deps = {
+      ...deps,
+      holdMs: (ns, name) => {
+        asked.push(`${ns}/${name}`);
+        return hold;
+      },
+    };
+    expect(await run()).toEqual({ requeueAfterMs: 120 });
+    expect([pools.ops, pools.statuses]).toEqual([[], []]);
+    hold = 0;
+    expect(await run()).toEqual({});
+    expect(pools.ops.filter((o) => o.startsWith('createPod'))).toHaveLength(2);
+    expect(asked).toEqual(['team-a/warm', 'team-a/warm']);
+  });
 });
