@@ -89,6 +89,7 @@ function noControlByte(ascii: Buffer): boolean {
 }
 
 const EQUALS = 0x3d;
+const NEWLINE = 0x0a;
 /** The escapes JSON.stringify writes for one character (after the backslash): `" \ b f n r t`. */
 const SHORT_ESCAPE = new Uint8Array(256);
 for (const c of '"\\bfnrt') SHORT_ESCAPE[c.charCodeAt(0)] = 1;
@@ -115,26 +116,81 @@ function endsWith(line: Buffer, suffix: Buffer): boolean {
  * one (then it must take the full path, which may still accept it).
  */
 export function canonicalOutput(line: Buffer): CanonicalOutput | undefined {
-  const type = startsWith(line, PREFIX.stdout)
-    ? 'stdout'
-    : startsWith(line, PREFIX.stderr)
-      ? 'stderr'
-      : undefined;
+  const type = outputType(line);
   if (!type) return undefined;
-  const decodedBytes = endsWith(line, SUFFIX.base64)
-    ? base64Bytes(line, line.length - SUFFIX.base64.length)
-    : endsWith(line, SUFFIX['utf-8'])
-      ? textBytes(line, line.length - SUFFIX['utf-8'].length)
-      : undefined;
+  const encoding = suffixOf(line);
+  const end = encoding ? line.length - SUFFIX[encoding].length : 0;
+  const decodedBytes =
+    encoding === 'base64' ? base64Bytes(line, end) : encoding === 'utf-8' ? textBytes(line, end) : undefined;
   return decodedBytes === undefined ? undefined : { type, decodedBytes };
+}
+
+/**
+ * The line that `pieces` make up, together ending in its newline (`\n`, the last byte of the last
+ * piece), as a canonical output event, checked where it lies: the same answer as canonicalOutput
+ * of the joined line without the newline, or undefined when that answer is not certain from the
+ * pieces alone. A line longer than a socket read arrives in pieces; joining them only to check
+ * them copied every byte of a streamed `cat` once more (and made an 87 KB buffer per line for the
+ * garbage collector). Undefined (the caller joins the pieces and takes canonicalOutput or the full
+ * path) when the first piece is shorter than the prefix, the last one shorter than the newline,
+ * the suffix and the two data bytes padding is read from, or text data is not plain in a piece
+ * (an escape may straddle two pieces).
+ */
+export function canonicalOutputOfPieces(pieces: readonly Buffer[]): CanonicalOutput | undefined {
+  const first = pieces[0];
+  const last = pieces[pieces.length - 1];
+  if (pieces.length < 2 || !first || !last || last[last.length - 1] !== NEWLINE) return undefined;
+  const body = last.subarray(0, last.length - 1);
+  const type = outputType(first);
+  const encoding = suffixOf(body);
+  if (!type || !encoding) return undefined;
+  const tail = body.length - SUFFIX[encoding].length; // data bytes in the last piece
+  const n = tail >= 2 ? plainDataBytes(pieces, tail) : undefined;
+  if (n === undefined) return undefined;
+  return { type, decodedBytes: encoding === 'utf-8' ? n : base64Size(n, last, tail) };
+}
+
+/** The stream a line's prefix names, if it is one of the two canonical prefixes. */
+function outputType(line: Buffer): CanonicalOutput['type'] | undefined {
+  if (startsWith(line, PREFIX.stdout)) return 'stdout';
+  return startsWith(line, PREFIX.stderr) ? 'stderr' : undefined;
+}
+
+/** The encoding a line's suffix names, if it is one of the two canonical suffixes. */
+function suffixOf(line: Buffer): keyof typeof SUFFIX | undefined {
+  if (endsWith(line, SUFFIX.base64)) return 'base64';
+  return endsWith(line, SUFFIX['utf-8']) ? 'utf-8' : undefined;
+}
+
+/**
+ * The number of data bytes in pieces (from the prefix in the first to `tail` in the last) when
+ * they are all plain; undefined otherwise.
+ */
+function plainDataBytes(pieces: readonly Buffer[], tail: number): number | undefined {
+  const first = pieces[0]!;
+  const last = pieces[pieces.length - 1]!;
+  if (!plainAscii(first, PREFIX_BYTES, first.length) || !plainAscii(last, 0, tail)) return undefined;
+  let n = first.length - PREFIX_BYTES + tail;
+  for (let k = 1; k < pieces.length - 1; k++) {
+    const piece = pieces[k]!;
+    if (!plainAscii(piece, 0, piece.length)) return undefined;
+    n += piece.length;
+  }
+  return n;
 }
 
 /** Decoded size of canonical base64 data in line[PREFIX_BYTES, end); undefined: not canonical. */
 function base64Bytes(line: Buffer, end: number): number | undefined {
   if (end < PREFIX_BYTES || !plainAscii(line, PREFIX_BYTES, end)) return undefined;
-  const n = end - PREFIX_BYTES;
-  // As outputBytes (agent-json.ts) counts it from the decoded string: the same characters.
-  const pad = n > 0 && line[end - 1] === EQUALS ? (n > 1 && line[end - 2] === EQUALS ? 2 : 1) : 0;
+  return base64Size(end - PREFIX_BYTES, line, end);
+}
+
+/**
+ * Decoded size of `n` characters of base64 that end at buf[end] (their last two, the padding, are
+ * read there), counted as outputBytes (agent-json.ts) counts it from the decoded string.
+ */
+function base64Size(n: number, buf: Buffer, end: number): number {
+  const pad = n > 0 && buf[end - 1] === EQUALS ? (n > 1 && buf[end - 2] === EQUALS ? 2 : 1) : 0;
   return Math.floor((n * 3) / 4) - pad;
 }
 

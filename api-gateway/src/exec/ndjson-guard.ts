@@ -3,9 +3,10 @@
  * it line by line and comes out re-serialized, so the caller only ever receives lines of the
  * contract. An output line already in the form re-serialization would give it (canonical-event.ts:
  * what the agent writes) is checked and counted without parsing and passed on as it came: the same
- * bytes. The stream is capped like a buffered answer: at most `maxBytes` of NDJSON, at most the
- * output cap of decoded bytes per output stream, lines no longer than a full event can be, and
- * nothing after the exit event. A violation destroys the stream with a ProblemError
+ * bytes (a line that came in several socket reads as those pieces, not joined). The stream is
+ * capped like a buffered answer: at most `maxBytes` of NDJSON, at most the output cap of decoded
+ * bytes per output stream, lines no longer than a full event can be, and nothing after the exit
+ * event. A violation destroys the stream with a ProblemError
  * (`agent-answer-too-large` or `agent-protocol-error`); memory held is one partial line at most
  * (in socket buffers at most twice its size).
  */
@@ -24,7 +25,7 @@ import {
 } from './agent-json.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import { AgentProtocolError } from './agent-wire.js';
-import { canonicalOutput } from './canonical-event.js';
+import { canonicalOutput, canonicalOutputOfPieces } from './canonical-event.js';
 
 /** Limits of one stream. */
 export interface NdjsonLimits {
@@ -109,7 +110,8 @@ export class NdjsonGuard extends Transform {
       if (handled++ === LINES_PER_TURN) return start;
       // The line with its newline: a canonical line goes on as it is, without a copy.
       const piece = chunk.subarray(start, nl + 1);
-      this.line(this.pendingBytes > 0 ? this.takePending(piece) : piece);
+      if (this.pendingBytes === 0) this.line(piece);
+      else this.splitLine(piece);
       start = nl + 1;
     }
     if (start < chunk.length) {
@@ -135,6 +137,25 @@ export class NdjsonGuard extends Transform {
       throw new AgentProtocolError(`stream line longer than ${this.maxLineBytes} bytes`);
     }
     return line;
+  }
+
+  /**
+   * A line that came in pieces (the pending ones and `tail`, which ends in the newline): a
+   * canonical output line goes on as its pieces, checked and counted where they lie
+   * (canonicalOutputOfPieces); any other is joined and takes line().
+   */
+  private splitLine(tail: Buffer): void {
+    const bytes = this.pendingBytes + tail.length;
+    if (bytes - 1 > this.maxLineBytes) {
+      throw new AgentProtocolError(`stream line longer than ${this.maxLineBytes} bytes`);
+    }
+    this.pending.push(tail);
+    const canonical = this.exited ? undefined : canonicalOutputOfPieces(this.pending);
+    if (!canonical) return this.line(this.takePending(this.pending.pop()!));
+    this.count(canonical.type, canonical.decodedBytes);
+    for (const piece of this.pending) this.push(piece);
+    this.pending.length = 0;
+    this.pendingBytes = 0;
   }
 
   /**

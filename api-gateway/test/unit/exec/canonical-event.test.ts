@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { outputBytes } from '../../../src/exec/agent-json.js';
-import { canonicalOutput, plainAscii } from '../../../src/exec/canonical-event.js';
+import { canonicalOutput, canonicalOutputOfPieces, plainAscii } from '../../../src/exec/canonical-event.js';
 
 /** A seeded generator (mulberry32): the fuzz cases are the same on every run. */
 function random(seed: number): () => number {
@@ -166,5 +166,92 @@ describe('plainAscii', () => {
     expect(plainAscii(line, 10, 590)).toBe(false);
     expect(plainAscii(line, 11, 591)).toBe(false);
     expect(plainAscii(line, 5, 5)).toBe(true);
+  });
+});
+
+/** `line` + newline cut at the given offsets (ascending, inside the line). */
+function cut(line: Buffer, at: number[]): Buffer[] {
+  const whole = Buffer.concat([line, Buffer.from('\n')]);
+  const bounds = [0, ...at, whole.length];
+  return bounds.slice(1).map((end, k) => whole.subarray(bounds[k], end));
+}
+
+describe('canonicalOutputOfPieces', () => {
+  const lines: Array<[string, Buffer]> = [
+    ['base64', event('stdout', Buffer.from([0, 1, 2, 250, 255, 7, 8]).toString('base64'), 'base64')],
+    ['base64, one pad', event('stderr', Buffer.from([1, 2, 3, 4, 5]).toString('base64'), 'base64')],
+    ['base64, no pad', event('stdout', Buffer.from([1, 2, 3, 4, 5, 6]).toString('base64'), 'base64')],
+    ['long base64', event('stdout', Buffer.alloc(700, 0xfe).toString('base64'), 'base64')],
+    ['plain text', event('stdout', 'hello world ~ 0x7f:\x7f', 'utf-8')],
+    ['long plain text', event('stderr', 'plain text '.repeat(60), 'utf-8')],
+    ['text with escapes', event('stdout', 'a\nb\tc"d\\e\u001bf', 'utf-8')],
+    ['long text with escapes', event('stdout', 'line of text\n'.repeat(40), 'utf-8')],
+    ['an escaped slash', Buffer.from('{"type":"stdout","data":"a\\/b","encoding":"utf-8"}')],
+    ['a raw control byte', Buffer.from('{"type":"stdout","data":"QUJD\u0001RA==","encoding":"base64"}')],
+    ['a quote in base64', Buffer.from('{"type":"stdout","data":"QU"JDRA==","encoding":"base64"}')],
+    ['non-ASCII', Buffer.from('{"type":"stdout","data":"caf\u00e9 au lait","encoding":"utf-8"}')],
+    ['a carriage return', Buffer.from('{"type":"stdout","data":"QUJD","encoding":"base64"}\r')],
+    ['another key order', Buffer.from('{"type":"stdout","encoding":"base64","data":"QUJD"}')],
+    ['an exit event', Buffer.from('{"type":"exit","exitCode":0,"durationMs":1}')],
+    ['an unknown stream', Buffer.from('{"type":"stdin","data":"QUJD","encoding":"base64"}')],
+  ];
+
+  it.each(lines)('agrees with canonicalOutput of the joined line at every cut: %s', (_what, line) => {
+    const whole = canonicalOutput(line);
+    let taken = 0;
+    for (let a = 1; a <= line.length; a++) {
+      const two = canonicalOutputOfPieces(cut(line, [a]));
+      if (two) {
+        taken++;
+        expect(two).toEqual(whole);
+      }
+      // Three pieces: a second cut at a few places after the first.
+      for (const b of [a + 1, a + 2, a + 5, line.length - 3, line.length - 1, line.length]) {
+        if (b <= a || b > line.length) continue;
+        const three = canonicalOutputOfPieces(cut(line, [a, b]));
+        if (three) expect(three).toEqual(whole);
+      }
+    }
+    // Plain data: every cut that leaves the prefix whole in the first piece and the suffix and two
+    // data bytes in the last is taken (the fast path, not only declined).
+    const plain = whole !== undefined && !line.includes('\\');
+    if (plain) expect(taken).toBe(line.length - 25 - (line.toString().endsWith('"base64"}') ? 22 : 21) - 1);
+    if (!whole) expect(taken).toBe(0);
+  });
+
+  it('never accepts pieces whose joined line the full path would change or refuse (fuzzed)', () => {
+    const next = random(16);
+    const alphabet = ['a', 'Q', '0', '+', '/', '=', ' ', '"', '\\', '\n', '\u0001', '\u00e9', '}', ','];
+    let accepted = 0;
+    for (let n = 0; n < 5000; n++) {
+      let data = '';
+      for (let k = 2 + Math.floor(next() * 40); k > 0; k--) {
+        data += next() < 0.8 ? 'QUJD' : alphabet[Math.floor(next() * alphabet.length)];
+      }
+      const encoding = next() < 0.5 ? 'base64' : 'utf-8';
+      const line = Buffer.from(`{"type":"stdout","data":"${data}","encoding":"${encoding}"}`);
+      const at = [1 + Math.floor(next() * (line.length - 1))];
+      if (next() < 0.5) at.push(at[0]! + 1 + Math.floor(next() * (line.length - at[0]!)));
+      const fast = canonicalOutputOfPieces(cut(line, at));
+      if (!fast) continue;
+      accepted++;
+      const full = fullPath(line); // throws when the full path would refuse the line
+      expect(full.text).toBe(line.toString('utf8'));
+      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+    }
+    expect(accepted).toBeGreaterThan(300); // the fast path is taken, not only declined
+  });
+
+  it('declines what is not one line ending in its newline', () => {
+    const line = event('stdout', 'QUJDQUJDQUJD', 'base64');
+    expect(canonicalOutputOfPieces([line])).toBeUndefined(); // one piece: canonicalOutput's case
+    expect(canonicalOutputOfPieces([line.subarray(0, 30), line.subarray(30)])).toBeUndefined(); // no newline
+    expect(canonicalOutputOfPieces([])).toBeUndefined();
+    // Ends in another byte than the newline: not read as if it were one.
+    const other = Buffer.concat([line, Buffer.from('x')]);
+    expect(canonicalOutputOfPieces([other.subarray(0, 30), other.subarray(30)])).toBeUndefined();
+    expect(
+      canonicalOutputOfPieces([line.subarray(0, 30), Buffer.concat([line.subarray(30), Buffer.from('\n')])]),
+    ).toEqual(canonicalOutput(line));
   });
 });

@@ -89,6 +89,96 @@ describe('NdjsonGuard', () => {
     expect(err.detail).toMatch(message);
   });
 
+  it('gives the same bytes whatever the split, for lines checked in pieces or joined', async () => {
+    const b64 = (n: number, type = 'stdout'): string =>
+      line({ type, data: Buffer.alloc(n, n & 0xff).toString('base64'), encoding: 'base64' });
+    const text =
+      b64(300) +
+      out('plain text, long enough to be cut '.repeat(8)) +
+      b64(301, 'stderr') +
+      out('escaped\n"text"\t'.repeat(10)) +
+      '{"encoding":"utf-8","data":"\\u0041","type":"stdout"}\n' + // re-serialized
+      b64(302) +
+      line(EXIT);
+    const expected = text.replace(
+      '{"encoding":"utf-8","data":"\\u0041","type":"stdout"}',
+      '{"encoding":"utf-8","data":"A","type":"stdout"}',
+    );
+    const bytes = Buffer.from(text);
+    expect(await guard([bytes], { maxOutputBytes: 4000 })).toBe(expected);
+    for (let a = 1; a < bytes.length; a += 3) {
+      const pieces = [bytes.subarray(0, a), bytes.subarray(a)];
+      expect(await guard(pieces, { maxOutputBytes: 4000 })).toBe(expected);
+    }
+    // Reads of every size from 1 to 97 bytes: lines in two to hundreds of pieces.
+    for (let size = 1; size < 98; size += 6) {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < bytes.length; at += size) pieces.push(bytes.subarray(at, at + size));
+      expect(await guard(pieces, { maxOutputBytes: 4000 })).toBe(expected);
+    }
+  });
+
+  it('passes a canonical line that came in pieces on as those pieces, not joined', async () => {
+    const whole = Buffer.from(
+      line({ type: 'stdout', data: Buffer.alloc(600, 1).toString('base64'), encoding: 'base64' }),
+    );
+    const pieces = [Buffer.from(whole.subarray(0, 300)), Buffer.from(whole.subarray(300))];
+    const g = new NdjsonGuard({ maxBytes: 1 << 20, maxOutputBytes: 1000 });
+    const chunks: Buffer[] = [];
+    g.on('data', (c: Buffer) => chunks.push(c));
+    const done = new Promise((r) => g.on('end', r));
+    for (const p of pieces) g.write(p);
+    g.end(line(EXIT));
+    await done;
+    expect(chunks.slice(0, 2).map((c) => c.buffer)).toEqual(pieces.map((p) => p.buffer));
+    expect(Buffer.concat(chunks).toString()).toBe(whole.toString() + line(EXIT));
+  });
+
+  it.each([
+    ['over the cap in one split line', [2000], /over the output cap/],
+    ['over the cap in many split lines', [600, 600], /stdout exceeds the output cap/],
+  ])('counts split lines against the output cap: %s', async (_what, sizes, message) => {
+    const text = sizes
+      .map((n) => line({ type: 'stdout', data: Buffer.alloc(n).toString('base64'), encoding: 'base64' }))
+      .join('');
+    const bytes = Buffer.from(text + line(EXIT));
+    for (const a of [1, 30, 100, 500]) {
+      const err = (await guard([
+        bytes.subarray(0, a),
+        bytes.subarray(a, a + 700),
+        bytes.subarray(a + 700),
+      ]).catch((e: unknown) => e)) as { slug: string; detail: string };
+      expect(err).toMatchObject({ slug: 'agent-protocol-error' });
+      expect(err.detail).toMatch(message);
+    }
+  });
+
+  it.each([
+    ['a line longer than the limit, split', 'x', /longer than/],
+    ['a raw control byte, split', '\u0001', /not valid JSON/],
+    ['a raw quote, split', '"', /not valid JSON/],
+  ])('refuses %s', async (_what, bad, message) => {
+    const data = _what.startsWith('a line longer')
+      ? 'QUJD'.repeat(2000)
+      : 'QUJD'.repeat(100) + bad + 'QUJD'.repeat(100);
+    const bytes = Buffer.from(`{"type":"stdout","data":"${data}","encoding":"base64"}\n` + line(EXIT));
+    for (const a of [10, 200, 450]) {
+      const err = (await guard([bytes.subarray(0, a), bytes.subarray(a)]).catch((e: unknown) => e)) as {
+        detail: string;
+      };
+      expect(err.detail).toMatch(message);
+    }
+  });
+
+  it('refuses a split output line after the exit event', async () => {
+    const late = line({ type: 'stdout', data: Buffer.alloc(300).toString('base64'), encoding: 'base64' });
+    const bytes = Buffer.from(line(EXIT) + late);
+    const err = (await guard([bytes.subarray(0, 150), bytes.subarray(150)]).catch((e: unknown) => e)) as {
+      detail: string;
+    };
+    expect(err.detail).toMatch(/after the exit/);
+  });
+
   it('refuses a stream over the byte limit with 502 agent-answer-too-large', async () => {
     const many = Array.from({ length: 100 }, () => out('t')).join('');
     const err = await guard([many, line(EXIT)], { maxBytes: 1000 }).catch((e: unknown) => e);
