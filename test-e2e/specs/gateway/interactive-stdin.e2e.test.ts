@@ -14,167 +14,24 @@
  * Needs the platform deployed and, from the e2e setup: E2E_GATEWAY_URL, E2E_GATEWAY_API_KEY.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
 
 import { describe, expect, it } from '@jest/globals';
 
 import { SandboxClient, eventBytes, type ExecStreamEvent } from '@sandbox-platform/client';
 import { namespaceOf } from '../isolation/support.js';
-import { BASE, KEY, api, eventually, gatewaySession } from './interactive-support.js';
+import { BASE, KEY, eventually, gatewaySession } from './interactive-support.js';
+import { line, openStream, processesWith as processesIn, stdinLine, write } from './stdin-stream.js';
 
 const MIB = 1024 * 1024;
 /** Raw bytes per stdin line: its base64 (64 KiB) stays well under the 1 MiB line bound. */
 const LINE_BYTES = 48 * 1024;
-/** How long a wait for an answer may take before the test says what it was waiting for. */
-const WAIT_MS = 60_000;
-
-interface StreamEvent {
-  type: string;
-  data?: string;
-  encoding?: 'utf-8' | 'base64';
-  exitCode?: number;
-  stdinError?: string;
-  truncated?: boolean;
-}
-
-/** What came back: status, media type, the events, stdout decoded, whether the body ended whole. */
-interface Answer {
-  status: number;
-  contentType: string;
-  events: StreamEvent[];
-  stdout: Buffer;
-  complete: boolean;
-  raw: string;
-}
-
-/** One streamed exec: stdin lines are written to `req`; the answer is read as it arrives. */
-interface StreamedExec {
-  req: http.ClientRequest;
-  answer: Promise<Answer>;
-  /** Resolves once the stdout read so far contains `text` (fails after WAIT_MS, saying so). */
-  stdoutSeen(text: string): Promise<void>;
-}
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-const line = (value: unknown): string => JSON.stringify(value) + '\n';
-const stdinLine = (data: Buffer | string): string =>
-  typeof data === 'string'
-    ? line({ type: 'stdin', data })
-    : line({ type: 'stdin', data: data.toString('base64'), encoding: 'base64' });
-
-function parseEvents(text: string): StreamEvent[] {
-  const events: StreamEvent[] = [];
-  for (const l of text.split('\n')) {
-    if (l.length === 0) continue;
-    try {
-      events.push(JSON.parse(l) as StreamEvent);
-    } catch {
-      // a cut stream may end in a partial line
-    }
-  }
-  return events;
-}
-
-const stdoutOf = (text: string): Buffer =>
-  Buffer.concat(
-    parseEvents(text)
-      .filter((e) => e.type === 'stdout')
-      .map((e) => Buffer.from(e.data ?? '', e.encoding === 'base64' ? 'base64' : 'utf8')),
-  );
-
-/** Opens `POST {path}/exec/stream` with an NDJSON body and writes its request line. */
-function openStream(path: string, request: unknown): StreamedExec {
-  const req = http.request(new URL(`${path}/exec/stream`, BASE), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/x-ndjson' },
-  });
-  req.on('error', () => undefined); // a cut connection is read from the answer
-  let text = '';
-  const waiters: Array<{ text: string; resolve: () => void }> = [];
-  const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve);
-    req.once('error', reject);
-  }).then(
-    (res) =>
-      new Promise<Answer>((resolve) => {
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-          const out = stdoutOf(text).toString('utf8');
-          for (const w of waiters.splice(0)) {
-            if (out.includes(w.text)) w.resolve();
-            else waiters.push(w);
-          }
-        });
-        res.on('error', () => undefined);
-        res.once('close', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            contentType: String(res.headers['content-type']),
-            events: parseEvents(text),
-            stdout: stdoutOf(text),
-            complete: res.complete,
-            raw: text,
-          }),
-        );
-      }),
-  );
-  req.write(typeof request === 'string' ? request : line(request));
-  return {
-    req,
-    answer,
-    stdoutSeen: (t) =>
-      new Promise<void>((resolve, reject) => {
-        if (stdoutOf(text).toString('utf8').includes(t)) return resolve();
-        const timer = setTimeout(
-          () => reject(new Error(`no ${JSON.stringify(t)} on stdout within ${WAIT_MS} ms; got: ${text}`)),
-          WAIT_MS,
-        );
-        waiters.push({
-          text: t,
-          resolve: () => {
-            clearTimeout(timer);
-            resolve();
-          },
-        });
-      }),
-  };
-}
-
-/** Writes with backpressure (awaits 'drain' when the socket buffer is full, or the close). */
-async function write(req: http.ClientRequest, text: string): Promise<void> {
-  if (req.destroyed || req.writableEnded || req.write(text)) return;
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      req.off('drain', done);
-      req.off('close', done);
-      resolve();
-    };
-    req.once('drain', done);
-    req.once('close', done);
-  });
-}
 
 describe('streamed stdin through the gateway', () => {
   const { name, path } = gatewaySession('gw-stdin');
 
-  /**
-   * The sandbox's processes whose arguments contain `marker`, from /proc. Run as a background
-   * process (the processes API): an exec would queue behind the streamed command in the agent's one
-   * shell. Its own grep does not match: its pattern is `[m]arker`, which the regex reads as `marker`.
-   */
-  async function processesWith(marker: string): Promise<string> {
-    const started = await api('POST', `${path}/processes`, {
-      command: `grep -las -- '[${marker[0]}]${marker.slice(1)}' /proc/[0-9]*/cmdline; true`,
-    });
-    expect(started.status).toBe(201);
-    const id = String(started.body.id);
-    const waited = await api('GET', `${path}/processes/${id}/wait?timeoutSeconds=30`);
-    expect(waited.body).toMatchObject({ state: 'exited', exitCode: 0 });
-    const out = await api('GET', `${path}/processes/${id}/output`);
-    await api('DELETE', `${path}/processes/${id}`);
-    return String((out.body.stdout as { data: string }).data);
-  }
+  const processesWith = (marker: string): Promise<string> => processesIn(path, marker);
 
   it('1 MiB of random binary stdin in 22 lines through cat comes back byte-exact (sha256)', async () => {
     const data = randomBytes(MIB);
