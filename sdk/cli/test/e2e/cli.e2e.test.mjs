@@ -219,8 +219,7 @@ describe(`sbx against ${url}`, () => {
       /^sbx: error: cannot reach the gateway at http:\/\/127\.0\.0\.1:\d+: connection refused \(ECONNREFUSED\)/,
     );
     assertOneLineError(sbx(['wait', 'no-such-session-cli', '--timeout', '2s']), 1, /session-not-found/);
-    // `sbx shell` exists now (it opened a real terminal here and waited forever on a pipe): it is
-    // covered by sdk/cli's unit tests against a terminal server, not yet by this e2e.
+    // `sbx shell` needs a terminal: its e2e is shell.e2e.test.mjs (the CLI in a real pty).
   });
 
   it('completion scripts are valid shell', () => {
