@@ -111,6 +111,112 @@ describe('canonicalOutput', () => {
   });
 });
 
+describe('canonicalOutput on long text (the native scans)', () => {
+  const pieces = ['text ', 'a', '~', '\\n', '\\t', '\\"', '\\\\', '\\r', '\\b', '\\f', '\\u001b', '\\u0000'];
+  const hostile = [
+    '"',
+    '\\',
+    '\\/',
+    '\\u0041',
+    '\\u001B',
+    '\\x',
+    '\\u00',
+    '\n',
+    '\u0000',
+    '\u001f',
+    '\u00e9',
+    '\\\\"',
+  ];
+
+  it('agrees with the full path on text of 256 bytes and more (fuzzed)', () => {
+    const next = random(17);
+    let accepted = 0;
+    let refused = 0;
+    for (let n = 0; n < 3000; n++) {
+      let data = '';
+      const length = 256 + Math.floor(next() * 400);
+      while (data.length < length) data += pieces[Math.floor(next() * pieces.length)];
+      // Most lines get one hostile piece somewhere: at the start, the end, or anywhere.
+      if (next() < 0.7) {
+        const bad = hostile[Math.floor(next() * hostile.length)]!;
+        const at = [0, data.length, Math.floor(next() * data.length)][Math.floor(next() * 3)]!;
+        data = data.slice(0, at) + bad + data.slice(at);
+      }
+      const line = Buffer.from(`{"type":"stdout","data":"${data}","encoding":"utf-8"}`);
+      const fast = canonicalOutput(line);
+      if (!fast) {
+        refused++;
+        continue;
+      }
+      accepted++;
+      const full = fullPath(line); // throws when the full path would refuse the line
+      expect(full.text).toBe(line.toString('utf8'));
+      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+    }
+    expect(accepted).toBeGreaterThan(900);
+    expect(refused).toBeGreaterThan(900);
+  });
+
+  it('recognizes what JSON.stringify writes for long text with escapes', () => {
+    const next = random(18);
+    for (let n = 0; n < 300; n++) {
+      let data = '';
+      for (let k = 300 + Math.floor(next() * 300); k > 0; k--)
+        data += String.fromCharCode(Math.floor(next() * 128));
+      const line = event(next() < 0.5 ? 'stdout' : 'stderr', data, 'utf-8');
+      const full = fullPath(line);
+      expect(canonicalOutput(line)).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+    }
+  });
+
+  it.each([
+    ['a raw quote', '"'],
+    ['an unknown escape', '\\x'],
+    ['a cut unicode escape', '\\u00'],
+    ['a raw newline', '\n'],
+    ['a raw NUL', '\u0000'],
+    ['a raw unit separator', '\u001f'],
+    ['a quote after an escaped backslash', '\\\\"'],
+  ])('refuses long text holding %s anywhere, as the full path does', (_what, bad) => {
+    const body = 'line of text\\n'.repeat(30);
+    // Never inside an escape (14 bytes a line; its escape at 12 and 13).
+    for (const at of [0, 1, 12, 14, 15, 200, body.length - 2, body.length]) {
+      const line = Buffer.from(
+        `{"type":"stdout","data":"${body.slice(0, at)}${bad}${body.slice(at)}","encoding":"utf-8"}`,
+      );
+      expect(canonicalOutput(line)).toBeUndefined();
+      expect(() => fullPath(line)).toThrow();
+    }
+  });
+
+  it('leaves long text with any byte over 0x7f to the full path, at every alignment', () => {
+    const body = Buffer.from('line of text\\n'.repeat(30));
+    for (let b = 0x80; b <= 0xff; b++) {
+      for (const at of [0, 1, 2, 3, 12, 14, 15, 16, 17, 200, body.length - 2, body.length - 1]) {
+        const data = Buffer.concat([body.subarray(0, at), Buffer.from([b]), body.subarray(at)]);
+        const line = Buffer.concat([
+          Buffer.from('{"type":"stdout","data":"'),
+          data,
+          Buffer.from('","encoding":"utf-8"}'),
+        ]);
+        expect(canonicalOutput(line)).toBeUndefined();
+      }
+    }
+  });
+
+  it.each([
+    ['an escaped slash', '\\/'],
+    ['an escaped letter', '\\u0041'],
+    ['an upper-case unicode escape', '\\u001B'],
+  ])('leaves long text with %s to the full path (which re-serializes it)', (_what, odd) => {
+    const line = Buffer.from(
+      `{"type":"stdout","data":"${'line of text\\n'.repeat(30)}${odd}","encoding":"utf-8"}`,
+    );
+    expect(canonicalOutput(line)).toBeUndefined();
+    expect(fullPath(line).text).not.toBe(line.toString());
+  });
+});
+
 describe('plainAscii', () => {
   it('agrees with a byte-by-byte check for every byte, at every alignment and position', () => {
     const plain = (b: number): boolean => b >= 0x20 && b < 0x80 && b !== 0x22 && b !== 0x5c;
