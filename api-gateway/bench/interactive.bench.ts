@@ -19,6 +19,8 @@
  * each child process spent per transfer (/proc, 10 ms ticks) is printed next to the rates.
  * Usage: interactive-run.mjs [--iterations 1000] [--warmup 100] [--rounds 5] [--stream-mib 100]
  *        [--piece-mib 16] [--download-mib 100] [--transfers 5] [--parts stream,download,latency]
+ *        [--stream-content binary|text] (the streamed file: random bytes, which the agent sends as
+ *        base64, or ASCII text lines, sent as JSON-escaped text: a newline escape every ~50 bytes)
  *        [--answer-cpu-ms N] (the per-key CPU share of reading answers; default: the gateway's)
  *        [--cpu-prof DIR] (the gateway and the floors run with node --cpu-prof into DIR, CPU.*.<pid>.*)
  *        [--baseline COMMIT] (also the gateway of COMMIT, in its own process: interactive-baseline.ts)
@@ -75,6 +77,7 @@ const { values } = parseArgs({
     'piece-mib': { type: 'string', default: '16' },
     'download-mib': { type: 'string', default: '100' },
     transfers: { type: 'string', default: '5' },
+    'stream-content': { type: 'string', default: 'binary' },
     parts: { type: 'string', default: 'stream,download,latency' },
     // The per-key CPU share of reading agent answers (GATEWAY_KEY_ANSWER_CPU_MS_PER_SECOND; '' =
     // the production default): a streamed exec's NDJSON is parsed and re-checked line by line, and
@@ -301,6 +304,41 @@ function streamedStdout(body: Buffer): number {
   return bytes;
 }
 
+/**
+ * `bytes` of ASCII text in lines of 8-120 characters (words, some quoted, some tab-separated): what
+ * a `cat` of a log or source file streams, JSON-escaped (\n, \t, \") by the agent.
+ */
+function textContent(bytes: number): Buffer {
+  const words = [
+    'const',
+    'value',
+    'return',
+    'the',
+    'request',
+    '"quoted"',
+    'id=42',
+    '{',
+    '}',
+    'ok:',
+    'if',
+    '\t',
+  ];
+  let seed = 15;
+  const next = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  let block = '';
+  while (block.length < MIB) {
+    let line = '';
+    for (let target = 8 + next(112); line.length < target;) line += words[next(words.length)] + ' ';
+    block += `${line.trimEnd()}\n`;
+  }
+  const out = Buffer.alloc(bytes);
+  for (let off = 0; off < bytes; off += MIB) out.write(block, off, Math.min(MIB, bytes - off), 'latin1');
+  return out;
+}
+
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** One mode of a throughput measurement: a transfer and the proxy's pid. */
@@ -380,13 +418,17 @@ async function main(): Promise<void> {
   const downloadBytes = Number(values['download-mib']) * MIB;
   const transfers = Number(values.transfers);
   const parts = new Set(values.parts.split(','));
+  if (!['binary', 'text'].includes(values['stream-content']))
+    throw new Error('--stream-content: binary or text');
+  const text = values['stream-content'] === 'text';
 
   // The file, in pieces of at most one output cap each (part-0.bin, part-1.bin, ...).
   const workspace = mkdtempSync(join(tmpdir(), 'gw-bench-interactive-'));
   const pieces: string[] = [];
   for (let off = 0; off < streamBytes; off += pieceBytes) {
     const name = `part-${pieces.length}.bin`;
-    writeFileSync(join(workspace, name), randomBytes(Math.min(pieceBytes, streamBytes - off)));
+    const size = Math.min(pieceBytes, streamBytes - off);
+    writeFileSync(join(workspace, name), text ? textContent(size) : randomBytes(size));
     pieces.push(name);
   }
   process.env[ENV.workspace] = workspace;
@@ -447,7 +489,7 @@ async function main(): Promise<void> {
       };
     console.log(
       `topology: client (this process), agent, port server, gateway and each floor in its own process; ` +
-        `stream: cat of ${streamBytes / MIB} MiB in ${pieces.length} execs of <= ${pieceBytes / MIB} MiB; ` +
+        `stream: cat of ${streamBytes / MIB} MiB of ${text ? 'ASCII text' : 'random bytes'} in ${pieces.length} execs of <= ${pieceBytes / MIB} MiB; ` +
         `download: ${downloadBytes / MIB} MiB; ${transfers} transfers per mode, order rotated per round`,
     );
 
