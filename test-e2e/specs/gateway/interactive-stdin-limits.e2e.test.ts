@@ -7,8 +7,8 @@
  *   to a command that reads it all: the answer is cut (no exit event), the gateway logs
  *   `exec stream broke off` with `payload-too-large`, the command is gone from the sandbox, the
  *   session still answers an exec, and (on the local cluster, where the gateway's processes are
- *   visible in /proc) no gateway replica's peak RSS grew by 3/4 of the bound: stdin streams
- *   through, it is never held whole.
+ *   visible in /proc) no gateway replica's peak RSS grew by the bound: stdin streams through, it
+ *   is never held whole.
  * - A caller that goes away mid-stdin (the connection closed while the command still reads): the
  *   command is stopped in the sandbox and the session still answers an exec.
  *
@@ -130,10 +130,11 @@ describe('streamed stdin through the gateway: the total bound and a caller leavi
       (await processesWith(path, marker)) === '' ? true : undefined,
     );
     await expectUsable();
-    // Holding the stdin would take at least the bound; streaming it, a few lines at a time plus
-    // the garbage V8 has not collected yet (21-34 MiB of peak growth seen for 61-73 MiB sent).
+    // Holding the stdin would add at least the bound to the peak, on top of the garbage of the
+    // parsed lines V8 has not collected yet (streaming: 0-45 MiB of peak growth seen for 68-73 MiB
+    // sent, the most on a freshly started replica); streaming holds a few lines.
     const growth = gateways.map((g, i) => ({ pod: g.podName, mib: Math.round((peak[i]! - idle[i]!) / MIB) }));
-    expect(growth.filter((g) => g.mib * MIB >= (bound * 3) / 4)).toEqual([]);
+    expect(growth.filter((g) => g.mib * MIB >= bound)).toEqual([]);
   });
 
   it('a caller leaving mid-stdin stops the command, and the session stays usable', async () => {
