@@ -13,7 +13,7 @@
  * Also measured, to show where the time goes: the create call alone, create to Ready as the API
  * server reports it (a watch on the session), an exec of `true` on a session that is Ready
  * already (the gateway and agent floor), the API server's floor (three serial writes, as a warm
- * claim makes, timed right after each warm sample) and the operator's own claim latency
+ * claim makes, timed right before each warm sample) and the operator's own claim latency
  * (sandbox_operator_pool_claim_duration_seconds, read through the API server's pod proxy).
  *
  * Needs `make platform-up` (platform.env).
@@ -135,8 +135,10 @@ async function execWhenReady(name: string): Promise<{ exitCode: number }> {
 /**
  * The API server's floor of a warm claim: the three writes it makes one after another (the
  * gateway's create of the session, the operator's claim patch of the Pod, its status patch),
- * as a ConfigMap create and two patches in the same namespace, taken right after each warm sample
- * so that both see the same node (a refill Pod starting). Returns ms; the ConfigMap is deleted.
+ * as a ConfigMap create and two patches in the same namespace, taken right before each warm
+ * sample so that both start from the same node (the pool refilled, nothing else of the bench
+ * running; right after a sample the claim's refill Pod is being created, which the claim itself
+ * no longer waits for: operator/src/pool/refill-hold.ts). Returns ms; the ConfigMap is deleted.
  */
 async function apiWriteFloor(): Promise<number> {
   const name = uniqueName('bench-floor-cm');
@@ -262,6 +264,8 @@ async function main(): Promise<void> {
   const cold: Sample[] = [];
   const floor: number[] = [];
   const writes: number[] = [];
+  /** The same writes right after each warm sample (how records before 2026-12-02 04:45 UTC took the floor). */
+  const writesAfter: number[] = [];
   try {
     await refilled();
     // The gateway's and the agent's floor: exec `true` on a session that is Ready already.
@@ -278,8 +282,9 @@ async function main(): Promise<void> {
       const round = Math.min(B, N - warm.length);
       const warmNames = Array.from({ length: round }, () => uniqueName('bench-warm'));
       for (const name of warmNames) {
-        warm.push(await sample(name, poolName, watch));
         writes.push(await apiWriteFloor());
+        warm.push(await sample(name, poolName, watch));
+        writesAfter.push(await apiWriteFloor());
       }
       const coldNames = Array.from({ length: round }, () => uniqueName('bench-cold'));
       for (const name of coldNames) {
@@ -311,7 +316,8 @@ async function main(): Promise<void> {
       warm.flatMap((s) => (s.ready === undefined ? [] : [s.ready])),
     );
     const f = summary('  exec `true` on a Ready session (floor)', floor);
-    const api = summary('  3 serial API writes after each warm sample', writes);
+    const api = summary('  3 serial API writes before each warm sample', writes);
+    summary('  the same right after each warm sample', writesAfter);
     console.log(
       `    floor of a warm claim (3 API writes + exec): p50 ${(api.p50 + f.p50).toFixed(1)} ms; ` +
         `warm p50 / floor ${(w.p50 / (api.p50 + f.p50)).toFixed(2)}x`,
