@@ -12,7 +12,10 @@
  *   file is cat'ed in pieces of --piece-mib, one exec each, one after the other, in every mode;
  *   each mode's answer must have the direct answer's size (same events, same bytes);
  * - port-route throughput: a download (--download-mib) from the sandbox's server through
- *   /v1/sessions/{name}/ports/{port}/ vs straight from that server;
+ *   /v1/sessions/{name}/ports/{port}/ vs straight from that server, and vs the floors of one extra
+ *   process in front of that server: the TCP relay, a node:http proxy that pipes the answer with
+ *   its length, and that proxy with its upstream side on plain sockets instead of node:http's
+ *   client (download-floor.ts);
  * - port-route HTTP p50/p99 of a small GET vs direct, next to the gateway's exec overhead (exec
  *   `true` through the gateway vs direct), the issue's goal being port p50 overhead <= exec's.
  * Transfers rotate the order of the modes each round; latencies are interleaved (stats.ts). The CPU
@@ -48,6 +51,7 @@ import { baselineBundle } from './interactive-baseline.js';
 import type { Listening } from './listen.js';
 import { measureInterleaved, report } from './stats.js';
 import { readySession, StaticStore } from './static-store.js';
+import { startDownloadFloor, startRawDownloadFloor } from './download-floor.js';
 import { startStreamFloor } from './stream-floors.js';
 import { startTcpPipe } from './tcp-pipe.js';
 
@@ -189,7 +193,14 @@ async function serve(role: string, agentPort: number): Promise<void> {
             ? fromListening(await startTcpPipe(target))
             : role === 'http' || role === 'ndjson'
               ? fromListening(await startStreamFloor(target, role))
-              : undefined;
+              : // The download's floors: `agentPort` is the port server's here.
+                role === 'download-pipe'
+                ? fromListening(await startTcpPipe(target))
+                : role === 'download-http'
+                  ? fromListening(await startDownloadFloor(target))
+                  : role === 'download-raw'
+                    ? fromListening(await startRawDownloadFloor(target))
+                    : undefined;
   if (!served) throw new Error(`unknown role ${role}`);
   process.stdout.write(`${JSON.stringify({ port: served.port })}\n`);
   process.stdin.resume();
@@ -458,8 +469,20 @@ async function main(): Promise<void> {
     const pipe = await start('pipe', agent.port, profArgs);
     const httpFloor = await start('http', agent.port, profArgs);
     const ndjsonFloor = await start('ndjson', agent.port, profArgs);
+    const downloadPipe = await start('download-pipe', server.port, profArgs);
+    const downloadHttp = await start('download-http', server.port, profArgs);
+    const downloadRaw = await start('download-raw', server.port, profArgs);
     if (prof) {
-      const pids = { gateway, ...(old ? { baseline: old } : {}), pipe, http: httpFloor, ndjson: ndjsonFloor };
+      const pids = {
+        gateway,
+        ...(old ? { baseline: old } : {}),
+        pipe,
+        http: httpFloor,
+        ndjson: ndjsonFloor,
+        'download pipe': downloadPipe,
+        'download http': downloadHttp,
+        'download raw': downloadRaw,
+      };
       console.log(
         `profiles in ${prof}: ${Object.entries(pids)
           .map(([k, c]) => `${k} ${c.pid}`)
@@ -551,6 +574,26 @@ async function main(): Promise<void> {
             run: once(`${local(gateway.port)}/v1/sessions/${NAME}/ports/${server.port}/big`, viaKey),
             pid: gateway.pid,
           },
+          ...(old
+            ? [
+                {
+                  label: `port route ${baseline!.commit}`,
+                  run: once(`${local(old.port)}/v1/sessions/${NAME}/ports/${server.port}/big`, viaKey),
+                  pid: old.pid,
+                },
+              ]
+            : []),
+          { label: 'tcp pipe', run: once(`${local(downloadPipe.port)}/big`), pid: downloadPipe.pid },
+          {
+            label: 'node:http pipe floor',
+            run: once(`${local(downloadHttp.port)}/big`),
+            pid: downloadHttp.pid,
+          },
+          {
+            label: 'raw-socket client floor',
+            run: once(`${local(downloadRaw.port)}/big`),
+            pid: downloadRaw.pid,
+          },
         ],
         downloadBytes,
         transfers,
@@ -559,7 +602,16 @@ async function main(): Promise<void> {
       printTransfers(
         `port route download ${downloadBytes / MIB} MiB ("agent CPU" = the port server's)`,
         results,
-        [['port route', 'direct']],
+        [
+          ['port route', 'direct'],
+          ['tcp pipe', 'direct'],
+          ['node:http pipe floor', 'direct'],
+          ['raw-socket client floor', 'direct'],
+          ['port route', 'tcp pipe'],
+          ['port route', 'node:http pipe floor'],
+          ['port route', 'raw-socket client floor'],
+          ...(baseline ? [['port route', `port route ${baseline.commit}`] as [string, string]] : []),
+        ],
       );
     }
 
