@@ -24,6 +24,16 @@ function fullPath(line: Buffer): { text: string; decodedBytes: number; type: str
   return { text: JSON.stringify(ev), decodedBytes: outputBytes(ev.data, ev.encoding), type: ev.type };
 }
 
+/**
+ * A line the fast check accepted: the full path accepts it too (fullPath throws otherwise), it is
+ * already canonical (re-serializing changes nothing), and both report the same type and size.
+ */
+function expectFullPathAgrees(line: Buffer, fast: { type: string; decodedBytes: number }): void {
+  const full = fullPath(line);
+  expect(full.text).toBe(line.toString('utf8'));
+  expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+}
+
 describe('canonicalOutput', () => {
   it.each<[string, string, Encoding]>([
     ['base64', Buffer.from([0, 1, 2, 250, 255]).toString('base64'), 'base64'],
@@ -103,9 +113,7 @@ describe('canonicalOutput', () => {
       const fast = canonicalOutput(line);
       if (!fast) continue;
       accepted++;
-      const full = fullPath(line); // throws when the full path would refuse the line
-      expect(full.text).toBe(line.toString('utf8'));
-      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+      expectFullPathAgrees(line, fast);
     }
     expect(accepted).toBeGreaterThan(1000); // the fast path is taken, not only declined
   });
@@ -149,9 +157,7 @@ describe('canonicalOutput on long text (the native scans)', () => {
         continue;
       }
       accepted++;
-      const full = fullPath(line); // throws when the full path would refuse the line
-      expect(full.text).toBe(line.toString('utf8'));
-      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+      expectFullPathAgrees(line, fast);
     }
     expect(accepted).toBeGreaterThan(900);
     expect(refused).toBeGreaterThan(900);
@@ -341,9 +347,7 @@ describe('canonicalOutputOfPieces', () => {
       const fast = canonicalOutputOfPieces(cut(line, at));
       if (!fast) continue;
       accepted++;
-      const full = fullPath(line); // throws when the full path would refuse the line
-      expect(full.text).toBe(line.toString('utf8'));
-      expect(fast).toEqual({ type: full.type, decodedBytes: full.decodedBytes });
+      expectFullPathAgrees(line, fast);
     }
     expect(accepted).toBeGreaterThan(300); // the fast path is taken, not only declined
   });
