@@ -27,7 +27,7 @@ export async function postBindRoute(
   if (!bind) throw new HttpProblem('not-found', 'this agent serves the session it was started for');
   const request = validated(isBindRequest, await readJson(req, BIND_BODY_MAX_BYTES));
   try {
-    sendJson(res, 200, await bind.bind(request));
+    sendJson(res, 200, bind.bind(request));
   } catch (err) {
     if (err instanceof BindRefusedError) throw new HttpProblem('unauthorized', 'the bind is refused');
     throw err;

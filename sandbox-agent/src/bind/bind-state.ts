@@ -14,7 +14,9 @@
  * Every refusal is the same 401 to the caller (no oracle for which check failed); the agent logs
  * the cause, never the token.
  */
-import { rename, writeFile, readFile } from 'node:fs/promises';
+import { renameSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import type { KeyObject } from 'node:crypto';
 
 import {
@@ -74,9 +76,11 @@ interface Bound {
 
 /** One agent's bind state. */
 export class BindState {
+  /**
+   * Set in the same synchronous run as the check and the write (`bind` never yields), so a second
+   * bind arriving at the same time finds it set and is refused as already bound.
+   */
   private bound?: Bound;
-  /** A bind is being written: a concurrent one is refused as already bound. */
-  private binding = false;
 
   constructor(private readonly opts: BindStateOptions) {}
 
@@ -95,19 +99,21 @@ export class BindState {
    * after the first). The request is kept on disk before the token is accepted: an agent that
    * could not keep it stays unbound (the operator then discards the Pod).
    */
-  async bind(request: BindRequest): Promise<BindStatus> {
-    if (this.bound || this.binding) throw this.refuse('already-bound');
+  bind(request: BindRequest): BindStatus {
+    const started = performance.now();
+    if (this.bound) throw this.refuse('already-bound');
     const bound = this.check(request);
-    this.binding = true;
     try {
-      await this.keep(request);
-    } finally {
-      this.binding = false;
+      this.keep(request);
+    } catch (err) {
+      throw new Error(`cannot keep the bind state ${this.opts.stateFile}`, { cause: err });
     }
     this.bound = bound;
     this.opts.logger.info('bound to a session', {
       namespace: bound.session.namespace,
       session: bound.session.name,
+      // The check and the write, for the claim's latency (docs/adr/0016, "Claim latency").
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
     });
     return { bound: true, session: bound.session };
   }
@@ -166,11 +172,32 @@ export class BindState {
     return new BindRefusedError(reason);
   }
 
-  /** Writes the request next to the state file, then renames it into place (all or nothing). */
-  private async keep(request: BindRequest): Promise<void> {
+  /**
+   * Runs the checks a bind makes once on a request that fails them, so that their first-call costs
+   * (the Ed25519 verifier's setup, compiling the validators' and this module's code) are paid when
+   * the warm agent starts, not in the claim a session waits for. Verifies nothing, changes nothing:
+   * the all-zero signature of an empty payload never verifies.
+   */
+  warmUp(): void {
+    const probe: BindRequest = { payload: '{}', signature: `${'A'.repeat(86)}==` };
+    isBindRequest(probe);
+    verifyBindSignature(this.opts.verifyKey, probe);
+    validPayload(JSON.parse(probe.payload));
+  }
+
+  /**
+   * Writes the request next to the state file, then renames it into place (all or nothing). Done
+   * with the synchronous calls on purpose: a few hundred bytes into the Pod's own emptyDir, once in
+   * the Pod's life, block the event loop for well under a millisecond, where the promise calls take
+   * four trips through libuv's thread pool (open, write, close, rename), each a thread wake-up that
+   * costs milliseconds on a busy node, all inside the claim. Neither version fsyncs: the file has to
+   * outlive the agent container (a restart in the same Pod, same node, same page cache), not the
+   * node, whose loss ends the Pod and its emptyDir anyway (docs/adr/0016-warm-pools.md).
+   */
+  private keep(request: BindRequest): void {
     const temp = `${this.opts.stateFile}.tmp`;
-    await writeFile(temp, JSON.stringify(request), { mode: 0o600 });
-    await rename(temp, this.opts.stateFile);
+    writeFileSync(temp, JSON.stringify(request), { mode: 0o600 });
+    renameSync(temp, this.opts.stateFile);
   }
 }
 
@@ -183,5 +210,6 @@ export async function openBindState(config: BindConfig, logger: Logger): Promise
     logger,
   });
   await state.restore();
+  if (!state.status()) state.warmUp();
   return state;
 }

@@ -4,7 +4,7 @@
  * token and nothing else, and stays bound when restarted. Every refusal is 401.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -174,6 +174,29 @@ describe('the bind', () => {
     for (const bearer of [genuine.signature, signer.publicKeyHex, genuine.payload.slice(0, 64)]) {
       expect((await execWith(agent, bearer)).status).toBe(401);
     }
+  });
+});
+
+describe('keeping the bind', () => {
+  it('answers 500 and stays unbound when the state cannot be written; a later bind can still win', async () => {
+    const stateFile = join(stateDir, 'missing-dir', 'state.json');
+    const agent = await warmAgent(bindConfig(stateFile));
+    expect((await postBind(agent, signer.sign(payload(tokenA)))).status).toBe(500);
+    expect((await execWith(agent, tokenA)).status).toBe(401);
+    expect((await agent.send({ method: 'GET', path: '/v1/bind' }, tokenA)).status).toBe(401);
+    await mkdir(join(stateDir, 'missing-dir'));
+    expect((await postBind(agent, signer.sign(payload(tokenB)))).status).toBe(200);
+    expect((await execWith(agent, tokenB)).status).toBe(200);
+    expect((await execWith(agent, tokenA)).status).toBe(401);
+  });
+
+  it('warms up at start without binding or writing anything', async () => {
+    const bind = bindConfig();
+    const agent = await warmAgent(bind);
+    await expect(stat(bind.stateFile)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(`${bind.stateFile}.tmp`)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(agent.logs.some((l) => l.includes('bind refused'))).toBe(false);
+    expect((await postBind(agent, signer.sign(payload(tokenA)))).status).toBe(200);
   });
 });
 
