@@ -136,6 +136,8 @@ export class PoolClaims implements PoolClaimer {
     const { uid, name, namespace } = candidate.metadata;
     const pool = candidate.pool ?? '';
     this.reserved.add(uid);
+    // The bind's connection is opened while the claim patch is under way (bind-client.ts).
+    const early = candidate.podIP ? this.d.bind.connectEarly?.(candidate.podIP) : undefined;
     try {
       const claimed = await this.d.writer.claimPod(candidate, ref);
       if (claimed === 'conflict' || claimed === 'gone') {
@@ -145,7 +147,7 @@ export class PoolClaims implements PoolClaimer {
       this.d.index.applyPod(claimed, 'updated');
       this.d.wake(namespace, pool);
       const signed = this.d.signer.sign(payload(claimed, ref, token));
-      const outcome = await this.d.bind.bind(claimed.podIP ?? candidate.podIP ?? '', signed);
+      const outcome = await this.d.bind.bind(claimed.podIP ?? candidate.podIP ?? '', signed, early);
       if (outcome === 'bound') return claimed;
       failed.push(name);
       this.d.metrics.claimed(namespace, pool, 'bind_failed');
@@ -158,6 +160,7 @@ export class PoolClaims implements PoolClaimer {
       await this.d.writer.deletePod(claimed, false);
       return undefined;
     } finally {
+      early?.close();
       this.reserved.delete(uid);
     }
   }
