@@ -5,7 +5,6 @@
  * has a deadline, answers are bounded, and the token never reaches a log.
  */
 import { request } from 'node:http';
-import { connect, type Socket } from 'node:net';
 
 import { AGENT_PATHS, type BindRequest, type BindStatus } from '@sandbox-platform/api';
 
@@ -18,23 +17,9 @@ export type BindOutcome =
   /** Anything else: no answer in time, a connection error, an unexpected status. */
   | 'failed';
 
-/**
- * A connection to a warm Pod's agent opened before its bind: the claim opens it while its patch is
- * under way, so the bind does not wait for the TCP handshake (ADR 0016, "Claim latency"). Closed by
- * whoever opened it once the claim settled; a bind does not rely on it (it dials afresh when this
- * connection failed or was closed).
- */
-export interface EarlyConnection {
-  readonly podIP: string;
-  close(): void;
-}
-
 /** The calls. */
 export interface BindClient {
-  /** The bind; over `early` when that is a usable connection to the same Pod IP. */
-  bind(podIP: string, body: BindRequest, early?: EarlyConnection): Promise<BindOutcome>;
-  /** Opens a connection for a bind to come (optional: fakes need not). */
-  connectEarly?(podIP: string): EarlyConnection;
+  bind(podIP: string, body: BindRequest): Promise<BindOutcome>;
   /** The session the agent serves, asked with the session token; undefined when refused (401). */
   status(podIP: string, token: string): Promise<BindStatus | 'refused' | 'failed'>;
 }
@@ -53,13 +38,12 @@ const MAX_ANSWER_BYTES = 16 * 1024;
 /** The client over node:http. */
 export function createBindClient(opts: BindClientOptions): BindClient {
   return {
-    bind: async (podIP, body, early) => {
+    bind: async (podIP, body) => {
       const answer = await call(opts, {
         host: podIP,
         method: 'POST',
         headers: {},
         body: JSON.stringify(body),
-        socket: early instanceof SocketConnection && early.podIP === podIP ? early.take() : undefined,
       });
       if (answer === 'failed') return 'failed';
       return answer.status === 200 ? 'bound' : answer.status === 401 ? 'refused' : 'failed';
@@ -79,41 +63,7 @@ export function createBindClient(opts: BindClientOptions): BindClient {
         return 'failed';
       }
     },
-    connectEarly: (podIP) => new SocketConnection(podIP, opts),
   };
-}
-
-/**
- * The early connection over a socket. An error before its use (refused, reset) only marks it
- * unusable; the bind then dials as it would have. Its deadline is the bind call's: a connection
- * not taken by then is closed.
- */
-class SocketConnection implements EarlyConnection {
-  private socket: Socket | undefined;
-
-  constructor(
-    readonly podIP: string,
-    opts: BindClientOptions,
-  ) {
-    const socket = connect({ host: podIP, port: opts.port, noDelay: true });
-    socket.setTimeout(opts.timeoutMs, () => socket.destroy());
-    socket.on('error', () => (this.socket = undefined));
-    this.socket = socket;
-  }
-
-  /** The socket for one request, once; undefined when it failed or was taken or closed. */
-  take(): Socket | undefined {
-    const socket = this.socket;
-    this.socket = undefined;
-    if (!socket || socket.destroyed) return undefined;
-    socket.setTimeout(0);
-    return socket;
-  }
-
-  close(): void {
-    this.socket?.destroy();
-    this.socket = undefined;
-  }
 }
 
 interface Answer {
@@ -126,14 +76,9 @@ interface Call {
   readonly method: 'GET' | 'POST';
   readonly headers: Record<string, string>;
   readonly body?: string;
-  /** An open connection to use instead of dialing (an early connection's). */
-  readonly socket?: Socket;
 }
 
-function call(
-  opts: BindClientOptions,
-  { host, method, headers, body, socket }: Call,
-): Promise<Answer | 'failed'> {
+function call(opts: BindClientOptions, { host, method, headers, body }: Call): Promise<Answer | 'failed'> {
   return new Promise((resolve) => {
     const req = request(
       {
@@ -141,8 +86,7 @@ function call(
         port: opts.port,
         method,
         path: AGENT_PATHS.bind,
-        // node:http honours createConnection only without an agent (`agent: false` is an agent).
-        ...(socket ? { createConnection: () => socket } : { agent: false }),
+        agent: false,
         signal: AbortSignal.timeout(opts.timeoutMs),
         headers: {
           ...headers,

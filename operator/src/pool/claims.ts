@@ -4,8 +4,8 @@
  * A claim picks an available warm Pod from the index (Ready, current template, not being deleted,
  * not being claimed by another reconcile of this process), moves it to the session with one patch
  * carrying the resourceVersion seen (409: another claim or the pool's delete won; the next one is
- * tried), and binds it with one signed call to its agent. A Pod whose bind fails is deleted: it is
- * the session's by then, never returned to the pool. At most MAX_ATTEMPTS Pods are tried; then the
+ * tried), and binds it with one signed call to its agent, sent alongside the patch (tryOne). A Pod
+ * whose bind fails is deleted: it is the session's by then, never returned to the pool. At most MAX_ATTEMPTS Pods are tried; then the
  * session is created cold.
  */
 import { POOL_KIND, type BindPayload, type BindSigner, type SandboxSession } from '@sandbox-platform/api';
@@ -126,7 +126,17 @@ export class PoolClaims implements PoolClaimer {
       );
   }
 
-  /** Claims and binds one Pod; undefined when it could not be (the reason is counted and logged). */
+  /**
+   * Claims and binds one Pod; undefined when it could not be (the reason is counted and logged).
+   *
+   * The claim patch and the bind go out together (ADR 0016, "Claim latency"): the bind does not
+   * depend on the patch's answer (it names the Pod by the UID already known), and what decides who
+   * gets a Pod is still the patch (resourceVersion) and the agent's single bind, each on its own.
+   * So the outcomes are: patched and bound (claimed); patched, not bound (the Pod is this session's
+   * and serves nobody: deleted, as before); not patched and bound (the Pod serves this session's
+   * token but belongs to someone else or still to the pool: deleted, since nobody else can bind
+   * it now); not patched, not bound (someone else won the Pod, or it is gone: left alone).
+   */
   private async tryOne(
     candidate: PoolPodView,
     ref: SessionRef,
@@ -136,18 +146,26 @@ export class PoolClaims implements PoolClaimer {
     const { uid, name, namespace } = candidate.metadata;
     const pool = candidate.pool ?? '';
     this.reserved.add(uid);
-    // The bind's connection is opened while the claim patch is under way (bind-client.ts).
-    const early = candidate.podIP ? this.d.bind.connectEarly?.(candidate.podIP) : undefined;
     try {
-      const claimed = await this.d.writer.claimPod(candidate, ref);
+      const signed = this.d.signer.sign(payload(candidate, ref, token));
+      const [claimed, outcome] = await Promise.all([
+        this.d.writer.claimPod(candidate, ref),
+        this.d.bind.bind(candidate.podIP ?? '', signed),
+      ]);
       if (claimed === 'conflict' || claimed === 'gone') {
         this.d.metrics.claimed(namespace, pool, 'conflict');
+        if (outcome === 'bound' && claimed === 'conflict') {
+          this.d.logger.warn('a warm pod bound while its claim lost; deleting it', {
+            namespace,
+            session: ref.name,
+            pod: name,
+          });
+          await this.d.writer.deletePod(candidate, false);
+        }
         return undefined;
       }
       this.d.index.applyPod(claimed, 'updated');
       this.d.wake(namespace, pool);
-      const signed = this.d.signer.sign(payload(claimed, ref, token));
-      const outcome = await this.d.bind.bind(claimed.podIP ?? candidate.podIP ?? '', signed, early);
       if (outcome === 'bound') return claimed;
       failed.push(name);
       this.d.metrics.claimed(namespace, pool, 'bind_failed');
@@ -160,7 +178,6 @@ export class PoolClaims implements PoolClaimer {
       await this.d.writer.deletePod(claimed, false);
       return undefined;
     } finally {
-      early?.close();
       this.reserved.delete(uid);
     }
   }

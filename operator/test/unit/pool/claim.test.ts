@@ -158,6 +158,36 @@ describe('claims that do not go through', () => {
     expect(await claims('conflict')).toBe(1);
   });
 
+  it('deletes a Pod whose bind went through while its claim patch lost (it serves this token now)', async () => {
+    const pool = pools.putPool('warm', { replicas: 2 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.conflictOnClaim.add('warm-aaaaaaaaaa');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(pools.ops.slice(0, 3)).toEqual([
+      'claimPod warm-aaaaaaaaaa conflict',
+      'bind warm-aaaaaaaaaa',
+      'deletePod warm-aaaaaaaaaa',
+    ]);
+    expect(cluster.session()?.status?.podName).toBe('warm-bbbbbbbbbb');
+  });
+
+  it('leaves alone a Pod whose claim patch lost and whose agent refused the bind (another claim won it)', async () => {
+    const pool = pools.putPool('warm', { replicas: 2 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.conflictOnClaim.add('warm-aaaaaaaaaa');
+    pools.behaviour.set('warm-aaaaaaaaaa', 'refuse');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(pools.ops.filter((o) => o.includes('warm-aaaaaaaaaa'))).toEqual([
+      'claimPod warm-aaaaaaaaaa conflict',
+      'bind warm-aaaaaaaaaa',
+    ]);
+    expect(cluster.session()?.status?.podName).toBe('warm-bbbbbbbbbb');
+  });
+
   it('deletes a claimed Pod whose bind fails (never back to the pool) and tries the next', async () => {
     const pool = pools.putPool('warm', { replicas: 2 });
     pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
