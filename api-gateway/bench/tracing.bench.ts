@@ -32,6 +32,7 @@ import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
+import type { TraceContext } from '../src/tracing/tracing-config.js';
 import { execTrueCall, hostPort } from './agent-call.js';
 import { startLocalAgent } from './local-setup.js';
 import { measureInterleaved, report } from './stats.js';
@@ -76,11 +77,7 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
     ? (await import('../src/tracing/tracing.js')).startTracing(config.tracing)
     : undefined;
   // Info lines are written (batched) to /dev/null's stand-in: a sink that drops them.
-  const logger = new WinstonFastifyLogger(
-    createWinston('info', { write: () => true }),
-    undefined,
-    tracing?.logContext,
-  );
+  const logger = new WinstonFastifyLogger(createWinston('info', { write: () => true }));
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
     port: agentPort,
@@ -91,7 +88,13 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
     fileTimeoutMs: 60_000,
     ...(tracing ? { tracing: tracing.agent } : {}),
   });
-  const patcher = { patchLastActivity: (): Promise<void> => Promise.resolve() };
+  // As the store's: the patch runs in a span under the reporting request's trace context.
+  const patch = { patch: (): Promise<void> => Promise.resolve() };
+  const traced = tracing?.kube.traceApi(patch, 'sandboxsessions');
+  const patcher = {
+    patchLastActivity: (_ns: string, _name: string, _at: Date, trace?: TraceContext): Promise<void> =>
+      (traced ? traced(trace) : patch).patch(),
+  };
   const app = await buildApp({
     config,
     logger,
@@ -101,7 +104,7 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
     store: new StaticStore([readySession(NAMESPACE, NAME, UID, '127.0.0.1')]),
     transports: { Agent: transport, KubernetesExec: transport },
     activity: new ThrottledActivityReporter({
-      patcher: tracing ? tracing.kube.traceApi(patcher, 'sandboxsessions') : patcher,
+      patcher,
       throttleMs: config.activityThrottleMs,
       log: logger,
     }),

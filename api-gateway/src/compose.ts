@@ -76,10 +76,10 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
       return state?.kind === 'ready' && state.target.uid === t.uid ? state.target.podIP : undefined;
     },
   });
+  const executor = createPodExecutor(inputs.streamingKubeConfig);
   const kubeExec = new KubernetesExecTransport({
-    executor: inputs.tracing
-      ? inputs.tracing.kube.traceApi(createPodExecutor(inputs.streamingKubeConfig), 'pods/exec')
-      : createPodExecutor(inputs.streamingKubeConfig),
+    executor,
+    ...(inputs.tracing ? { traced: inputs.tracing.kube.traceApi(executor, 'pods/exec') } : {}),
     maxOutputBytes: config.exec.maxOutputBytes,
     deadlineMarginMs: config.exec.deadlineMarginMs,
     fileTimeoutMs: FILE_TIMEOUT_MS,

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const tracing = config.tracing
     ? (await import('./tracing/tracing.js')).startTracing(config.tracing)
     : undefined;
-  const logger = new WinstonFastifyLogger(winston, undefined, tracing?.logContext);
+  const logger = new WinstonFastifyLogger(winston);
   const keys = ApiKeys.parse(await readFile(config.apiKeysFile, 'utf8'), config.namespaces);
   // The one shared reader: the operator derives the same tokens from the same bytes.
   const masterKey = readMasterKeyFile(config.masterKeyFile);

@@ -10,6 +10,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 
 import type { ActivityPatcher } from '../sessions/store.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 
 /** The session an activity is about. */
 export interface ActivitySubject {
@@ -17,6 +18,8 @@ export interface ActivitySubject {
   name: string;
   /** spec.idleTimeoutSeconds; 0 means never idle-collected. */
   idleTimeoutSeconds: number;
+  /** Tracing on: the reporting request's trace context; the patch's span is its child. */
+  trace?: TraceContext;
 }
 
 /** What routes call; fire-and-forget. */
@@ -170,7 +173,7 @@ export class ThrottledActivityReporter implements ActivityReporter {
     const { namespace, name } = e.subject;
     e.lastPatchAt = this.timers.now();
     const p = this.o.patcher
-      .patchLastActivity(namespace, name, new Date(e.lastPatchAt))
+      .patchLastActivity(namespace, name, new Date(e.lastPatchAt), e.subject.trace)
       .then(
         () => this.o.onPatch?.('ok'),
         (err: unknown) => this.onFailure(e, err),

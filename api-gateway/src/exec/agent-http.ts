@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 
 import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
-import type { AgentCallTracing, BodyBrokeOff } from '../tracing/tracing-config.js';
+import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../tracing/tracing-config.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -60,8 +60,8 @@ export interface DeliveryOptions {
   retryDelayMs?: number;
   /** Charged with the CPU spent parsing the answer; reading pauses while the caller is in debt. */
   meter?: CpuMeter;
-  /** Tracing on: the call runs in a span and sends its traceparent (tracing/tracing.ts). */
-  trace?: AgentCallTracing;
+  /** Tracing on, under a request's trace context: the call runs in a child span and sends its traceparent (tracing/tracing.ts). */
+  trace?: { tracing: AgentCallTracing; parent: TraceContext };
 }
 
 /** Errors that prove the request never left the gateway (safe to retry). */
@@ -103,10 +103,10 @@ async function deliver(pool: AgentPool, req: AgentRequest, opts: DeliveryOptions
 function traced(
   pool: AgentPool,
   req: AgentRequest,
-  trace: AgentCallTracing,
+  trace: { tracing: AgentCallTracing; parent: TraceContext },
   untraced: DeliveryOptions,
 ): Promise<AgentResponse> {
-  return trace.agentCall(req.method, req.path, (traceparent) =>
+  return trace.tracing.agentCall(trace.parent, req.method, req.path, (traceparent) =>
     sendToAgent(pool, traceparent ? { ...req, traceparent } : req, untraced),
   );
 }

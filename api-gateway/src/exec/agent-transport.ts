@@ -216,7 +216,7 @@ export class AgentTransport implements ExecTransport {
           deadlineAt,
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.meter ? { meter: opts.meter } : {}),
-          ...(this.o.tracing ? { trace: this.o.tracing } : {}),
+          ...(this.o.tracing && opts.trace ? { trace: { tracing: this.o.tracing, parent: opts.trace } } : {}),
         },
       );
     } catch (err) {

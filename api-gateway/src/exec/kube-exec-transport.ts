@@ -10,6 +10,7 @@ import { SANDBOX_CONTAINER, WORKSPACE_DIR } from '@sandbox-platform/api';
 
 import { ProblemError } from '../errors.js';
 import type { ExecTarget } from '../sessions/model.js';
+import type { TracedApi } from '../tracing/tracing-config.js';
 import type { ExecStatus } from './exec-status.js';
 import {
   EXIT_NOT_FOUND,
@@ -51,6 +52,8 @@ export interface PodExecutor {
 /** Options of the KubernetesExec transport. */
 export interface KubeExecTransportOptions {
   executor: PodExecutor;
+  /** Tracing on: the executor as a call under a request's trace context sees it (in a span). */
+  traced?: TracedApi<PodExecutor>;
   /** Cap per stream, as the agent's. */
   maxOutputBytes: number;
   deadlineMarginMs: number;
@@ -205,7 +208,8 @@ export class KubernetesExecTransport implements ExecTransport {
     const stdin = spec.stdin ? new PassThrough() : null;
     let socket: ExecSocket;
     try {
-      socket = await this.o.executor.exec({
+      const executor = opts.trace && this.o.traced ? this.o.traced(opts.trace) : this.o.executor;
+      socket = await executor.exec({
         namespace: target.namespace,
         podName: target.podName,
         container: SANDBOX_CONTAINER,

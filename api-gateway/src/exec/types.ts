@@ -10,6 +10,7 @@ import type { ExecRequest as AgentExecRequest, ExecResult, WriteFileResult } fro
 
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import type { ExecTarget } from '../sessions/model.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 
 export type { ExecResult, ExecStreamEvent, OutputEncoding, WriteFileResult } from '@sandbox-platform/api';
 
@@ -60,6 +61,12 @@ export interface CallOptions {
   hold?: AnswerHold;
   /** The caller's share of the gateway's CPU for reading answers (none: not metered). */
   meter?: CpuMeter;
+  /**
+   * Tracing on: the trace context of the request this call serves (its route passes
+   * `request.traceContext` down, tracing/request-trace.ts); the agent and Kubernetes calls are its
+   * span's children. Absent: no span (tracing off, or work of no request).
+   */
+  trace?: TraceContext;
   /**
    * execStream only: the command's stdin as NDJSON stdin lines (already checked, exec/stdin-guard.ts),
    * forwarded to the agent as they arrive (Agent transport only).

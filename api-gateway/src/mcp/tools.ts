@@ -20,6 +20,7 @@ import type { ExecService } from '../service/exec-service.js';
 import { resolveNamespace } from '../service/namespaces.js';
 import type { ProcessService } from '../service/process-service.js';
 import type { SessionsService } from '../service/sessions-service.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
 import { registerProcessTools } from './process-tools.js';
 
@@ -36,6 +37,8 @@ export interface ToolContext {
   log: Pick<FastifyBaseLogger, 'error' | 'warn'>;
   /** Aborted when the HTTP client goes away: the command is cancelled (the agent kills it). */
   signal?: CancelSignal;
+  /** Tracing on: the MCP request's trace context (the agent and Kubernetes calls are its span's children). */
+  trace?: TraceContext;
   /** Where large agent answers take their memory from (the response's share of the budget). */
   answerHold?: AnswerHold;
   /** The caller's share of the gateway's CPU for reading answers. */
@@ -111,6 +114,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     ...(ctx.signal ? { signal: ctx.signal } : {}),
     ...(ctx.answerHold ? { hold: ctx.answerHold } : {}),
     ...(ctx.meter ? { meter: ctx.meter } : {}),
+    ...(ctx.trace ? { trace: ctx.trace } : {}),
   };
 
   server.registerTool(
@@ -313,7 +317,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       guarded(async () => {
         const namespace = ns(args.namespace);
         await ctx.sessions.setSuspended(namespace, args.session, false);
-        await ctx.execs.resolveTarget(namespace, args.session, ctx.limits.maxWaitSeconds, ctx.signal);
+        await ctx.execs.resolveTarget(namespace, args.session, ctx.limits.maxWaitSeconds, call);
         return jsonToolResult({ ...(await ctx.sessions.get(namespace, args.session)) });
       }),
   );

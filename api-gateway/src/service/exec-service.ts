@@ -13,6 +13,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { AddressPolicy } from '../sessions/address.js';
 import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
 import type { SessionStore } from '../sessions/store.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 import type {
   CallOptions,
   CancelSignal,
@@ -69,17 +70,29 @@ function notReady(name: string, state: { reason: string; message: string }): Pro
   );
 }
 
+/** The session as the activity reporter sees it, with the request's trace context when traced. */
+export function activitySubject(
+  target: ExecTarget,
+  opts: CallOptions,
+): ExecTarget & { trace?: TraceContext } {
+  return opts.trace ? { ...target, trace: opts.trace } : target;
+}
+
 /** Exec, streaming exec and files. */
 export class ExecService {
   constructor(private readonly d: ExecServiceDeps) {}
 
-  /** The Ready session's target, waiting up to waitSeconds (bounded by config) for it. */
+  /**
+   * The Ready session's target, waiting up to waitSeconds (bounded by config) for it. `call.trace`:
+   * the request's trace context, for the Kubernetes calls a resume or a read-through makes.
+   */
   async resolveTarget(
     namespace: string,
     name: string,
     waitSeconds: number | undefined,
-    signal?: CancelSignal,
+    call: Pick<CallOptions, 'signal' | 'trace'> = {},
   ): Promise<ExecTarget> {
+    const { signal, trace } = call;
     assertSessionName(name);
     assertSynced(this.d.store);
     const waitMs =
@@ -94,9 +107,7 @@ export class ExecService {
       const cached = this.d.store.get(namespace, name);
       if (!resumed && cached?.spec.suspend === true && !cached.metadata.deletionTimestamp) {
         resumed = true;
-        if (!(await this.d.store.setSuspended(namespace, name, false))) {
-          throw notFoundOrGone(this.d.store, namespace, name);
-        }
+        await this.resume(namespace, name, trace);
         continue;
       }
       const step = this.check(namespace, name, limits, signal);
@@ -107,7 +118,7 @@ export class ExecService {
         if (readThroughDone) {
           throw notReady(name, { reason: 'Pending', message: 'this gateway replica has not seen it yet' });
         }
-        if (!(await readThrough(this.d.store, namespace, name))) {
+        if (!(await readThrough(this.d.store, namespace, name, trace))) {
           throw notFoundOrGone(this.d.store, namespace, name);
         }
         readThroughDone = true;
@@ -115,6 +126,13 @@ export class ExecService {
         continue;
       }
       await this.d.store.waitForChange(namespace, name, step.waitMs, signal);
+    }
+  }
+
+  /** Resumes a suspended session (one merge patch); 404/410 when it is gone. */
+  private async resume(namespace: string, name: string, trace: TraceContext | undefined): Promise<void> {
+    if (!(await this.d.store.setSuspended(namespace, name, false, trace))) {
+      throw notFoundOrGone(this.d.store, namespace, name);
     }
   }
 
@@ -149,8 +167,8 @@ export class ExecService {
   /** Runs one command and returns the agent's result shape. */
   async exec(namespace: string, name: string, input: ExecInput, opts: CallOptions = {}): Promise<ExecResult> {
     const req = this.toRequest(input);
-    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
-    const end = this.d.activity.begin(target);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts);
+    const end = this.d.activity.begin(activitySubject(target, opts));
     const timer = this.d.metrics?.execDuration.startTimer({ transport: target.transport });
     try {
       const result = await this.transport(target, req).exec(target, req, opts);
@@ -173,8 +191,8 @@ export class ExecService {
     opts: CallOptions = {},
   ): Promise<Readable> {
     const req = this.toRequest(input);
-    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts.signal);
-    const end = this.d.activity.begin(target);
+    const target = await this.resolveTarget(namespace, name, input.waitSeconds, opts);
+    const end = this.d.activity.begin(activitySubject(target, opts));
     try {
       const stream = await this.transport(target, req, opts.stdinLines !== undefined).execStream(
         target,
@@ -196,11 +214,11 @@ export class ExecService {
     file: { path: string; data: UploadBody },
     opts: CallOptions = {},
   ): Promise<WriteFileResult> {
-    const target = await this.resolveTarget(namespace, name, undefined, opts.signal);
+    const target = await this.resolveTarget(namespace, name, undefined, opts);
     try {
       return await this.transport(target).writeFile(target, file.path, file.data, opts);
     } finally {
-      this.d.activity.touch(target);
+      this.d.activity.touch(activitySubject(target, opts));
     }
   }
 
@@ -211,11 +229,11 @@ export class ExecService {
     path: string,
     opts: CallOptions = {},
   ): Promise<FileDownload> {
-    const target = await this.resolveTarget(namespace, name, undefined, opts.signal);
+    const target = await this.resolveTarget(namespace, name, undefined, opts);
     try {
       return await this.transport(target).readFile(target, path, this.d.maxFileBytes, opts);
     } finally {
-      this.d.activity.touch(target);
+      this.d.activity.touch(activitySubject(target, opts));
     }
   }
 

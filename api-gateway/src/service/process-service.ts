@@ -22,7 +22,7 @@ import { ProblemError } from '../errors.js';
 import type { ProcessTransport } from '../exec/agent-processes.js';
 import type { CallOptions } from '../exec/types.js';
 import type { ExecTarget } from '../sessions/model.js';
-import type { ExecService } from './exec-service.js';
+import { activitySubject, type ExecService } from './exec-service.js';
 
 /** Dependencies of the process service. */
 export interface ProcessServiceDeps {
@@ -44,7 +44,7 @@ export class ProcessService {
 
   /** The Ready Agent session (waiting as exec does), or a problem. */
   async target(ref: SessionRef, opts: CallOptions = {}, waitSeconds?: number): Promise<ExecTarget> {
-    const target = await this.d.execs.resolveTarget(ref.namespace, ref.name, waitSeconds, opts.signal);
+    const target = await this.d.execs.resolveTarget(ref.namespace, ref.name, waitSeconds, opts);
     if (target.transport !== 'Agent' || !this.d.processes) {
       throw new ProblemError(
         'not-supported',
@@ -92,7 +92,7 @@ export class ProcessService {
     opts: CallOptions = {},
   ): Promise<Readable> {
     const target = await this.target(ref, opts);
-    const end = this.d.activity.begin(target);
+    const end = this.d.activity.begin(activitySubject(target, opts));
     try {
       const stream = await this.d.processes!.follow(target, id, query, opts);
       stream.once('close', end);
@@ -115,7 +115,7 @@ export class ProcessService {
     opts: CallOptions = {},
   ): Promise<ProcessInfo> {
     const target = await this.target(ref, opts);
-    const end = this.d.activity.begin(target);
+    const end = this.d.activity.begin(activitySubject(target, opts));
     try {
       return await this.d.processes!.wait(target, id, timeoutSeconds, opts);
     } finally {
@@ -133,7 +133,7 @@ export class ProcessService {
     try {
       return await call(this.d.processes!, target);
     } finally {
-      this.d.activity.touch(target);
+      this.d.activity.touch(activitySubject(target, opts));
     }
   }
 }

@@ -20,6 +20,7 @@ import {
 } from '../sessions/policy.js';
 import { SessionQuota, type QuotaLimits } from '../sessions/quota.js';
 import type { SessionStore } from '../sessions/store.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 import { assertSessionName } from './namespaces.js';
 
 /** A create request after namespace resolution. */
@@ -67,6 +68,7 @@ export class SessionsService {
     principal: Principal,
     namespace: string,
     input: CreateSessionInput,
+    trace?: TraceContext,
   ): Promise<{ session: SessionView; created: boolean }> {
     const { name: requested, ...overrides } = input;
     const name = requested ?? generateName();
@@ -79,7 +81,7 @@ export class SessionsService {
     let created = false;
     let session;
     try {
-      ({ session, created } = await this.store.createOrGet(desired));
+      ({ session, created } = await this.store.createOrGet(desired, trace));
     } finally {
       settle?.(created);
     }
@@ -102,10 +104,10 @@ export class SessionsService {
    * with the API server before a 404: a client that just created the session (through this
    * replica or another) reads its own write even while this replica's watch lags.
    */
-  async get(namespace: string, name: string): Promise<SessionView> {
+  async get(namespace: string, name: string, trace?: TraceContext): Promise<SessionView> {
     assertSessionName(name);
     assertSynced(this.store);
-    const s = this.store.get(namespace, name) ?? (await readThrough(this.store, namespace, name));
+    const s = this.store.get(namespace, name) ?? (await readThrough(this.store, namespace, name, trace));
     if (!s) throw notFoundOrGone(this.store, namespace, name);
     return toSessionView(s, this.addressPolicy);
   }
@@ -124,21 +126,26 @@ export class SessionsService {
    * resume makes a new Pod on the same workspace. Idempotent; 404 when the session does not exist,
    * 410 when this replica saw it deleted, 409 while it is being deleted.
    */
-  async setSuspended(namespace: string, name: string, suspend: boolean): Promise<SessionView> {
+  async setSuspended(
+    namespace: string,
+    name: string,
+    suspend: boolean,
+    trace?: TraceContext,
+  ): Promise<SessionView> {
     assertSessionName(name);
     const cached = this.store.get(namespace, name);
     if (cached?.metadata.deletionTimestamp) {
       throw new ProblemError('conflict', `session ${name} is being deleted`);
     }
-    const patched = await this.store.setSuspended(namespace, name, suspend);
+    const patched = await this.store.setSuspended(namespace, name, suspend, trace);
     if (!patched) throw notFoundOrGone(this.store, namespace, name);
     return toSessionView(patched, this.addressPolicy);
   }
 
   /** Deletes a session; 404 when it does not exist. */
-  async delete(namespace: string, name: string): Promise<void> {
+  async delete(namespace: string, name: string, trace?: TraceContext): Promise<void> {
     assertSessionName(name);
-    const deleted = await this.store.delete(namespace, name);
+    const deleted = await this.store.delete(namespace, name, trace);
     if (!deleted) throw new ProblemError('session-not-found', `no session ${name} in namespace ${namespace}`);
   }
 }
@@ -148,9 +155,10 @@ export async function readThrough(
   store: SessionStore,
   namespace: string,
   name: string,
+  trace?: TraceContext,
 ): Promise<SandboxSession | undefined> {
   if (store.tombstone(namespace, name)) return undefined;
-  return store.readFresh(namespace, name);
+  return store.readFresh(namespace, name, trace);
 }
 
 /** 410 with the reason when the session was seen deleted, else 404. */

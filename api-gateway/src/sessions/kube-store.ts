@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 
 import { ProblemError } from '../errors.js';
 import type { CancelSignal } from '../exec/types.js';
-import type { KubeApiTracing } from '../tracing/tracing-config.js';
+import type { KubeApiTracing, TraceContext, TracedApi } from '../tracing/tracing-config.js';
 import { makeCustomObjectsApi } from './kube-api.js';
 import { apiStatus, kubeFailure } from './kube-errors.js';
 import { readyCondition } from './model.js';
@@ -40,7 +40,8 @@ const CREATE_ATTEMPTS = 3;
 
 /** SessionStore + ActivityPatcher on a real API server. */
 export class KubeSessionStore implements SessionStore, ActivityPatcher {
-  private readonly api: k8s.CustomObjectsApi;
+  /** The REST client as a call under `trace` sees it (tracing on: in a span; off: the client). */
+  private readonly api: TracedApi<k8s.CustomObjectsApi>;
   private readonly caches = new Map<string, NamespaceCache>();
   private readonly waiters = new ChangeWaiters();
   private readonly tombstones = new Tombstones();
@@ -48,7 +49,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
 
   constructor(opts: KubeSessionStoreOptions) {
     const api = makeCustomObjectsApi(opts.kubeConfig, opts.apiTimeoutMs);
-    this.api = opts.tracing ? opts.tracing.traceApi(api, 'sandboxsessions') : api;
+    this.api = opts.tracing ? opts.tracing.traceApi(api, 'sandboxsessions') : () => api;
     this.fieldManager = opts.fieldManager ?? 'sandbox-api-gateway';
     for (const ns of opts.namespaces) {
       const events = {
@@ -90,11 +91,11 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     return this.waiters.wait(`${namespace}/${name}`, timeoutMs, signal);
   }
 
-  async createOrGet(session: SandboxSession): Promise<CreateResult> {
+  async createOrGet(session: SandboxSession, trace?: TraceContext): Promise<CreateResult> {
     const { namespace, name } = session.metadata as { namespace: string; name: string };
     for (let attempt = 1; ; attempt++) {
       try {
-        const created = (await this.api.createNamespacedCustomObject({
+        const created = (await this.api(trace).createNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
           namespace,
@@ -106,7 +107,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
       } catch (err) {
         if (apiStatus(err) !== 409) throw kubeFailure(err, 'create session');
       }
-      const existing = await this.readFresh(namespace, name);
+      const existing = await this.readFresh(namespace, name, trace);
       if (existing) return { session: existing, created: false };
       // Deleted between our create and our read: try again, a bounded number of times.
       if (attempt >= CREATE_ATTEMPTS) {
@@ -117,9 +118,9 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     }
   }
 
-  async delete(namespace: string, name: string): Promise<boolean> {
+  async delete(namespace: string, name: string, trace?: TraceContext): Promise<boolean> {
     try {
-      await this.api.deleteNamespacedCustomObject({
+      await this.api(trace).deleteNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         namespace,
@@ -133,7 +134,12 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     }
   }
 
-  async setSuspended(namespace: string, name: string, suspend: boolean): Promise<SandboxSession | undefined> {
+  async setSuspended(
+    namespace: string,
+    name: string,
+    suspend: boolean,
+    trace?: TraceContext,
+  ): Promise<SandboxSession | undefined> {
     const body = suspend
       ? { spec: { suspend } }
       : {
@@ -141,7 +147,7 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
           metadata: { annotations: { [ANNOTATIONS.lastActivity]: new Date().toISOString() } },
         };
     try {
-      return (await this.api.patchNamespacedCustomObject(
+      return (await this.api(trace).patchNamespacedCustomObject(
         {
           group: GROUP,
           version: VERSION,
@@ -159,9 +165,9 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     }
   }
 
-  async patchLastActivity(namespace: string, name: string, at: Date): Promise<void> {
+  async patchLastActivity(namespace: string, name: string, at: Date, trace?: TraceContext): Promise<void> {
     const body = { metadata: { annotations: { [ANNOTATIONS.lastActivity]: at.toISOString() } } };
-    await this.api.patchNamespacedCustomObject(
+    await this.api(trace).patchNamespacedCustomObject(
       {
         group: GROUP,
         version: VERSION,
@@ -176,9 +182,13 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
   }
 
   /** A GET straight from the API server: after a 409 or a cache miss, where the watch may lag. */
-  async readFresh(namespace: string, name: string): Promise<SandboxSession | undefined> {
+  async readFresh(
+    namespace: string,
+    name: string,
+    trace?: TraceContext,
+  ): Promise<SandboxSession | undefined> {
     try {
-      return (await this.api.getNamespacedCustomObject({
+      return (await this.api(trace).getNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         namespace,

@@ -5,6 +5,7 @@
 import type { SandboxSession } from '@sandbox-platform/api';
 
 import type { CancelSignal } from '../exec/types.js';
+import type { TraceContext } from '../tracing/tracing-config.js';
 
 /** What the gateway remembers about a session it saw deleted (so callers get 410, not 404). */
 export interface Tombstone {
@@ -36,25 +37,32 @@ export interface SessionStore {
    * cache miss: another replica (or this one, a moment ago) may have created it before this
    * replica's watch delivered it, and a caller must read its own writes.
    */
-  readFresh(namespace: string, name: string): Promise<SandboxSession | undefined>;
+  readFresh(namespace: string, name: string, trace?: TraceContext): Promise<SandboxSession | undefined>;
   /** Resolves on the next cache change of that session, or after timeoutMs, or when signal aborts. */
   waitForChange(namespace: string, name: string, timeoutMs: number, signal?: CancelSignal): Promise<void>;
   /**
    * Creates the object, or on AlreadyExists reads the existing one from the API server (the cache
-   * may lag) and returns it with created=false.
+   * may lag) and returns it with created=false. `trace` (on every API call here): the request's
+   * trace context, whose span the calls' spans are children of (tracing on).
    */
-  createOrGet(session: SandboxSession): Promise<CreateResult>;
+  createOrGet(session: SandboxSession, trace?: TraceContext): Promise<CreateResult>;
   /** Deletes the session; false when it did not exist. */
-  delete(namespace: string, name: string): Promise<boolean>;
+  delete(namespace: string, name: string, trace?: TraceContext): Promise<boolean>;
   /**
    * Sets spec.suspend (ADR 0015) with one merge patch, no precondition: idempotent, so any number
    * of replicas and calls may send it at once. A resume also stamps the activity annotation, so
    * the fresh Pod is not found idle at once. The patched object, or undefined when it is gone.
    */
-  setSuspended(namespace: string, name: string, suspend: boolean): Promise<SandboxSession | undefined>;
+  setSuspended(
+    namespace: string,
+    name: string,
+    suspend: boolean,
+    trace?: TraceContext,
+  ): Promise<SandboxSession | undefined>;
 }
 
 /** Writes the activity annotation (merge patch). */
 export interface ActivityPatcher {
-  patchLastActivity(namespace: string, name: string, at: Date): Promise<void>;
+  /** `trace`: the trace context of the request that reported the activity (tracing on). */
+  patchLastActivity(namespace: string, name: string, at: Date, trace?: TraceContext): Promise<void>;
 }

@@ -7,9 +7,10 @@
  * The pods/exec client (exec/pod-executor.ts) is wrapped the same way: its span lasts until the
  * WebSocket is open (the API server's upgrade), and carries the namespace and Pod, never the command.
  */
-import { SpanKind, context, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import { SpanKind, type Attributes, type Context, type Tracer } from '@opentelemetry/api';
 
 import { fail } from './span-status.js';
+import type { TracedApi } from './tracing-config.js';
 import { unsampledParent } from './unsampled-parent.js';
 
 /** Attribute keys (OpenTelemetry's k8s conventions and ours). */
@@ -21,36 +22,38 @@ const ATTR = {
   status: 'http.response.status_code',
 } as const;
 
-/** The API object with each method run in a span; other members are passed through. */
-export function traceKubeApi<T extends object>(tracer: Tracer, api: T, kind: string): T {
-  const wrapped = new Map<PropertyKey, unknown>();
+/**
+ * The API object as a request's calls see it: under a sampled trace context, a Proxy whose methods
+ * run in a span, a child of that context's span; under none, or one the sampler dropped
+ * (unsampled-parent.ts), the object itself, untouched. The context is the caller's, passed down
+ * from its route (CallOptions.trace): no process-wide active context is read.
+ */
+export function traceKubeApi<T extends object>(tracer: Tracer, api: T, kind: string): TracedApi<T> {
+  return (parent) =>
+    parent === undefined || unsampledParent(parent) ? api : traced(tracer, api, kind, parent);
+}
+
+function traced<T extends object>(tracer: Tracer, api: T, kind: string, parent: Context): T {
   return new Proxy(api, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function' || typeof prop !== 'string' || prop === 'constructor') return value;
-      let fn = wrapped.get(prop);
-      if (fn === undefined) {
-        const method = value as (...args: unknown[]) => unknown;
-        // Under a request the sampler dropped: the call as it is (tracing.ts, unsampledParent).
-        fn = (...args: unknown[]): unknown =>
-          unsampledParent()
-            ? method.apply(target, args)
-            : traced(tracer, attributes(kind, prop, args[0]), () => method.apply(target, args));
-        wrapped.set(prop, fn);
-      }
-      return fn;
+      const method = value as (...args: unknown[]) => unknown;
+      return (...args: unknown[]): unknown =>
+        inSpan(tracer, parent, attributes(kind, prop, args[0]), () => method.apply(target, args));
     },
   });
 }
 
-function traced(tracer: Tracer, attrs: Attributes, call: () => unknown): unknown {
-  const span = tracer.startSpan(`k8s ${String(attrs[ATTR.method])}`, {
-    kind: SpanKind.CLIENT,
-    attributes: attrs,
-  });
+function inSpan(tracer: Tracer, parent: Context, attrs: Attributes, call: () => unknown): unknown {
+  const span = tracer.startSpan(
+    `k8s ${String(attrs[ATTR.method])}`,
+    { kind: SpanKind.CLIENT, attributes: attrs },
+    parent,
+  );
   let result: unknown;
   try {
-    result = context.with(trace.setSpan(context.active(), span), call);
+    result = call();
   } catch (err) {
     fail(span, err);
     span.end();

@@ -15,10 +15,11 @@
  */
 import type { Readable } from 'node:stream';
 
-import { SpanStatusCode, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, TraceFlags, type Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
+import './request-trace.js'; // request.traceContext
 import { fail } from './span-status.js';
 
 /** Event of a span whose client went away before its answer was complete. */
@@ -36,12 +37,24 @@ interface Lifetime {
 
 const lifetimes = new WeakMap<FastifyRequest, Lifetime>();
 
-/** The hooks; registered right after @fastify/otel's plugin (tracing.ts), so its span exists. */
+/**
+ * The hooks; registered right after @fastify/otel's plugin (tracing.ts), so its span exists. The
+ * onRequest hook also hands the request's trace context to the routes (`request.traceContext`,
+ * request-trace.ts), and gives a sampled request a logger whose lines carry its trace_id and
+ * span_id (a child of fastify's request logger, made once per traced request).
+ */
 export const requestLifetime = fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
+    app.decorateRequest('traceContext', undefined);
     app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, hookDone: () => void) => {
-      const span = request.opentelemetry().span;
+      const { span, context } = request.opentelemetry();
+      if (context) request.traceContext = context;
       if (span?.isRecording()) {
+        const { traceId, spanId, traceFlags } = span.spanContext();
+        if (traceFlags & TraceFlags.SAMPLED) {
+          // reply.log is its own reference to the same logger: both, so every line of the request has them.
+          request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId });
+        }
         const lifetime: Lifetime = { span };
         lifetimes.set(request, lifetime);
         const settle = (): void => settleSpan(lifetime, request, reply);

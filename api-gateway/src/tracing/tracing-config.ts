@@ -4,7 +4,17 @@
  * reads them). Kept apart from tracing.ts so that wiring the ports never loads the OpenTelemetry
  * SDK: with tracing off, server.ts does not import tracing.ts at all.
  */
+import type { Context } from '@opentelemetry/api';
+
 export type { TracingConfig } from '@sandbox-platform/api';
+
+/**
+ * The trace context of one request (@fastify/otel's, with its span): passed explicitly from the
+ * route down to the agent and Kubernetes calls (CallOptions.trace), never looked up in a
+ * process-wide context (docs/adr/0025-explicit-trace-context.md). Opaque outside tracing/; a type
+ * only, so naming it loads nothing.
+ */
+export type TraceContext = Context;
 
 /** Why a streamed answer's body did not end whole. */
 export interface BodyBrokeOff {
@@ -27,23 +37,28 @@ export interface AgentAnswer {
 /** What the agent transport asks of tracing (absent: tracing off, nothing is wrapped). */
 export interface AgentCallTracing {
   /**
-   * Runs one call to a sandbox agent in a CLIENT span that ends when the answer's head arrived, or
-   * its body when the head announces a `server-timing` trailer (the streamed exec). `send` gets the
-   * `traceparent` value to send. The answer's `server-timing` header or trailer (the agent's own
-   * timings of the command, agent-timing.ts) becomes the agent's span, a child of this one.
+   * Runs one call to a sandbox agent in a CLIENT span, a child of `parent`'s span, that ends when
+   * the answer's head arrived, or its body when the head announces a `server-timing` trailer (the
+   * streamed exec). `send` gets the `traceparent` value to send. The answer's `server-timing` header
+   * or trailer (the agent's own timings of the command, agent-timing.ts) becomes the agent's span,
+   * a child of this one.
    */
   agentCall<R extends AgentAnswer>(
+    parent: TraceContext,
     method: string,
     path: string,
     send: (traceparent: string | undefined) => Promise<R>,
   ): Promise<R>;
 }
 
+/**
+ * The API object as one request's calls see it: under a trace context, each call in a CLIENT span,
+ * a child of that context's span; without one (work of no request), the object itself.
+ */
+export type TracedApi<T extends object> = (trace: TraceContext | undefined) => T;
+
 /** What the Kubernetes boundary asks of tracing: a client whose every call runs in a CLIENT span. */
 export interface KubeApiTracing {
   /** Wraps the methods of a @kubernetes/client-node API object; `kind` names it in the spans. */
-  traceApi<T extends object>(api: T, kind: string): T;
+  traceApi<T extends object>(api: T, kind: string): TracedApi<T>;
 }
-
-/** trace_id and span_id of the span in progress, for log lines (undefined outside a sampled span). */
-export type LogContext = () => Record<string, string> | undefined;

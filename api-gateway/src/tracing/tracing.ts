@@ -7,15 +7,18 @@
  * - a CLIENT span per call to a sandbox agent, which sends the W3C `traceparent` to the agent, and
  *   the agent's span of the command, built from the timings the agent reports in its answer
  *   (agent-timing.ts; why not exported by the agent itself: docs/adr/0019);
- * - trace_id and span_id in the log lines written while a sampled span is active.
+ * - trace_id and span_id in the log lines of a sampled request (its `request.log`).
  * Exported over OTLP/HTTP (protobuf or JSON) in batches (at most 2,048 spans wait; more are dropped).
  *
  * Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and then free: server.ts imports this module only
  * when tracing is on, so the SDK is not even loaded and nothing is wrapped.
  *
- * Unlike the operator's, the span in progress is the process-wide OpenTelemetry context (an
- * AsyncLocalStorage context manager registered here): @fastify/otel reads and sets the active
- * context, and the Kubernetes and agent spans find their request through it.
+ * No context manager is registered (docs/adr/0025-explicit-trace-context.md): the request's trace
+ * context (@fastify/otel's, with its span) is passed explicitly from the route down to the agent
+ * and Kubernetes calls (CallOptions.trace, request-trace.ts). An AsyncLocalStorage context manager
+ * cost about 100 us of CPU per exec on Node 20 (async hooks on every promise of the process); the
+ * API's default no-op manager is all @fastify/otel and the SDK need (the request span is started
+ * from the extracted traceparent, the batch exporter runs outside any request).
  *
  * Never in an attribute: command text, output, stdin, file contents, tokens or query strings (the
  * request span's url.path is the path alone; exceptions are not recorded, their messages may quote
@@ -28,15 +31,13 @@ import {
   SpanKind,
   SpanStatusCode,
   TraceFlags,
-  context,
   isSpanContextValid,
   propagation,
   trace,
-  type Span,
+  type Context,
   type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -65,7 +66,6 @@ import type {
   AgentCallTracing,
   BodyBrokeOff,
   KubeApiTracing,
-  LogContext,
   TracingConfig,
 } from './tracing-config.js';
 
@@ -99,8 +99,7 @@ export interface GatewayTracing {
   readonly fastifyPlugin: FastifyPluginCallback;
   readonly agent: AgentCallTracing;
   readonly kube: KubeApiTracing;
-  readonly logContext: LogContext;
-  /** Exports what is buffered, stops, and unregisters the context manager and propagator. */
+  /** Exports what is buffered, stops, and unregisters the propagator. */
   shutdown(): Promise<void>;
 }
 
@@ -114,7 +113,7 @@ export interface TracingOptions {
   readonly simple?: boolean;
 }
 
-/** Builds the provider, registers the context manager and the W3C propagator, and the ports. */
+/** Builds the provider, registers the W3C propagator, and the ports. */
 export function startTracing(config: TracingConfig, opts: TracingOptions = {}): GatewayTracing {
   const exporter = opts.exporter ?? otlpExporter(config);
   const provider = new BasicTracerProvider({
@@ -125,8 +124,6 @@ export function startTracing(config: TracingConfig, opts: TracingOptions = {}): 
     sampler: sampler(config),
     spanProcessors: [opts.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
   });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const tracer = provider.getTracer('sandbox-api-gateway');
 
@@ -147,19 +144,13 @@ export function startTracing(config: TracingConfig, opts: TracingOptions = {}): 
 
   return {
     fastifyPlugin: tracingPlugin(instrumentation.plugin()),
-    agent: { agentCall: (method, path, send) => agentCall(tracer, method, path, send) },
+    agent: { agentCall: (parent, method, path, send) => agentCall({ tracer, parent }, method, path, send) },
     kube: { traceApi: (api, kind) => traceKubeApi(tracer, api, kind) },
-    logContext: () => {
-      const span = trace.getSpan(context.active());
-      return span ? ids(span) : undefined;
-    },
     shutdown: async () => {
       try {
         await provider.shutdown();
       } finally {
         instrumentation.disable();
-        contextManager.disable();
-        context.disable();
         propagation.disable();
       }
     },
@@ -209,7 +200,7 @@ function now(): number {
 }
 
 /**
- * One agent call in a CLIENT span; the agent's timings, when its answer carries them, become the
+ * One agent call in a CLIENT span, a child of `parent`'s span; the agent's timings, when its answer carries them, become the
  * agent's SERVER span: it ends when the answer's head arrived and starts queue + run earlier (the
  * gateway's clock: no skew between the two), never before the call began (a sandbox may report
  * anything within the parser's bounds).
@@ -218,14 +209,14 @@ function now(): number {
  * parent's traceparent, its sampled flag off, and the agent measures nothing.
  */
 function agentCall<R extends AgentAnswer>(
-  tracer: Tracer,
+  under: Under,
   method: string,
   path: string,
   send: (traceparent: string | undefined) => Promise<R>,
 ): Promise<R> {
-  const parent = unsampledParent();
-  if (parent) return send(traceparentOf(parent.spanContext()));
-  return recordedAgentCall(tracer, method, path, send);
+  const unsampled = unsampledParent(under.parent);
+  if (unsampled) return send(traceparentOf(unsampled.spanContext()));
+  return recordedAgentCall(under, method, path, send);
 }
 
 /** The W3C traceparent of a span context; undefined for an invalid one. */
@@ -235,28 +226,35 @@ function traceparentOf(sc: SpanContext): string | undefined {
     : undefined;
 }
 
+/** The tracer, and the trace context a call's span is a child of. */
+interface Under {
+  readonly tracer: Tracer;
+  readonly parent: Context;
+}
+
 async function recordedAgentCall<R extends AgentAnswer>(
-  tracer: Tracer,
+  { tracer, parent }: Under,
   method: string,
   path: string,
   send: (traceparent: string | undefined) => Promise<R>,
 ): Promise<R> {
   const route = agentRoute(path);
   const startTime = now();
-  const span = tracer.startSpan(`agent ${method} ${route}`, {
-    kind: SpanKind.CLIENT,
-    startTime,
-    attributes: { [ATTR.method]: method, [ATTR.urlTemplate]: route },
-  });
+  const span = tracer.startSpan(
+    `agent ${method} ${route}`,
+    { kind: SpanKind.CLIENT, startTime, attributes: { [ATTR.method]: method, [ATTR.urlTemplate]: route } },
+    parent,
+  );
   const traceparent = traceparentOf(span.spanContext());
   try {
-    const res = await context.with(trace.setSpan(context.active(), span), () => send(traceparent));
+    const res = await send(traceparent);
     span.setAttribute(ATTR.status, res.status);
     if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     const finish = (header: string | undefined, brokeOff?: BodyBrokeOff): void => {
       const endTime = now();
       const timing = parseAgentTiming(header);
-      if (timing) agentSpan(tracer, span, { route, timing, callStart: startTime, endTime });
+      if (timing)
+        agentSpan(tracer, trace.setSpan(parent, span), { route, timing, callStart: startTime, endTime });
       else if (header !== undefined) span.setAttribute(ATTR.timingInvalid, true);
       if (brokeOff) {
         fail(span, brokeOff.error);
@@ -278,7 +276,7 @@ async function recordedAgentCall<R extends AgentAnswer>(
 
 function agentSpan(
   tracer: Tracer,
-  parent: Span,
+  parent: Context,
   {
     route,
     timing: t,
@@ -298,7 +296,7 @@ function agentSpan(
         ...(t.exitCode !== undefined ? { [ATTR.exitCode]: t.exitCode } : {}),
       },
     },
-    trace.setSpan(context.active(), parent),
+    parent,
   );
   span.end(endTime);
 }
@@ -308,10 +306,4 @@ export function agentRoute(path: string): string {
   if (path === '/v1/exec' || path === '/v1/exec/stream') return path;
   const segments = path.split('/');
   return segments.length > 3 ? `/${segments[1]}/${segments[2]}/{id}` : path;
-}
-
-/** The span's ids as log fields; none for a span the sampler dropped (no trace to look up). */
-function ids(span: Span): Record<string, string> | undefined {
-  const { traceId, spanId, traceFlags } = span.spanContext();
-  return traceFlags & TraceFlags.SAMPLED ? { trace_id: traceId, span_id: spanId } : undefined;
 }

@@ -15,6 +15,7 @@ import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecInput } from '../../service/exec-service.js';
 import { responseSignal } from '../request-signal.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import { EXEC_STDIN_BODY_BYTES, execSchema, execStreamSchema } from './schemas.js';
 import { isNdjsonRequest, readRequestLine, streamStdin } from './streamed-stdin.js';
 
@@ -72,6 +73,7 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
           signal,
           hold,
           meter,
+          ...traceOption(request),
         });
         // The audit line is written after the response (formatting and writing it costs more than
         // the rest of the route): setImmediate runs once the reply's write was issued.
@@ -118,6 +120,7 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
           signal,
           meter,
           ...(stdinLines ? { stdinLines } : {}),
+          ...traceOption(request),
         });
         stream.once('close', dispose);
         // Headers are out by the time a stream fails: the connection is cut (the client sees a

@@ -13,6 +13,7 @@ import { ProblemError } from '../../errors.js';
 import type { UploadBody } from '../../exec/types.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { responseSignal } from '../request-signal.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import { checkWorkspacePath } from './path.js';
 import { getFileSchema, putFileSchema } from './schemas.js';
 
@@ -68,7 +69,15 @@ export default function fileRoutes(app: FastifyInstance, _opts: unknown, done: (
       const data = uploadOf(request, app.config.maxFileBytes);
       const { signal, dispose } = responseSignal(reply.raw);
       try {
-        const result = await app.execs.writeFile(namespace, request.params.name, { path, data }, { signal });
+        const result = await app.execs.writeFile(
+          namespace,
+          request.params.name,
+          { path, data },
+          {
+            signal,
+            ...traceOption(request),
+          },
+        );
         return reply.status(201).send(result);
       } finally {
         dispose();
@@ -83,7 +92,10 @@ export default function fileRoutes(app: FastifyInstance, _opts: unknown, done: (
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const path = checkWorkspacePath(request.params['*']);
       const meter = app.cpuMeters.forKey(request.principal.keyId);
-      const file = await app.execs.readFile(namespace, request.params.name, path, { meter });
+      const file = await app.execs.readFile(namespace, request.params.name, path, {
+        meter,
+        ...traceOption(request),
+      });
       reply.type('application/octet-stream');
       if (file.size !== undefined) reply.header('content-length', String(file.size));
       return reply.send(file.body);

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError } from '../../errors.js';
 import { buildMcpServer } from '../../mcp/tools.js';
 import { holdResponse, responseHold } from '../../plugins/limits.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import { responseSignal } from '../request-signal.js';
 
 /** Largest file read_file returns into a model's context. */
@@ -41,6 +42,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,
       signal,
+      ...traceOption(request),
       answerHold: responseHold(reply.raw, app.answerBudget),
       meter: app.cpuMeters.forKey(request.principal.keyId),
       hold: (bytes) => holdResponse(reply.raw, bytes, app.answerBudget, writeTimeoutMs),

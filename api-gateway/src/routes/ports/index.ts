@@ -24,6 +24,7 @@ import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
 import { bridgeSockets } from '../../exec/ws-bridge.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecTarget } from '../../sessions/model.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import { dnsLabel, problemResponses } from '../common-schemas.js';
 
 type PortRoute = { Params: { name: string; port: string; '*'?: string } };
@@ -104,10 +105,10 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
     const header = request.headers[NAMESPACE_HEADER];
     const namespace = resolveNamespace(request.principal, typeof header === 'string' ? header : undefined);
     const port = portOf(request.params.port);
-    const target = await app.execs.resolveTarget(namespace, request.params.name, 0);
+    const target = await app.execs.resolveTarget(namespace, request.params.name, 0, traceOption(request));
     const podIP = app.interactive?.podIP(target) ?? target.podIP;
     targets.set(request, { target, port, podIP });
-    app.activity.touch(target);
+    app.activity.touch(request.traceContext ? { ...target, trace: request.traceContext } : target);
   };
 
   const proxyHttp = async (request: FastifyRequest<PortRoute>, reply: FastifyReply): Promise<void> => {

@@ -13,6 +13,8 @@ import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { SessionRef } from '../../service/process-service.js';
 import { responseSignal } from '../request-signal.js';
+import { traceOption } from '../../tracing/request-trace.js';
+import type { TraceContext } from '../../tracing/tracing-config.js';
 import {
   DEFAULT_FOLLOW_SECONDS,
   describeSchema,
@@ -70,14 +72,17 @@ function allowedSignal(name: string): ProcessSignal {
   return name as ProcessSignal;
 }
 
-/** Runs a call with the response's cancel signal (the client leaving cancels the agent call). */
+/**
+ * Runs a call with the response's cancel signal (the client leaving cancels the agent call) and the
+ * request's trace context (tracing on).
+ */
 async function withSignal<T>(
   reply: FastifyReply,
-  fn: (opts: { signal: ReturnType<typeof responseSignal>['signal'] }) => Promise<T>,
+  fn: (opts: { signal: ReturnType<typeof responseSignal>['signal']; trace?: TraceContext }) => Promise<T>,
 ): Promise<T> {
   const { signal, dispose } = responseSignal(reply.raw);
   try {
-    return await fn({ signal });
+    return await fn({ signal, ...traceOption(reply.request) });
   } finally {
     dispose();
   }
@@ -132,7 +137,16 @@ export default function processRoutes(
     const { signal, dispose } = responseSignal(reply.raw);
     try {
       const meter = app.cpuMeters.forKey(request.principal.keyId);
-      const stream = await app.processes.follow(at, id, { ...offsets, deadlineAt }, { signal, meter });
+      const stream = await app.processes.follow(
+        at,
+        id,
+        { ...offsets, deadlineAt },
+        {
+          signal,
+          meter,
+          ...traceOption(request),
+        },
+      );
       stream.once('close', dispose);
       // Headers are out by the time a stream fails: the connection is cut and this line says why.
       stream.once('error', (err: Error) => {

@@ -29,6 +29,7 @@ import { agentProblem } from '../../exec/agent-transport.js';
 import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
 import { bridgeSockets } from '../../exec/ws-bridge.js';
 import { resolveNamespace } from '../../service/namespaces.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import { nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
 
 type PtyRoute = { Params: { name: string }; Querystring: PtyQuery & { namespace?: string } };
@@ -79,7 +80,7 @@ export default function ptyRoutes(app: FastifyInstance, _opts: unknown, done: (e
     preHandler: async (request) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const at = { namespace, name: request.params.name };
-      const target = await app.processes.target(at);
+      const target = await app.processes.target(at, traceOption(request));
       if (!request.ws)
         throw new ProblemError('upgrade-required', 'this route is a WebSocket: send Upgrade: websocket');
       const interactive = app.interactive!;

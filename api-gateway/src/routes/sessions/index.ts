@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError } from '../../errors.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { responseSignal } from '../request-signal.js';
+import { traceOption } from '../../tracing/request-trace.js';
 import type { CreateSessionInput } from '../../service/sessions-service.js';
 import { createSchema, deleteSchema, getSchema, listSchema, resumeSchema, suspendSchema } from './schemas.js';
 
@@ -26,7 +27,12 @@ export default function sessionRoutes(
         throw new ProblemError('invalid-request', 'namespace in the body and in the query differ');
       }
       const namespace = resolveNamespace(request.principal, bodyNs ?? queryNs);
-      const { session, created } = await app.sessions.create(request.principal, namespace, input);
+      const { session, created } = await app.sessions.create(
+        request.principal,
+        namespace,
+        input,
+        request.traceContext,
+      );
       request.log.info(
         { keyId: request.principal.keyId, namespace, session: session.name, created },
         created ? 'session created' : 'session exists',
@@ -42,7 +48,7 @@ export default function sessionRoutes(
 
   app.get<NsQuery & NameParams>('/v1/sessions/:name', { schema: getSchema }, async (request) => {
     const namespace = resolveNamespace(request.principal, request.query.namespace);
-    return app.sessions.get(namespace, request.params.name);
+    return app.sessions.get(namespace, request.params.name, request.traceContext);
   });
 
   app.post<NsQuery & NameParams & { Body: Record<string, never> | undefined }>(
@@ -50,7 +56,12 @@ export default function sessionRoutes(
     { schema: suspendSchema },
     async (request) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
-      const view = await app.sessions.setSuspended(namespace, request.params.name, true);
+      const view = await app.sessions.setSuspended(
+        namespace,
+        request.params.name,
+        true,
+        request.traceContext,
+      );
       request.log.info(
         { keyId: request.principal.keyId, namespace, session: request.params.name },
         'session suspended',
@@ -65,17 +76,20 @@ export default function sessionRoutes(
     async (request, reply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
       const { name } = request.params;
-      let view = await app.sessions.setSuspended(namespace, name, false);
+      let view = await app.sessions.setSuspended(namespace, name, false, request.traceContext);
       request.log.info({ keyId: request.principal.keyId, namespace, session: name }, 'session resumed');
       const waitSeconds = request.body?.waitSeconds ?? 0;
       if (waitSeconds > 0) {
         const { signal, dispose } = responseSignal(reply.raw);
         try {
-          await app.execs.resolveTarget(namespace, name, waitSeconds, signal);
+          await app.execs.resolveTarget(namespace, name, waitSeconds, {
+            signal,
+            ...traceOption(request),
+          });
         } finally {
           dispose();
         }
-        view = await app.sessions.get(namespace, name);
+        view = await app.sessions.get(namespace, name, request.traceContext);
       }
       return view;
     },
@@ -86,7 +100,7 @@ export default function sessionRoutes(
     { schema: deleteSchema },
     async (request, reply: FastifyReply) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
-      await app.sessions.delete(namespace, request.params.name);
+      await app.sessions.delete(namespace, request.params.name, request.traceContext);
       request.log.info(
         { keyId: request.principal.keyId, namespace, session: request.params.name },
         'session deleted',

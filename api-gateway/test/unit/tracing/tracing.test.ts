@@ -7,13 +7,14 @@
 import type { AddressInfo } from 'node:net';
 
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { SpanKind } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 import { AgentTransport } from '../../../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston, flushLogs } from '../../../src/logger.js';
 import type { ExecTarget } from '../../../src/sessions/model.js';
+import { traceOption } from '../../../src/tracing/request-trace.js';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
 import type { TracingConfig } from '../../../src/tracing/tracing-config.js';
 import { FakeAgent, json } from '../../helpers/fake-agent.js';
@@ -34,6 +35,13 @@ const target: ExecTarget = {
   podIP: '127.0.0.1',
   transport: 'Agent',
   idleTimeoutSeconds: 1800,
+};
+/** A sampled remote parent: a call made under it is recorded. */
+const SAMPLED_PARENT = {
+  traceId: '0af7651916cd43dd8448eb211c80319c',
+  spanId: 'b7ad6b7169203331',
+  traceFlags: TraceFlags.SAMPLED,
+  isRemote: true,
 };
 const SECRET_COMMAND = 'echo top-secret-command';
 const TIMING = 'queue;dur=0.500, run;dur=2.000, output;desc=24, exit;desc=3';
@@ -62,7 +70,7 @@ describe('gateway tracing', () => {
     // Bound to this test's array: a batch of the previous test's logger may still be pending.
     const own: string[] = (lines = []);
     const winston = createWinston('info', { write: (chunk: string) => own.push(chunk) });
-    const logger: FastifyBaseLogger = new WinstonFastifyLogger(winston, undefined, tracing.logContext);
+    const logger: FastifyBaseLogger = new WinstonFastifyLogger(winston);
     app = Fastify({ loggerInstance: logger });
     await app.register(tracing.fastifyPlugin);
     kubeCalls = [];
@@ -87,42 +95,65 @@ describe('gateway tracing', () => {
       port,
       tracing: tracing.agent,
     });
+    // Each route passes its request's trace context down, as the gateway's routes do: there is no
+    // process-wide active context (no context manager is registered).
     app.post('/v1/sessions/:name/exec', async (request) => {
       request.log.info({ session: 'demo' }, 'exec');
       const body = { metadata: { annotations: { token: 'not-in-a-span' } } };
-      await kube.patchNamespacedCustomObject({
+      const ctx = request.traceContext;
+      await kube(ctx).patchNamespacedCustomObject({
         namespace: 'team-a',
         plural: 'sandboxsessions',
         name: 'demo',
         body,
       });
-      await kube.getNamespacedCustomObject().catch(() => undefined);
-      return transport.exec(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+      await kube(ctx)
+        .getNamespacedCustomObject()
+        .catch(() => undefined);
+      return transport.exec(target, { command: SECRET_COMMAND, timeoutSeconds: 5 }, traceOption(request));
     });
-    app.post('/v1/sessions/:name/exec/stream', async () => {
-      const body = await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+    app.post('/v1/sessions/:name/exec/stream', async (request) => {
+      const body = await transport.execStream(
+        target,
+        { command: SECRET_COMMAND, timeoutSeconds: 5 },
+        traceOption(request),
+      );
       let lines = 0;
       for await (const chunk of body) lines += String(chunk).split('\n').length - 1;
       return { lines };
     });
     // Reads the first piece of the stream and stops: the body is destroyed, no abort signal.
-    app.post('/v1/sessions/:name/exec/stream/first', async () => {
-      const body = await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 });
+    app.post('/v1/sessions/:name/exec/stream/first', async (request) => {
+      const body = await transport.execStream(
+        target,
+        { command: SECRET_COMMAND, timeoutSeconds: 5 },
+        traceOption(request),
+      );
       for await (const chunk of body) return { first: String(chunk).length > 0 };
       return { first: false };
     });
     // Passes the stream to the client, as the exec stream route does.
-    app.post('/v1/sessions/:name/exec/stream/pass', async (_request, reply) =>
+    app.post('/v1/sessions/:name/exec/stream/pass', async (request, reply) =>
       reply
         .type('application/x-ndjson')
-        .send(await transport.execStream(target, { command: SECRET_COMMAND, timeoutSeconds: 5 })),
+        .send(
+          await transport.execStream(
+            target,
+            { command: SECRET_COMMAND, timeoutSeconds: 5 },
+            traceOption(request),
+          ),
+        ),
     );
     // Work that goes on after the answer (as the activity patch does), once the test releases it.
     const gate = new Promise<void>((resolve) => (release = resolve));
     later = Promise.resolve();
-    app.post('/v1/sessions/:name/later', () => {
+    app.post('/v1/sessions/:name/later', (request) => {
       later = gate.then(() =>
-        kube.patchNamespacedCustomObject({ namespace: 'team-a', plural: 'sandboxsessions', name: 'demo' }),
+        kube(request.traceContext).patchNamespacedCustomObject({
+          namespace: 'team-a',
+          plural: 'sandboxsessions',
+          name: 'demo',
+        }),
       );
       return { ok: true };
     });
@@ -263,8 +294,14 @@ describe('gateway tracing', () => {
       },
       'pods/exec',
     );
-    await executor.exec({ namespace: 'team-a', podName: 'sbs-demo', command: ['sh', '-c', SECRET_COMMAND] });
+    const parent = trace.setSpan(ROOT_CONTEXT, trace.wrapSpanContext(SAMPLED_PARENT));
+    await executor(parent).exec({
+      namespace: 'team-a',
+      podName: 'sbs-demo',
+      command: ['sh', '-c', SECRET_COMMAND],
+    });
     const span = named(exporter.getFinishedSpans(), 'k8s exec');
+    expect(span.parentSpanContext?.spanId).toBe(SAMPLED_PARENT.spanId);
     expect(span.attributes).toEqual({
       'k8s.api.method': 'exec',
       'k8s.resource.name': 'pods/exec',
