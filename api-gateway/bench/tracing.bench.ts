@@ -4,11 +4,14 @@
  * on (sampler always on, i.e. 100%, OTLP/HTTP protobuf export in batches to a loopback sink that
  * answers 200, standing in for a collector), in the same run, interleaved slice by slice
  * (stats.ts). Each gateway runs in its own child process: tracing registers a process-wide
- * AsyncLocalStorage context manager, which must not tax the "off" gateway. The agent answers
+ * propagator and loads the SDK, which must not tax the "off" gateway. The agent answers
  * Server-Timing when called with a sampled traceparent, so "on" includes the agent's part too.
  *
- * A third mode has tracing on with the sampler at 0% (always_off): the SDK, the context manager and
- * the wrappers run, nothing is recorded or exported (the fixed part of the cost).
+ * A third mode has tracing on with the sampler at 0% (always_off): the SDK and the wrappers run,
+ * nothing is recorded or exported (the fixed part of the cost). Two more modes are the floor of the
+ * official instrumentation (serveMinimal): a minimal fastify server forwarding the same exec to the
+ * same agent, off and with @fastify/otel and the same SDK setup on: how much of the on/off ratio
+ * @fastify/otel and the SDK cost by themselves on this machine.
  * Prints p50, p99, mean and req/s per mode and the on/off ratios (goal: on <= 1.10 at p50), and
  * each gateway process's CPU time per exec (user + system over the whole measurement, divided by
  * the calls it served), which a busy machine distorts far less than latency.
@@ -16,15 +19,18 @@
  * With BENCH_PROFILE_DIR set, each gateway child writes a CPU profile (.cpuprofile) there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:http';
+import http, { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 
-import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import { ROOT_CONTEXT, SpanKind, propagation, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import Fastify from 'fastify';
 
 import { ThrottledActivityReporter } from '../src/activity/reporter.js';
 import { buildApp } from '../src/app.js';
@@ -34,7 +40,7 @@ import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import type { TraceContext } from '../src/tracing/tracing-config.js';
 import { execTrueCall, hostPort } from './agent-call.js';
-import { startLocalAgent } from './local-setup.js';
+import { AGENT_TOKEN, startLocalAgent } from './local-setup.js';
 import { measureInterleaved, report } from './stats.js';
 import { readySession, StaticStore } from './static-store.js';
 
@@ -112,20 +118,92 @@ async function serveGateway(agentPort: number, endpoint: string, sampler: string
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`${JSON.stringify({ url })}\n`);
-  // Each "cpu" line on stdin is answered with the CPU time (user + system, microseconds) this
-  // process used since the previous one: the parent brackets the measurement with two.
+  answerCpu();
+  process.stdin.on('end', () => {
+    void app
+      .close()
+      .then(() => tracing?.shutdown())
+      .finally(() => process.exit(0));
+  });
+}
+
+/**
+ * Child: the floor of the official instrumentation, side by side with the gateway: a minimal
+ * fastify server with nothing but a route that forwards the exec body to the agent (keep-alive
+ * pool, the agent's token; no auth, validation, logging, limits or activity), traced when
+ * `endpoint` is set with the gateway's own setup of @fastify/otel and the SDK (tracing.ts: same
+ * instrumentation options, provider, always_on sampler, batch OTLP/protobuf exporter to the same
+ * sink, W3C propagator, no context manager); the request span's traceparent goes to the agent, so
+ * the agent times the command as it does for the gateway. One span per exec (the request's): what
+ * @fastify/otel and the SDK cost on this machine whatever a gateway does on top.
+ */
+async function serveMinimal(agentPort: number, endpoint: string): Promise<void> {
+  const app = Fastify();
+  let provider: BasicTracerProvider | undefined;
+  if (endpoint) {
+    provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'floor', 'service.instance.id': 'floor' }),
+      sampler: new AlwaysOnSampler(),
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint}/v1/traces` }))],
+    });
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const instrumentation = new FastifyOtelInstrumentation({
+      registerOnInitialization: false,
+      instrumentHooks: false,
+      instrumentHandler: false,
+      recordExceptions: false,
+    });
+    instrumentation.setTracerProvider(provider);
+    await app.register(instrumentation.plugin());
+  }
+  const pool = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4000 });
+  app.post('/v1/sessions/:name/exec', (request, reply) => {
+    const body = Buffer.from(JSON.stringify(request.body));
+    const headers: Record<string, string | number> = {
+      authorization: `Bearer ${AGENT_TOKEN}`,
+      'content-type': 'application/json',
+      'content-length': body.length,
+    };
+    if (provider) request.opentelemetry().inject(headers);
+    const up = http.request(
+      { host: '127.0.0.1', port: agentPort, method: 'POST', path: '/v1/exec', agent: pool, headers },
+      (res) => {
+        const out: Buffer[] = [];
+        res.on('data', (c: Buffer) => out.push(c));
+        res.on('end', () => {
+          void reply
+            .code(res.statusCode ?? 502)
+            .type('application/json')
+            .send(Buffer.concat(out));
+        });
+      },
+    );
+    up.on('error', (err) => void reply.code(502).send({ error: err.message }));
+    up.end(body);
+    return reply;
+  });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  process.stdout.write(`${JSON.stringify({ url })}\n`);
+  answerCpu();
+  process.stdin.on('end', () => {
+    void app
+      .close()
+      .then(() => provider?.shutdown())
+      .finally(() => process.exit(0));
+  });
+}
+
+/**
+ * Each "cpu" line on stdin is answered with the CPU time (user + system, microseconds) this process
+ * used since the previous one: the parent brackets the measurement with two.
+ */
+function answerCpu(): void {
   let since = process.cpuUsage();
   createInterface({ input: process.stdin }).on('line', (line) => {
     if (line !== 'cpu') return;
     const used = process.cpuUsage(since);
     since = process.cpuUsage();
     process.stdout.write(`${JSON.stringify({ cpuMicros: used.user + used.system })}\n`);
-  });
-  process.stdin.on('end', () => {
-    void app
-      .close()
-      .then(() => tracing?.shutdown())
-      .finally(() => process.exit(0));
   });
 }
 
@@ -211,6 +289,7 @@ async function startChild(
   agentPort: number,
   endpoint: string,
   sampler = 'always_on',
+  role = 'gateway',
 ): Promise<{ url: string; proc: ChildProcess; cpuMicros: () => Promise<number> }> {
   // BENCH_PROFILE_DIR=/some/dir: each gateway child writes a CPU profile there on exit.
   const profile = process.env.BENCH_PROFILE_DIR;
@@ -219,12 +298,12 @@ async function startChild(
       ? [
           '--cpu-prof',
           `--cpu-prof-dir=${profile}`,
-          `--cpu-prof-name=gateway-${sampler}-${endpoint ? 'on' : 'off'}.cpuprofile`,
+          `--cpu-prof-name=${role}-${sampler}-${endpoint ? 'on' : 'off'}.cpuprofile`,
         ]
       : []),
     process.argv[1]!,
     '--role',
-    'gateway',
+    role,
     '--agent-port',
     String(agentPort),
   ];
@@ -234,7 +313,7 @@ async function startChild(
   const next = (): Promise<string> =>
     new Promise<string>((resolve, reject) => {
       lines.once('line', resolve);
-      proc.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
+      proc.once('exit', (code) => reject(new Error(`${role} child exited ${code}`)));
     });
   const url = (JSON.parse(await next()) as { url: string }).url;
   const cpuMicros = async (): Promise<number> => {
@@ -261,44 +340,51 @@ async function main(): Promise<void> {
   if (values.role === 'gateway') {
     return serveGateway(Number(values['agent-port']), values.endpoint ?? '', values.sampler ?? 'always_on');
   }
+  if (values.role === 'minimal') return serveMinimal(Number(values['agent-port']), values.endpoint ?? '');
   if (values.role === 'floor') return serveFloor(values.endpoint ?? '', Number(values.iterations));
-  let exports = 0;
-  let exportedBytes = 0;
+  // The sink counts the gateway's exports and the minimal server's (under /floor) apart.
+  const exported = { gateway: { requests: 0, bytes: 0 }, minimal: { requests: 0, bytes: 0 } };
   const sink = createServer((req, res) => {
-    exports++;
-    req.on('data', (c: Buffer) => (exportedBytes += c.length));
+    const into = req.url?.startsWith('/floor/') ? exported.minimal : exported.gateway;
+    into.requests++;
+    req.on('data', (c: Buffer) => (into.bytes += c.length));
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
   });
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
   const agent = await startLocalAgent();
-  const off = await startChild(agent.port, '');
-  const on = await startChild(agent.port, endpoint);
-  const unsampled = await startChild(agent.port, endpoint, 'always_off');
+  const children = {
+    off: await startChild(agent.port, ''),
+    on: await startChild(agent.port, endpoint),
+    unsampled: await startChild(agent.port, endpoint, 'always_off'),
+    minimalOff: await startChild(agent.port, '', 'always_on', 'minimal'),
+    minimalOn: await startChild(agent.port, `${endpoint}/floor`, 'always_on', 'minimal'),
+  };
+  type Key = keyof typeof children;
+  const keys = Object.keys(children) as Key[];
+  const MODES: Record<Key, string> = {
+    off: 'gateway, tracing off',
+    on: 'gateway, tracing on (100%)',
+    unsampled: 'gateway, tracing on (0%)',
+    minimalOff: 'minimal fastify, off',
+    minimalOn: 'minimal fastify, on (100%)',
+  };
   const path = `/v1/sessions/${NAME}/exec?namespace=${NAMESPACE}`;
-  const calls = {
-    off: execTrueCall({ ...hostPort(off.url), path, token: API_KEY }),
-    on: execTrueCall({ ...hostPort(on.url), path, token: API_KEY }),
-    unsampled: execTrueCall({ ...hostPort(unsampled.url), path, token: API_KEY }),
-  };
-  const counts = {
-    off: counted(calls.off.call),
-    on: counted(calls.on.call),
-    unsampled: counted(calls.unsampled.call),
-  };
+  const calls = Object.fromEntries(
+    keys.map((k) => [k, execTrueCall({ ...hostPort(children[k].url), path, token: API_KEY })]),
+  ) as Record<Key, ReturnType<typeof execTrueCall>>;
+  const counts = Object.fromEntries(keys.map((k) => [k, counted(calls[k].call)])) as Record<
+    Key,
+    ReturnType<typeof counted>
+  >;
   const iterations = Number(values.iterations);
   const warmup = Number(values.warmup);
   console.error(
-    `[tracing bench] ${iterations} sequential execs per mode in ${values.rounds} interleaved rounds...`,
+    `[tracing bench] ${iterations} sequential execs per mode (${keys.length} modes) in ${values.rounds} interleaved rounds...`,
   );
-  const children = { off, on, unsampled };
-  for (const c of Object.values(children)) await c.cpuMicros(); // start of the CPU bracket
+  for (const k of keys) await children[k].cpuMicros(); // start of the CPU bracket
   const rows = await measureInterleaved(
-    [
-      { mode: 'gateway, tracing off', call: counts.off.call, iterations, warmup },
-      { mode: 'gateway, tracing on (100%)', call: counts.on.call, iterations, warmup },
-      { mode: 'gateway, tracing on (0%)', call: counts.unsampled.call, iterations, warmup },
-    ],
+    keys.map((k) => ({ mode: MODES[k], call: counts[k].call, iterations, warmup })),
     {
       rounds: Number(values.rounds),
       concurrency: Number(values.concurrency),
@@ -306,34 +392,40 @@ async function main(): Promise<void> {
     },
   );
   report(rows, [
-    ['tracing on (100%) / off', 'gateway, tracing on (100%)', 'gateway, tracing off'],
-    ['tracing on (0%) / off', 'gateway, tracing on (0%)', 'gateway, tracing off'],
+    ['tracing on (100%) / off', MODES.on, MODES.off],
+    ['tracing on (0%) / off', MODES.unsampled, MODES.off],
+    ['floor on / floor off', MODES.minimalOn, MODES.minimalOff],
   ]);
-  // CPU per request of each gateway process: robust to a busy machine where latency is not.
-  const perCall: Record<keyof typeof children, number> = { off: 0, on: 0, unsampled: 0 };
-  for (const key of Object.keys(children) as Array<keyof typeof children>) {
-    perCall[key] = (await children[key].cpuMicros()) / counts[key].count();
-  }
-  // The gateways stop first (tracing.shutdown exports what their batches still hold), so that the
-  // sink's count is the traced gateway's alone: the floor below exports to the same sink.
-  for (const c of Object.values(calls)) c.close();
-  for (const c of [off, on, unsampled]) c.proc.stdin!.end();
-  await Promise.all([off, on, unsampled].map((c) => new Promise((r) => c.proc.once('exit', r))));
-  const gatewayExports = { requests: exports, bytes: exportedBytes };
+  // CPU per request of each process: robust to a busy machine where latency is not.
+  const perCall = {} as Record<Key, number>;
+  for (const k of keys) perCall[k] = (await children[k].cpuMicros()) / counts[k].count();
+  // The servers stop first (their shutdown exports what their batches still hold), so that the
+  // sink's counts are theirs alone: the SDK floor below exports to the same sink.
+  for (const k of keys) calls[k].close();
+  for (const k of keys) children[k].proc.stdin!.end();
+  await Promise.all(keys.map((k) => new Promise((r) => children[k].proc.once('exit', r))));
+  const gatewayExports = { ...exported.gateway };
   // The SDK's own cost of this trace (three spans recorded and exported), alone in a process.
   const floor = await measureFloor(endpoint, 20_000);
   console.log(
-    `floor: the OpenTelemetry SDK recording and exporting one exec's three spans costs ${floor.toFixed(1)} us of CPU; ` +
+    `SDK floor: the OpenTelemetry SDK recording and exporting one exec's three spans costs ${floor.toFixed(1)} us of CPU; ` +
       `off + floor = ${((perCall.off + floor) / perCall.off).toFixed(2)}x of the off gateway's CPU per exec`,
   );
   console.log(
     `gateway CPU per exec (user + system): off ${perCall.off.toFixed(1)} us, on (100%) ${perCall.on.toFixed(1)} us, ` +
-      `on (0%) ${perCall.unsampled.toFixed(1)} us; on (100%) / off ${(perCall.on / perCall.off).toFixed(2)}x, ` +
-      `on (0%) / off ${(perCall.unsampled / perCall.off).toFixed(2)}x (${counts.off.count()}/${counts.on.count()}/${counts.unsampled.count()} calls)`,
+      `on (0%) ${perCall.unsampled.toFixed(1)} us; on (100%) / off ${(perCall.on / perCall.off).toFixed(2)}x ` +
+      `(+${(perCall.on - perCall.off).toFixed(1)} us), on (0%) / off ${(perCall.unsampled / perCall.off).toFixed(2)}x ` +
+      `(${counts.off.count()}/${counts.on.count()}/${counts.unsampled.count()} calls)`,
+  );
+  console.log(
+    `floor CPU per exec (minimal fastify forwarder): off ${perCall.minimalOff.toFixed(1)} us, ` +
+      `@fastify/otel + SDK on ${perCall.minimalOn.toFixed(1)} us; on / off ${(perCall.minimalOn / perCall.minimalOff).toFixed(2)}x ` +
+      `(+${(perCall.minimalOn - perCall.minimalOff).toFixed(1)} us; ${counts.minimalOff.count()}/${counts.minimalOn.count()} calls)`,
   );
   console.log(
     `OTLP export of the traced gateway (100%): ${gatewayExports.requests} requests, ${gatewayExports.bytes} bytes, ` +
-      `${(gatewayExports.bytes / counts.on.count()).toFixed(0)} bytes per exec`,
+      `${(gatewayExports.bytes / counts.on.count()).toFixed(0)} bytes per exec; of the floor: ` +
+      `${(exported.minimal.bytes / counts.minimalOn.count()).toFixed(0)} bytes per exec`,
   );
   await agent.close();
   sink.close();
