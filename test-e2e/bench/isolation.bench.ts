@@ -12,6 +12,12 @@
  *      gateways' pod IPs in iptables-save; kube-router keeps a chain with its node-allow and
  *      default rules for every pod, policies or not), "with" only once they are back; the
  *      policies are restored at the end.
+ *   Beside the agent, two floors per runtime, as Pods with the agent image (its node, a copy of
+ *   the session Pod's security context and resources, no agent): a minimal HTTP server answering
+ *   a POST without doing any work ("http floor"), and the same server doing one round trip per
+ *   request through a socketpair to a long-lived `cat` ("pipe floor": the least a request can do
+ *   to run something in another process, the way the agent talks to its bash). The ratio
+ *   gVisor/runc of each floor is what gVisor allows on this machine for that much work.
  * Goals (issue 11): gVisor exec p50 <= 3x runc; the enforcer adds <= 5% to gateway exec p50.
  * The load average is printed at the start and the end: figures from a loaded machine say little.
  *
@@ -28,7 +34,7 @@ import { parseArgs, promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { AGENT_PORT, secretName, TOKEN_SECRET_KEY, type SandboxSession } from '@sandbox-platform/api';
 
-import { kubeClients } from '../src/framework/index.js';
+import { isNotFound, kubeClients } from '../src/framework/index.js';
 import {
   createSession,
   deleteSession,
@@ -134,6 +140,111 @@ async function floors(name: string): Promise<{ syscallUs: number; spawnUs: numbe
   return { syscallUs: (Number(dd[1]) * 1e6) / (2 * SYSCALL_BYTES), spawnUs: Number(spawn[1]) / 1000 };
 }
 
+/**
+ * The floor server (node -e): answers every POST with "ok" once the body is read; with
+ * FLOOR_MODE=pipe, only after one byte went to a long-lived `cat` and came back (node's stdio
+ * pipes are socketpairs, as between the agent and its bash).
+ */
+const FLOOR_SERVER = `
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const waiting = [];
+let cat;
+if (process.env.FLOOR_MODE === 'pipe') {
+  cat = spawn('cat', [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  cat.on('exit', (code) => { console.error('cat exited', code); process.exit(1); });
+  cat.stdout.on('data', (d) => { for (let i = 0; i < d.length; i++) waiting.shift()?.(); });
+}
+http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    if (!cat) return res.end('ok');
+    waiting.push(() => res.end('ok'));
+    cat.stdin.write('x');
+  });
+}).listen(${AGENT_PORT});
+`;
+
+type FloorMode = 'http' | 'pipe';
+
+/**
+ * Starts a floor Pod next to a session's Pod: the same image, runtime class, security contexts
+ * and resources (so it passes the namespace's admission and quota and runs under the same
+ * limits), none of its volumes, probes or env. Resolves with its caller once it answers.
+ */
+async function floorPod(session: SandboxSession, mode: FloorMode): Promise<() => Promise<void>> {
+  const pod = await kube.core.readNamespacedPod({ name: `sbs-${session.metadata.name!}`, namespace: ns });
+  const src = pod.spec!;
+  const c = src.containers[0]!;
+  const name = uniqueName(`floor-${mode}-${src.runtimeClassName ?? 'runc'}`);
+  await kube.core.createNamespacedPod({
+    namespace: ns,
+    body: {
+      metadata: { name, namespace: ns, labels: { 'app.kubernetes.io/name': 'isolation-bench-floor' } },
+      spec: {
+        runtimeClassName: src.runtimeClassName,
+        nodeName: src.nodeName,
+        securityContext: src.securityContext,
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 0,
+        containers: [
+          {
+            name: 'floor',
+            image: c.image,
+            imagePullPolicy: c.imagePullPolicy,
+            command: ['node', '-e', FLOOR_SERVER],
+            env: [{ name: 'FLOOR_MODE', value: mode }],
+            securityContext: c.securityContext,
+            resources: c.resources,
+          },
+        ],
+      },
+    },
+  });
+  const t0 = process.hrtime.bigint();
+  for (;;) {
+    const p = await kube.core.readNamespacedPod({ name, namespace: ns });
+    const ip = p.status?.podIP;
+    if (ip) {
+      const url = `http://${ip}:${AGENT_PORT}/`;
+      const call = async (): Promise<void> => {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ command: 'true' }),
+        });
+        if (res.status !== 200) throw new Error(`floor ${name}: HTTP ${res.status}`);
+        await res.arrayBuffer();
+      };
+      try {
+        await call();
+        return call;
+      } catch {
+        // not listening yet
+      }
+    }
+    if (p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded')
+      throw new Error(`floor pod ${name} ended (${p.status.phase}): see kubectl logs -n ${ns} ${name}`);
+    if (ms(t0) > 120_000) throw new Error(`floor pod ${name} did not answer within 120 s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+async function deleteFloorPods(): Promise<void> {
+  const pods = await kube.core.listNamespacedPod({
+    namespace: ns,
+    labelSelector: 'app.kubernetes.io/name=isolation-bench-floor',
+  });
+  for (const p of pods.items)
+    await kube.core
+      .deleteNamespacedPod({ name: p.metadata!.name!, namespace: ns, gracePeriodSeconds: 0 })
+      .catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+}
+
 const median = (xs: number[]): number =>
   quantile(
     [...xs].sort((a, b) => a - b),
@@ -162,6 +273,20 @@ async function runtimes(created: string[]): Promise<void> {
   }
   const callers = { runc: await agentCaller(sessions.runc!), gvisor: await agentCaller(sessions.gvisor!) };
   const health = { runc: healthCaller(sessions.runc!), gvisor: healthCaller(sessions.gvisor!) };
+  const floorCalls: Record<'runc' | 'gvisor', Record<FloorMode, () => Promise<void>>> = {
+    runc: {
+      http: await floorPod(sessions.runc!, 'http'),
+      pipe: await floorPod(sessions.runc!, 'pipe'),
+    },
+    gvisor: {
+      http: await floorPod(sessions.gvisor!, 'http'),
+      pipe: await floorPod(sessions.gvisor!, 'pipe'),
+    },
+  };
+  const floorMs: Record<'runc' | 'gvisor', Record<FloorMode, number[]>> = {
+    runc: { http: [], pipe: [] },
+    gvisor: { http: [], pipe: [] },
+  };
   const exec: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
   const hz: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
   const floor: Record<'runc' | 'gvisor', { syscallUs: number[]; spawnUs: number[] }> = {
@@ -171,12 +296,16 @@ async function runtimes(created: string[]): Promise<void> {
   for (const rt of ['runc', 'gvisor'] as const) {
     await timed(callers[rt], 20, []); // warm-up
     await timed(health[rt], 20, []);
+    await timed(floorCalls[rt].http, 20, []);
+    await timed(floorCalls[rt].pipe, 20, []);
   }
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['runc', 'gvisor'] as const) : (['gvisor', 'runc'] as const);
     for (const rt of order) {
       await timed(health[rt], CALLS, hz[rt]);
       await timed(callers[rt], CALLS, exec[rt]);
+      await timed(floorCalls[rt].http, CALLS, floorMs[rt].http);
+      await timed(floorCalls[rt].pipe, CALLS, floorMs[rt].pipe);
       const f = await floors(sessions[rt]!.metadata.name!);
       floor[rt].syscallUs.push(f.syscallUs);
       floor[rt].spawnUs.push(f.spawnUs);
@@ -187,6 +316,10 @@ async function runtimes(created: string[]): Promise<void> {
   const gvHz = summary('agent GET /healthz, gVisor', hz.gvisor);
   const runcExec = summary('agent exec `true`, runc', exec.runc);
   const gvExec = summary('agent exec `true`, gVisor', exec.gvisor);
+  const runcHttp = summary('http floor (POST, no work), runc', floorMs.runc.http);
+  const gvHttp = summary('http floor (POST, no work), gVisor', floorMs.gvisor.http);
+  const runcPipe = summary('pipe floor (+1 round trip to cat), runc', floorMs.runc.pipe);
+  const gvPipe = summary('pipe floor (+1 round trip to cat), gVisor', floorMs.gvisor.pipe);
   const runcReady = summary('create-to-Ready, runc', ready.runc);
   const gvReady = summary('create-to-Ready, gVisor', ready.gvisor);
   const sys = { runc: median(floor.runc.syscallUs), gvisor: median(floor.gvisor.syscallUs) };
@@ -202,6 +335,11 @@ async function runtimes(created: string[]): Promise<void> {
       `exec p99 ${(gvExec.p99 / runcExec.p99).toFixed(2)}x, healthz p50 ${(gvHz.p50 / runcHz.p50).toFixed(2)}x, ` +
       `syscall ${(sys.gvisor / sys.runc).toFixed(1)}x, spawn ${(spawn.gvisor / spawn.runc).toFixed(1)}x, ` +
       `create-to-Ready p50 ${(gvReady.p50 / runcReady.p50).toFixed(2)}x`,
+  );
+  console.log(
+    `  p50 ratios gVisor/runc side by side: agent exec ${(gvExec.p50 / runcExec.p50).toFixed(2)}x, ` +
+      `pipe floor ${(gvPipe.p50 / runcPipe.p50).toFixed(2)}x, http floor ${(gvHttp.p50 / runcHttp.p50).toFixed(2)}x; ` +
+      `agent exec above the pipe floor: runc ${(runcExec.p50 - runcPipe.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvPipe.p50).toFixed(2)} ms`,
   );
   console.log(
     `  exec p50 above the healthz floor: runc ${(runcExec.p50 - runcHz.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvHz.p50).toFixed(2)} ms ` +
@@ -346,6 +484,7 @@ async function main(): Promise<void> {
     }
     if (values.only !== 'runtimes') await enforcer(created);
   } finally {
+    await deleteFloorPods();
     for (const name of created) await deleteSession(kube, ns, name);
     console.log(`\nload average at the end: ${load()}`);
   }
