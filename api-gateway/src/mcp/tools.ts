@@ -168,7 +168,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         }
         const name = chosen ?? alias;
         const input = { ...overrides, ...(name !== undefined ? { name } : {}) };
-        const { session: view, created } = await ctx.sessions.create(ctx.principal, ns(requested), input);
+        const { session: view, created } = await ctx.sessions.create(
+          ctx.principal,
+          ns(requested),
+          input,
+          ctx.trace,
+        );
         return jsonToolResult({ ...view, created });
       }),
   );
@@ -301,7 +306,9 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     },
     (args) =>
       guarded(async () =>
-        jsonToolResult({ ...(await ctx.sessions.setSuspended(ns(args.namespace), args.session, true)) }),
+        jsonToolResult({
+          ...(await ctx.sessions.setSuspended(ns(args.namespace), args.session, true, ctx.trace)),
+        }),
       ),
   );
 
@@ -316,9 +323,9 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     (args) =>
       guarded(async () => {
         const namespace = ns(args.namespace);
-        await ctx.sessions.setSuspended(namespace, args.session, false);
+        await ctx.sessions.setSuspended(namespace, args.session, false, ctx.trace);
         await ctx.execs.resolveTarget(namespace, args.session, ctx.limits.maxWaitSeconds, call);
-        return jsonToolResult({ ...(await ctx.sessions.get(namespace, args.session)) });
+        return jsonToolResult({ ...(await ctx.sessions.get(namespace, args.session, ctx.trace)) });
       }),
   );
 
@@ -332,7 +339,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     },
     (args) =>
       guarded(async () => {
-        await ctx.sessions.delete(ns(args.namespace), args.session);
+        await ctx.sessions.delete(ns(args.namespace), args.session, ctx.trace);
         return jsonToolResult({ deleted: args.session });
       }),
   );

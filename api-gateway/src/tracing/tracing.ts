@@ -200,10 +200,10 @@ function now(): number {
 }
 
 /**
- * One agent call in a CLIENT span, a child of `parent`'s span; the agent's timings, when its answer carries them, become the
- * agent's SERVER span: it ends when the answer's head arrived and starts queue + run earlier (the
- * gateway's clock: no skew between the two), never before the call began (a sandbox may report
- * anything within the parser's bounds).
+ * One agent call in a CLIENT span, a child of `parent`'s span; the agent's timings, when its answer
+ * carries them, become the agent's SERVER span: it ends when the answer's head arrived and starts
+ * queue + run earlier (the gateway's clock: no skew between the two), never before the call began
+ * (a sandbox may report anything within the parser's bounds).
  *
  * Under a parent the sampler dropped, no span at all (unsampled-parent.ts): the call goes out with the
  * parent's traceparent, its sampled flag off, and the agent measures nothing.

@@ -13,6 +13,7 @@ import type { ActivitySubject } from '../../../src/activity/reporter.js';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
 import { KEYS, auth } from '../../helpers/app.js';
 import { startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
+import { connectMcp } from '../../helpers/mcp-client.js';
 
 const CONFIG = {
   endpoint: 'http://127.0.0.1:1',
@@ -115,6 +116,20 @@ describe('the trace context from the routes down', () => {
     expect(named(spans, 'agent POST /v1/processes').parentSpanContext?.spanId).toBe(
       start.spanContext().spanId,
     );
+  });
+
+  it('an MCP exec tool call: the agent call is a child of its /mcp request span', async () => {
+    const client = await connectMcp(g.url, KEYS.a);
+    try {
+      exporter.reset();
+      await client.callTool({ name: 'exec', arguments: { session: 'demo', command: 'true' } });
+    } finally {
+      await client.close();
+    }
+    const spans = exporter.getFinishedSpans();
+    const call = named(spans, 'agent POST /v1/exec');
+    const request = spans.find((s) => s.spanContext().spanId === call.parentSpanContext?.spanId);
+    expect(request?.name).toBe('POST /mcp');
   });
 
   it("session writes and reads through the API server get the request's context", async () => {
