@@ -14,7 +14,7 @@ test-e2e: otel-receiver
 # Sequential execs per mode, interleaved rounds, and the req/s phase of the tracing benchmark.
 BENCH_GATEWAY_TRACING_ARGS ?= --iterations 2000 --warmup 200 --rounds 8 --concurrency 8 --duration-ms 8000
 
-bench-gateway-tracing: node-deps ## What tracing costs a gateway exec: off vs on (100%, OTLP to a loopback sink) vs on (0%), real gateway and agent on loopback, same run
+bench-gateway-tracing: node-deps ## What tracing costs a gateway exec: off vs on (100%, OTLP to a loopback sink) vs on (0%), and a minimal fastify + @fastify/otel floor off vs on, real agent on loopback, same run
 	nice node api-gateway/bench/tracing-run.mjs $(BENCH_GATEWAY_TRACING_ARGS)
 
 bench: bench-gateway-tracing
