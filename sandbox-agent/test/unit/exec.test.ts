@@ -32,6 +32,45 @@ describe('POST /v1/exec', () => {
     expect(await agent.sh('echo still here')).toBe('still here\n');
   });
 
+  it('runs a wrapper read with read -N: the command cannot see the wrapper text (nor its sentinel)', async () => {
+    // An ASCII command goes through `__sbx_r N; builtin eval "$__sbx_w"` (wrapper.ts).
+    const res = await agent.exec({ command: 'echo "[${__sbx_w-unset}]"; echo after' });
+    expect(res).toMatchObject({ stdout: '[]\nafter\n', stderr: '', exitCode: 0 });
+  });
+
+  it('starts processes without the protocol, control or saved stdout/stderr fds', async () => {
+    // Every fd of the agent's bash is a socket (node's stdio); fds 3-9 are the wrapper's. Other
+    // fds the test runner itself inherited (and passes down) are not the agent's business.
+    const leaks = (listing: string): string[] =>
+      listing
+        .split('\n')
+        .map((line) => / (\d+) -> (.*)$/.exec(line))
+        .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) > 2)
+        .filter((m) => Number(m[1]) <= 9 || m[2]!.startsWith('socket:'))
+        .map((m) => `${m[1]} -> ${m[2]}`);
+    const list = "sh -c 'ls -l /proc/$$/fd'";
+    const plain = await agent.sh(list);
+    expect(plain).toMatch(/ 2 -> /);
+    expect(leaks(plain)).toEqual([]);
+    expect(leaks((await agent.exec({ command: list, stdin: 'x' })).stdout)).toEqual([]);
+  });
+
+  it('keeps the protocol in step across ASCII and non-ASCII commands, with stdin, cwd and env', async () => {
+    const outs: string[] = [];
+    for (const command of ['echo one', 'echo d\u00e9j\u00e0', 'printf \'%s\\n\' "$X"', 'cat', 'echo last'])
+      outs.push(
+        (
+          await agent.exec({
+            command,
+            cwd: '/tmp',
+            env: { X: 'x y' },
+            stdin: command === 'cat' ? 'in\n' : undefined,
+          })
+        ).stdout,
+      );
+    expect(outs).toEqual(['one\n', 'd\u00e9j\u00e0\n', 'x y\n', 'in\n', 'last\n']);
+  });
+
   it('keeps stdout and stderr apart, each in its own order', async () => {
     const res = await agent.exec({ command: 'echo out1; echo err1 >&2; echo out2; echo err2 >&2' });
     expect(res).toMatchObject({ stdout: 'out1\nout2\n', stderr: 'err1\nerr2\n', exitCode: 0 });

@@ -136,7 +136,26 @@ describe('shell quoting', () => {
     );
     expect(script).not.toContain('__sbx_12__');
     expect(script.endsWith('\n')).toBe(true);
-    expect(script.slice(0, -1)).not.toContain('\n');
+  });
+
+  it('sends an ASCII wrapper as a `__sbx_r N` line and exactly N bytes bash reads with read -N', () => {
+    const script = buildWrapper({ command: 'echo hi', cwd: '/tmp' }, { head: '__sbx_1', tail: '2__' });
+    const m = /^__sbx_r (\d+); builtin eval "\$__sbx_w"\n/.exec(script);
+    expect(m).not.toBeNull();
+    const rest = script.slice(m![0].length);
+    expect(Buffer.byteLength(rest)).toBe(Number(m![1]));
+    expect(rest.startsWith('__sbx_w=; ')).toBe(true);
+    expect(rest.endsWith('\n')).toBe(true);
+    expect(rest.slice(0, -1)).not.toContain('\n');
+  });
+
+  it.each([
+    ['a non-ASCII byte', 'echo h\u00e9'],
+    ['a NUL', 'echo a\u0000b'],
+  ])('sends a wrapper with %s as one line bash parses itself (read -N counts characters)', (_, command) => {
+    const script = buildWrapper({ command }, { head: '__sbx_1', tail: '2__' });
+    expect(script.startsWith('__sbx_c=; ')).toBe(true);
+    expect(script.endsWith('\n')).toBe(true);
   });
 
   it('refuses variable names that are not identifiers', () => {
