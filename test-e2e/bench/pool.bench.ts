@@ -315,6 +315,11 @@ async function main(): Promise<void> {
       '  create to Ready=True (API server watch)',
       warm.flatMap((s) => (s.ready === undefined ? [] : [s.ready])),
     );
+    // Per sample, so that a claim that turns Ready sooner but execs later shows (ADR 0016).
+    summary(
+      '  Ready=True (watch) to first output',
+      warm.flatMap((s) => (s.ready === undefined ? [] : [s.total - s.ready])),
+    );
     const f = summary('  exec `true` on a Ready session (floor)', floor);
     const api = summary('  3 serial API writes before each warm sample', writes);
     summary('  the same right after each warm sample', writesAfter);
