@@ -88,7 +88,7 @@ function summary(label: string, samples: number[]): { p50: number; p99: number }
   const p50 = quantile(sorted, 0.5);
   const p99 = quantile(sorted, 0.99);
   console.log(
-    `  ${label.padEnd(34)} n=${String(sorted.length).padEnd(5)} p50 ${p50.toFixed(2)} ms  p99 ${p99.toFixed(2)} ms`,
+    `  ${label.padEnd(44)} n=${String(sorted.length).padEnd(5)} p50 ${p50.toFixed(2)} ms  p99 ${p99.toFixed(2)} ms`,
   );
   return { p50, p99 };
 }
