@@ -13,7 +13,7 @@ import { NDJSON_CONTENT_TYPE, deriveToken } from '@sandbox-platform/api';
 import { ProblemError, isProblemError, slugOfType } from '../errors.js';
 import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { ExecTarget } from '../sessions/model.js';
-import type { AgentCallTracing } from '../tracing/tracing-config.js';
+import type { AgentAnswer, AgentCallTracing, TraceContext } from '../tracing/tracing-config.js';
 import {
   AgentAnswerTooLargeError,
   AgentBudgetError,
@@ -195,6 +195,21 @@ export class AgentTransport implements ExecTransport {
   address(target: ExecTarget): string {
     const ip = this.o.lookup?.(target) ?? target.podIP;
     return ip.includes(':') ? `[${ip}]:${this.o.port}` : `${ip}:${this.o.port}`;
+  }
+
+  /**
+   * Runs a call to the agent that this transport does not send itself (the terminal's WebSocket
+   * dial, agent-interactive.ts) as the transport's own calls run: under a request's trace context
+   * (tracing on), in an `agent <method> <path>` span, a child of its span, `call` getting the
+   * traceparent to send; without one, as it is.
+   */
+  traced<R extends AgentAnswer>(
+    trace: TraceContext | undefined,
+    method: string,
+    path: string,
+    call: (traceparent: string | undefined) => Promise<R>,
+  ): Promise<R> {
+    return this.o.tracing && trace ? this.o.tracing.agentCall(trace, method, path, call) : call(undefined);
   }
 
   /** Sends one request with the session's token (connect-only retries); maps transport failures. */

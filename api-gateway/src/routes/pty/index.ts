@@ -26,8 +26,9 @@ import type WebSocket from 'ws';
 
 import { ProblemError } from '../../errors.js';
 import { agentProblem } from '../../exec/agent-transport.js';
-import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
+import { UpgradeRefusedError } from '../../exec/ws-dial.js';
 import { bridgeSockets } from '../../exec/ws-bridge.js';
+import { activitySubject } from '../../service/exec-service.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { traceOption } from '../../tracing/request-trace.js';
 import { nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
@@ -88,13 +89,13 @@ export default function ptyRoutes(app: FastifyInstance, _opts: unknown, done: (e
       const search = new URLSearchParams(
         Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]),
       ).toString();
-      const url = `ws://${interactive.agentAddress(target)}${AGENT_PATHS.pty}${search ? `?${search}` : ''}`;
       try {
-        const upstream = await dialWebSocket(url, {
-          headers: { authorization: `Bearer ${interactive.agentToken(target)}` },
-          timeoutMs: DIAL_TIMEOUT_MS,
-          maxPayload: PTY_MAX_BUFFERED_BYTES,
-        });
+        const upstream = await interactive.dialAgent(
+          target,
+          AGENT_PATHS.pty,
+          { search, timeoutMs: DIAL_TIMEOUT_MS, maxPayload: PTY_MAX_BUFFERED_BYTES },
+          request.traceContext,
+        );
         upstreams.set(request, upstream);
         // The caller may leave before its upgrade completes: the agent's terminal is hung up.
         request.raw.socket.once('close', () => {
@@ -107,7 +108,7 @@ export default function ptyRoutes(app: FastifyInstance, _opts: unknown, done: (e
           retryAfterSeconds: 1,
         });
       }
-      app.activity.touch(target);
+      app.activity.touch(activitySubject(target, traceOption(request)));
       request.log.info({ keyId: request.principal.keyId, namespace, session: at.name }, 'terminal opened');
     },
     handler: () => {
