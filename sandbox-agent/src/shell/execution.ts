@@ -3,7 +3,6 @@
  * the sentinel, applies the output cap, and completes when the sentinel was seen on stdout and
  * stderr and the control record arrived, or when bash died.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -11,6 +10,7 @@ import type { OutputStream } from './bash-process.js';
 import { CappedStream } from './capped-stream.js';
 import type { ControlRecord } from './control-parser.js';
 import { lastPid } from './processes.js';
+import { RandomPool, SENTINEL_POOL_BYTES } from './random-pool.js';
 import { SentinelScanner } from './sentinel-scanner.js';
 import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.js';
 
@@ -41,6 +41,12 @@ export interface ExecOutcome {
   shellDied: boolean;
 }
 
+/** Random bytes of a sentinel: 8 for each half. */
+const SENTINEL_RANDOM_BYTES = 16;
+
+/** Where every command's sentinel comes from (see random-pool.ts). */
+const sentinelRandom = new RandomPool(SENTINEL_POOL_BYTES);
+
 /** One framed command; create it, write `script` to bash, then route bash's events to it. */
 export class Execution {
   readonly script: string;
@@ -63,9 +69,11 @@ export class Execution {
     outputCapBytes: number,
     private readonly observer: OutputObserver,
   ) {
+    const random = sentinelRandom.hex(SENTINEL_RANDOM_BYTES);
+    const half = random.length / 2;
     const halves: SentinelHalves = {
-      head: `__sbx_${randomBytes(8).toString('hex')}`,
-      tail: `${randomBytes(8).toString('hex')}__`,
+      head: `__sbx_${random.slice(0, half)}`,
+      tail: `${random.slice(half)}__`,
     };
     this.sentinel = halves.head + halves.tail;
     this.script = buildWrapper(command, halves);

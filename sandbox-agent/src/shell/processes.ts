@@ -15,7 +15,7 @@
  * the last PID at the command's start (read from /proc/loadavg, which the kernel keeps per PID
  * namespace) is the command's.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** The /proc/<pid>/stat fields the kill logic needs. */
@@ -90,8 +90,40 @@ export interface CommandStart {
   pidMax?: number;
 }
 
+/** Bytes read of a held /proc file: its text is one short line (/proc/loadavg: under 64 bytes). */
+const HELD_PROC_READ_BYTES = 256;
+
+/** Descriptors of the /proc files read by {@link readHeldProcFile}, by path. */
+const heldProcFiles = new Map<string, number>();
+const heldProcBuffer = Buffer.alloc(HELD_PROC_READ_BYTES);
+
+/**
+ * The current text of a small /proc file (its first {@link HELD_PROC_READ_BYTES} bytes), read
+ * with one pread(2) at offset 0 on a descriptor opened once and held (close-on-exec, as every
+ * descriptor Node opens), instead of open, read, read and close per call: lastPid runs for every
+ * command, on the path from the request to bash, and under gVisor each syscall is a Sentry round
+ * trip. A read at offset 0 regenerates the text in Linux (seq_file) and in gVisor's Sentry
+ * (DynamicBytesFileDescriptionImpl), so it is as fresh as a new open's. A failed read closes the
+ * descriptor, and the next call opens the file anew.
+ */
+export function readHeldProcFile(path: string): string {
+  let fd = heldProcFiles.get(path);
+  if (fd === undefined) {
+    fd = openSync(path, 'r');
+    heldProcFiles.set(path, fd);
+  }
+  try {
+    const n = readSync(fd, heldProcBuffer, 0, heldProcBuffer.length, 0);
+    return heldProcBuffer.toString('utf8', 0, n);
+  } catch (err) {
+    heldProcFiles.delete(path);
+    closeSync(fd);
+    throw err;
+  }
+}
+
 /** The most recently allocated PID of this PID namespace (5th field of /proc/loadavg). */
-export function lastPid(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+export function lastPid(read: (path: string) => string = readHeldProcFile): number | undefined {
   try {
     const pid = Number.parseInt(read('/proc/loadavg').trim().split(' ')[4] ?? '', 10);
     return Number.isFinite(pid) ? pid : undefined;

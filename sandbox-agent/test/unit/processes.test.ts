@@ -1,6 +1,9 @@
-/** Selecting a command's processes from /proc data (pure), and parsing /proc/<pid>/stat. */
+/** Selecting a command's processes from /proc data (pure), parsing /proc/<pid>/stat, reading /proc files. */
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import {
   commandProcesses,
@@ -10,6 +13,7 @@ import {
   parseStat,
   pidAfter,
   type ProcInfo,
+  readHeldProcFile,
 } from '../../src/shell/processes.js';
 
 const SHELL = 100;
@@ -114,5 +118,41 @@ describe('lastPid', () => {
     expect(before).toBeDefined();
     execFileSync('true');
     expect(pidAfter(lastPid()!, before!, 4_194_304)).toBe(true);
+  });
+});
+
+describe('readHeldProcFile', () => {
+  it('reads a file again from its start on each call, seeing what changed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'held-'));
+    const file = join(dir, 'f');
+    try {
+      writeFileSync(file, 'one 1\n');
+      expect(readHeldProcFile(file)).toBe('one 1\n');
+      writeFileSync(file, 'two 22\n'); // same inode, rewritten
+      expect(readHeldProcFile(file)).toBe('two 22\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('throws for a file it cannot open, and opens it once it exists', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'held-'));
+    const file = join(dir, 'late');
+    try {
+      expect(() => readHeldProcFile(file)).toThrow(/ENOENT/);
+      writeFileSync(file, 'here\n');
+      expect(readHeldProcFile(file)).toBe('here\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives a fresh /proc/loadavg at every read of the held descriptor', () => {
+    const pids = [lastPid()];
+    for (let i = 0; i < 3; i++) {
+      execFileSync('true');
+      pids.push(lastPid());
+    }
+    for (let i = 1; i < pids.length; i++) expect(pidAfter(pids[i]!, pids[i - 1]!, 4_194_304)).toBe(true);
   });
 });
