@@ -18,25 +18,7 @@ import WebSocket from 'ws';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
 import { KEYS, auth } from '../../helpers/app.js';
 import { buildPtyHelper, startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
-
-const CONFIG = {
-  endpoint: 'http://127.0.0.1:1',
-  protocol: 'http/protobuf' as const,
-  sampler: 'always_on' as const,
-  samplerRatio: 1,
-  serviceName: 'sandbox-api-gateway',
-};
-
-/** Waits (bounded) until a span with this name ended; fails naming what did end. */
-async function ended(exporter: InMemorySpanExporter, name: string): Promise<ReadableSpan> {
-  for (let i = 0; i < 100; i++) {
-    const span = exporter.getFinishedSpans().find((s) => s.name === name);
-    if (span) return span;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const names = exporter.getFinishedSpans().map((s) => s.name);
-  throw new Error(`span "${name}" never ended; ended: ${names.join(', ') || 'none'}`);
-}
+import { TRACING_TEST_CONFIG, finishedSpan } from '../../helpers/tracing.js';
 
 /** The span ended as the client went away: error status and the event. */
 function expectAbandoned(span: ReadableSpan): void {
@@ -66,7 +48,7 @@ describe('spans of a client that went away mid-stream', () => {
 
   beforeAll(async () => {
     exporter = new InMemorySpanExporter();
-    tracing = startTracing(CONFIG, { exporter, simple: true, identity: 'test' });
+    tracing = startTracing(TRACING_TEST_CONFIG, { exporter, simple: true, identity: 'test' });
     g = await startAgentApp({ tracing, ptyHelperPath: await buildPtyHelper() });
     // A server "in the sandbox" that streams forever: the port proxy's upstream.
     app = http.createServer((_req, res) => {
@@ -93,9 +75,9 @@ describe('spans of a client that went away mid-stream', () => {
       body: JSON.stringify({ command: 'echo started; sleep 30', timeoutSeconds: 60 }),
     });
     req.destroy();
-    const call = await ended(exporter, 'agent POST /v1/exec/stream');
+    const call = await finishedSpan(exporter, 'agent POST /v1/exec/stream');
     expectAbandoned(call);
-    const request = await ended(exporter, 'POST /v1/sessions/:name/exec/stream');
+    const request = await finishedSpan(exporter, 'POST /v1/sessions/:name/exec/stream');
     expect(call.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
     expectAbandoned(request);
   });
@@ -111,8 +93,8 @@ describe('spans of a client that went away mid-stream', () => {
       method: 'GET',
     });
     req.destroy();
-    expectAbandoned(await ended(exporter, 'GET /v1/sessions/:name/processes/:id/output/stream'));
-    await ended(exporter, 'agent GET /v1/processes/{id}');
+    expectAbandoned(await finishedSpan(exporter, 'GET /v1/sessions/:name/processes/:id/output/stream'));
+    await finishedSpan(exporter, 'agent GET /v1/processes/{id}');
   });
 
   it('the terminal: the upgrade request span ends when the client drops the connection', async () => {
@@ -121,13 +103,13 @@ describe('spans of a client that went away mid-stream', () => {
     });
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     ws.terminate();
-    const span = await ended(exporter, 'GET /v1/sessions/:name/pty');
+    const span = await finishedSpan(exporter, 'GET /v1/sessions/:name/pty');
     expect(span.events.map((e) => e.name)).toEqual(['websocket.closed']);
   });
 
   it('the port proxy: the request span ends when the client leaves mid-body', async () => {
     const { req } = await firstBytes(`${g.url}/v1/sessions/demo/ports/${appPort}/stream`, { method: 'GET' });
     req.destroy();
-    expectAbandoned(await ended(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
+    expectAbandoned(await finishedSpan(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
   });
 });

@@ -18,7 +18,6 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import type { FastifyInstance } from 'fastify';
 import WebSocket, { WebSocketServer } from 'ws';
 
-import type { ActivitySubject } from '../../../src/activity/reporter.js';
 import { buildApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
 import { AgentInteractive } from '../../../src/exec/agent-interactive.js';
@@ -33,29 +32,13 @@ import { FakeStore } from '../../helpers/fake-store.js';
 import { FakeTransport } from '../../helpers/fake-transport.js';
 import { LocalPodExecutor } from '../../helpers/local-pod-executor.js';
 import { kubeExec, ready, session } from '../../helpers/sessions.js';
-
-const CONFIG = {
-  endpoint: 'http://127.0.0.1:1',
-  protocol: 'http/protobuf' as const,
-  sampler: 'always_on' as const,
-  samplerRatio: 1,
-  serviceName: 'sandbox-api-gateway',
-};
-
-/** The span id of a trace context handed to a store or the activity reporter. */
-const spanIdOf = (ctx: Context | undefined): string | undefined =>
-  ctx ? trace.getSpan(ctx)?.spanContext().spanId : undefined;
-
-/** The finished span of that name, waited for (an upgraded or hijacked request's ends on close). */
-async function finished(exporter: InMemorySpanExporter, name: string): Promise<ReadableSpan> {
-  for (let i = 0; i < 200; i++) {
-    const span = exporter.getFinishedSpans().find((s) => s.name === name);
-    if (span) return span;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  const names = exporter.getFinishedSpans().map((s) => s.name);
-  throw new Error(`no span ${name} in ${names.join(', ') || 'none'}`);
-}
+import {
+  TRACING_TEST_CONFIG,
+  finishedSpan,
+  recordTraceArguments,
+  spanIdOf,
+  type TraceArgument,
+} from '../../helpers/tracing.js';
 
 /** Opens a WebSocket through the gateway with key A. */
 function openWs(url: string): Promise<WebSocket> {
@@ -75,7 +58,7 @@ let exporter: InMemorySpanExporter;
 
 beforeAll(() => {
   exporter = new InMemorySpanExporter();
-  tracing = startTracing(CONFIG, { exporter, simple: true, identity: 'test' });
+  tracing = startTracing(TRACING_TEST_CONFIG, { exporter, simple: true, identity: 'test' });
 });
 afterEach(() => exporter.reset());
 afterAll(async () => {
@@ -88,26 +71,14 @@ describe('the trace context down the terminal and port routes', () => {
   let wss: WebSocketServer;
   let port: number;
   /** The trace argument of each store call and activity report, by what was called. */
-  let seen: Array<{ call: string; trace: Context | undefined }> = [];
+  let seen: TraceArgument[] = [];
 
   beforeAll(async () => {
     g = await startAgentApp({ tracing, ptyHelperPath: await buildPtyHelper() });
-    const store = g.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const [method, at] of [
+    seen = recordTraceArguments(g, [
       ['setSuspended', 3],
       ['readFresh', 2],
-    ] as const) {
-      const original = store[method]!.bind(g.store);
-      store[method] = (...args: unknown[]) => {
-        seen.push({ call: method, trace: args[at] as Context | undefined });
-        return original(...args);
-      };
-    }
-    const touch = g.activity.touch.bind(g.activity);
-    g.activity.touch = (s: ActivitySubject) => {
-      seen.push({ call: 'activity', trace: s.trace });
-      touch(s);
-    };
+    ]);
     // A server in the sandbox (the session's pod IP is 127.0.0.1): HTTP, and WebSocket echo.
     server = http.createServer((req, res) => {
       req.resume();
@@ -128,7 +99,7 @@ describe('the trace context down the terminal and port routes', () => {
   /** Session demo suspended: the request's resolve resumes it (a Kubernetes patch), then goes on. */
   const suspendDemo = (): void => {
     g.store.put(session('demo', 'team-a', ready('127.0.0.1'), (s) => void (s.spec.suspend = true)));
-    seen = [];
+    seen.length = 0;
   };
 
   /** The resume and the activity reports of the request, each with the request span's context. */
@@ -147,7 +118,7 @@ describe('the trace context down the terminal and port routes', () => {
     const done = closed(ws);
     ws.send(Buffer.from('exit 0\n'), { binary: true });
     expect(await done).toBe(1000);
-    return finished(exporter, 'GET /v1/sessions/:name/pty');
+    return finishedSpan(exporter, 'GET /v1/sessions/:name/pty');
   };
 
   it('terminal: the resume and the activity report are children of the request span', async () => {
@@ -156,7 +127,7 @@ describe('the trace context down the terminal and port routes', () => {
 
   it("terminal: the agent's WebSocket is an agent span, a child of the request span", async () => {
     const request = await terminal();
-    const dial = await finished(exporter, 'agent GET /v1/pty');
+    const dial = await finishedSpan(exporter, 'agent GET /v1/pty');
     expect(dial.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
     expect(dial.spanContext().traceId).toBe(request.spanContext().traceId);
     expect(dial.attributes['http.response.status_code']).toBe(101);
@@ -166,7 +137,7 @@ describe('the trace context down the terminal and port routes', () => {
     suspendDemo();
     const res = await fetch(`${g.url}/v1/sessions/demo/ports/${port}/page`, { headers: auth(KEYS.a) });
     expect(await res.text()).toBe('ok');
-    expectKubeCallsUnder(await finished(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
+    expectKubeCallsUnder(await finishedSpan(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
   });
 
   it('port, WebSocket: the resume and the activity report are children of the request span', async () => {
@@ -178,7 +149,7 @@ describe('the trace context down the terminal and port routes', () => {
     const done = closed(ws);
     ws.close(1000);
     await done;
-    expectKubeCallsUnder(await finished(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
+    expectKubeCallsUnder(await finishedSpan(exporter, 'GET /v1/sessions/:name/ports/:port/*'));
   });
 });
 
@@ -252,8 +223,8 @@ describe('the trace context down a KubernetesExec session', () => {
       });
       expect(res.statusCode).toBeLessThan(300);
       expect(executor.calls).toHaveLength(1);
-      const request = await finished(exporter, name);
-      const podExec = await finished(exporter, 'k8s exec');
+      const request = await finishedSpan(exporter, name);
+      const podExec = await finishedSpan(exporter, 'k8s exec');
       expect(podExec.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
       expect(podExec.attributes).toEqual({
         'k8s.api.method': 'exec',
@@ -329,7 +300,7 @@ describe("the agent's WebSocket dial (AgentInteractive.dialAgent)", () => {
   it('under a trace context: an agent span, its child of that span, whose traceparent the agent gets', async () => {
     headers = [];
     await dial('/v1/pty', parent);
-    const span = await finished(exporter, 'agent GET /v1/pty');
+    const span = await finishedSpan(exporter, 'agent GET /v1/pty');
     expect(span.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
     const { traceId, spanId } = span.spanContext();
     expect(headers.map((h) => h.traceparent)).toEqual([`00-${traceId}-${spanId}-01`]);
@@ -338,7 +309,7 @@ describe("the agent's WebSocket dial (AgentInteractive.dialAgent)", () => {
 
   it('a refused upgrade fails the span; without a trace context, no span and no traceparent', async () => {
     await expect(dial('/v1/refused', parent)).rejects.toThrow('the upgrade was answered with HTTP 401');
-    expect((await finished(exporter, 'agent GET /v1/refused')).status.code).toBe(2);
+    expect((await finishedSpan(exporter, 'agent GET /v1/refused')).status.code).toBe(2);
     exporter.reset();
     headers = [];
     await dial('/v1/pty');

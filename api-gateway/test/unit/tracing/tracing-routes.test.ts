@@ -6,22 +6,19 @@
  * front of a real in-process agent, spans in an in-memory exporter.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { context, trace, type Context } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 
-import type { ActivitySubject } from '../../../src/activity/reporter.js';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
 import { KEYS, auth } from '../../helpers/app.js';
 import { startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
 import { connectMcp } from '../../helpers/mcp-client.js';
-
-const CONFIG = {
-  endpoint: 'http://127.0.0.1:1',
-  protocol: 'http/protobuf' as const,
-  sampler: 'always_on' as const,
-  samplerRatio: 1,
-  serviceName: 'sandbox-api-gateway',
-};
+import {
+  TRACING_TEST_CONFIG,
+  recordTraceArguments,
+  spanIdOf,
+  type TraceArgument,
+} from '../../helpers/tracing.js';
 
 const named = (spans: ReadableSpan[], name: string): ReadableSpan => {
   const span = spans.find((s) => s.name === name);
@@ -29,39 +26,23 @@ const named = (spans: ReadableSpan[], name: string): ReadableSpan => {
   return span;
 };
 
-/** The span id of a trace context handed to a store or the activity reporter. */
-const spanIdOf = (ctx: Context | undefined): string | undefined =>
-  ctx ? trace.getSpan(ctx)?.spanContext().spanId : undefined;
-
 describe('the trace context from the routes down', () => {
   let g: AgentApp;
   let tracing: GatewayTracing;
   let exporter: InMemorySpanExporter;
   /** The trace argument of each store call and activity report, by what was called. */
-  let seen: Array<{ call: string; trace: Context | undefined }>;
+  let seen: TraceArgument[];
 
   beforeAll(async () => {
     exporter = new InMemorySpanExporter();
-    tracing = startTracing(CONFIG, { exporter, simple: true, identity: 'test' });
+    tracing = startTracing(TRACING_TEST_CONFIG, { exporter, simple: true, identity: 'test' });
     g = await startAgentApp({ tracing });
-    const store = g.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const [method, at] of [
+    seen = recordTraceArguments(g, [
       ['createOrGet', 1],
       ['delete', 2],
       ['setSuspended', 3],
       ['readFresh', 2],
-    ] as const) {
-      const original = store[method]!.bind(g.store);
-      store[method] = (...args: unknown[]) => {
-        seen.push({ call: method, trace: args[at] as Context | undefined });
-        return original(...args);
-      };
-    }
-    const touch = g.activity.touch.bind(g.activity);
-    g.activity.touch = (s: ActivitySubject) => {
-      seen.push({ call: 'activity', trace: s.trace });
-      touch(s);
-    };
+    ]);
   });
   afterEach(() => exporter.reset());
   afterAll(async () => {
@@ -70,7 +51,7 @@ describe('the trace context from the routes down', () => {
   });
 
   const send = async (method: string, path: string, body?: unknown): Promise<number> => {
-    seen = [];
+    seen.length = 0;
     const res = await fetch(`${g.url}${path}`, {
       method,
       headers: { ...auth(KEYS.a), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
