@@ -333,8 +333,15 @@ const onLocalCluster = !process.env.E2E_KUBECONFIG;
       socket.write(rawHead(method, path, KEY_A, 900_000) + 'x'.repeat(60_000));
       return answer;
     });
-    // The request timeout (60 s in the chart) ends every one of them; none was read whole.
-    for (const a of answers.slice(uploads)) expect(a).toBe('HTTP/1.1 408');
+    // The request timeout (60 s in the chart) ends every one of them; none was read whole. A
+    // stalled PUT is streamed to the hostile session's agent as it comes, so when that connection
+    // breaks first (the agent's Pod is busy with the 16 unread uploads) the answer is 502
+    // upstream-error instead (one of seven in a clean-clone CI of 2026-12-02); the MCP bodies
+    // reach no agent and must end in 408.
+    answers.slice(uploads).forEach((a, k) => {
+      if ((uploads + k) % 2 === 0) expect(a).toMatch(/^HTTP\/1\.1 (408|502)$/);
+      else expect(a).toBe('HTTP/1.1 408');
+    });
     for (const a of answers.slice(0, uploads)) {
       expect(a).toMatch(/^(HTTP\/1\.1 (408|502|504)|closed) \(\d+ MiB written\)$/);
     }
