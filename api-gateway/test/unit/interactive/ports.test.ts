@@ -6,10 +6,11 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 
 import { KEYS, auth } from '../../helpers/app.js';
 import { startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
+import { startSandboxServer, type SandboxServer } from '../../helpers/sandbox-server.js';
 
 interface Seen {
   method: string;
@@ -20,14 +21,13 @@ interface Seen {
 
 describe('port route', () => {
   let g: AgentApp;
-  let server: http.Server;
-  let wss: WebSocketServer;
+  let sandbox: SandboxServer;
   let port: number;
   const seen: Seen[] = [];
 
   beforeAll(async () => {
     g = await startAgentApp();
-    server = http.createServer((req, res) => {
+    sandbox = await startSandboxServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
@@ -37,15 +37,10 @@ describe('port route', () => {
         res.end(`${req.method} ${req.url} ${body}`);
       });
     });
-    wss = new WebSocketServer({ server });
-    wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as AddressInfo).port;
+    port = sandbox.port;
   });
   afterAll(async () => {
-    wss.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await sandbox.close();
     await g.close();
   });
 

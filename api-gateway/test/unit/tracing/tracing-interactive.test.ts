@@ -6,7 +6,7 @@
  * pods/exec (`k8s exec`) are children of the request's span. Through the real app in front of a
  * real in-process agent (and a local pods/exec for KubernetesExec), spans in an in-memory exporter.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -29,6 +29,7 @@ import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.
 import { FakeActivity, KEYS, TEST_ENV, auth, testKeys } from '../../helpers/app.js';
 import { buildPtyHelper, startAgentApp, type AgentApp } from '../../helpers/agent-app.js';
 import { FakeStore } from '../../helpers/fake-store.js';
+import { startSandboxServer, type SandboxServer } from '../../helpers/sandbox-server.js';
 import { FakeTransport } from '../../helpers/fake-transport.js';
 import { LocalPodExecutor } from '../../helpers/local-pod-executor.js';
 import { kubeExec, ready, session } from '../../helpers/sessions.js';
@@ -67,8 +68,7 @@ afterAll(async () => {
 
 describe('the trace context down the terminal and port routes', () => {
   let g: AgentApp;
-  let server: http.Server;
-  let wss: WebSocketServer;
+  let sandbox: SandboxServer;
   let port: number;
   /** The trace argument of each store call and activity report, by what was called. */
   let seen: TraceArgument[] = [];
@@ -80,19 +80,14 @@ describe('the trace context down the terminal and port routes', () => {
       ['readFresh', 2],
     ]);
     // A server in the sandbox (the session's pod IP is 127.0.0.1): HTTP, and WebSocket echo.
-    server = http.createServer((req, res) => {
+    sandbox = await startSandboxServer((req, res) => {
       req.resume();
       req.on('end', () => res.end('ok'));
     });
-    wss = new WebSocketServer({ server });
-    wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as AddressInfo).port;
+    port = sandbox.port;
   });
   afterAll(async () => {
-    wss.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await sandbox.close();
     await g.close();
   });
 
