@@ -111,6 +111,24 @@ export function isProblemError(err: unknown): err is ProblemError {
   return err instanceof ProblemError;
 }
 
+/**
+ * The gateway's own caller went away while its call to the sandbox was in flight: it disconnected,
+ * or its request body broke off (a reset, node's request timeout, which has answered 408 itself).
+ * Not a ProblemError: nobody is left to answer, and it is neither the sandbox's failure nor the
+ * gateway's. The error handler closes the request without an answer and logs it at debug.
+ */
+export class CallerGoneError extends Error {
+  constructor(cause?: unknown) {
+    super('the caller went away before its answer', { cause });
+    this.name = 'CallerGoneError';
+  }
+}
+
+/** True for a CallerGoneError. */
+export function isCallerGone(err: unknown): err is CallerGoneError {
+  return err instanceof CallerGoneError;
+}
+
 /** The slug of a problem type URI, when it is one of ours. */
 export function slugOfType(type: unknown): ProblemSlug | undefined {
   if (typeof type !== 'string' || !type.startsWith(PROBLEM_BASE)) return undefined;

@@ -4,12 +4,15 @@
  *   connect timeout); once a socket is connected, or a pooled socket was reused, the request may
  *   have reached the agent and is never sent again;
  * - an overall deadline covers connecting, queueing in the agent and the whole response;
- * - any transport error (including the deadline) drops the address's connection pool.
+ * - any transport error (including the deadline) drops the address's connection pool; a call
+ *   the gateway's own caller ended (it went away, its upload broke off or failed a check) closes
+ *   only its own connection: the agent's other calls go on.
  * The HTTP/1.1 framing is agent-wire.ts (a strict parser: the agent's answers are untrusted).
  */
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
+import { isProblemError } from '../errors.js';
 import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
 import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../tracing/tracing-config.js';
@@ -29,19 +32,48 @@ export class AgentTransportError extends Error {
   readonly beforeConnect: boolean;
   /** True when the overall deadline fired. */
   readonly deadline: boolean;
-  /** True when the call was cancelled because the gateway's own caller went away. */
+  /**
+   * True when the call was cancelled because the gateway's own caller went away: it disconnected,
+   * or its request body (an upload, streamed stdin) broke off (a reset, node's request timeout).
+   */
   readonly callerGone: boolean;
+  /**
+   * True when the caller's side ended the call, not the agent: it went away (callerGone), or its
+   * request body failed a check (over the size limit, a bad stdin line). The agent's connections
+   * are fine: its pool is kept.
+   */
+  readonly byCaller: boolean;
 
   constructor(
     message: string,
-    opts: { beforeConnect: boolean; deadline?: boolean; callerGone?: boolean; cause?: unknown },
+    opts: {
+      beforeConnect: boolean;
+      deadline?: boolean;
+      callerGone?: boolean;
+      byCaller?: boolean;
+      cause?: unknown;
+    },
   ) {
     super(message, { cause: opts.cause });
     this.name = 'AgentTransportError';
     this.beforeConnect = opts.beforeConnect;
     this.deadline = opts.deadline ?? false;
     this.callerGone = opts.callerGone ?? false;
+    this.byCaller = this.callerGone || (opts.byCaller ?? false);
   }
+}
+
+/**
+ * The failure of a call whose request body (the caller's upload or stdin) failed: a check of the
+ * caller's (a problem: too large, a bad line) or the caller's connection broke off.
+ */
+function bodyFailure(err: Error): AgentTransportError {
+  return new AgentTransportError(`the request body failed: ${err.message}`, {
+    beforeConnect: false,
+    byCaller: true,
+    callerGone: !isProblemError(err),
+    cause: err,
+  });
 }
 
 /** One request to an agent. */
@@ -466,10 +498,11 @@ class Call implements ConnUser, ResponseSink {
       this.bodyPending = false;
       if (chunked) socket.write('0\r\n\r\n', 'latin1');
     };
-    const onError = (err: Error): void => this.fail(err);
-    // 'close' without 'end': the client's upload broke off.
+    // The body is the caller's: its failures are the caller's, never the agent's.
+    const onError = (err: Error): void => this.fail(bodyFailure(err));
+    // 'close' without 'end': the client's upload broke off (a reset, node's request timeout).
     const onClose = (): void => {
-      if (this.bodyPending) this.fail(stream.errored ?? new Error('the request body broke off'));
+      if (this.bodyPending) this.fail(bodyFailure(stream.errored ?? new Error('it broke off')));
     };
     const stop = (): void => {
       stream.off('data', onData);
@@ -627,10 +660,12 @@ class Call implements ConnUser, ResponseSink {
 
 /**
  * True for transport failures (refused, reset, timeout) that say the address may be stale. A
- * malformed answer is only that connection's problem (it is already destroyed).
+ * malformed answer is only that connection's problem (it is already destroyed), and so is a call
+ * the caller ended (it went away, its upload broke off): dropping the pool would cut the agent's
+ * other calls, which then answered 502 upstream-error for the caller's own timeout.
  */
 function stalesAddress(err: unknown): boolean {
-  return err instanceof AgentTransportError && !isProtocolFailure(err);
+  return err instanceof AgentTransportError && !err.byCaller && !isProtocolFailure(err);
 }
 
 /** True when an error is, or was caused by, a malformed answer. */

@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 
 import { NDJSON_CONTENT_TYPE, deriveToken } from '@sandbox-platform/api';
 
-import { ProblemError, isProblemError, slugOfType } from '../errors.js';
+import { CallerGoneError, ProblemError, isProblemError, slugOfType } from '../errors.js';
 import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
 import type { ExecTarget } from '../sessions/model.js';
 import type { AgentAnswer, AgentCallTracing, TraceContext } from '../tracing/tracing-config.js';
@@ -241,12 +241,16 @@ export class AgentTransport implements ExecTransport {
     }
   }
 
-  /** The problem of a streamed answer that broke off (a transport failure drops the pool). */
+  /**
+   * The problem of a streamed answer that broke off (a transport failure drops the pool; the
+   * caller's own failure does not).
+   */
   streamProblem(err: Error, target: ExecTarget): Error {
     if (isProblemError(err)) return err;
     // The caller's own streamed stdin broke the call (a bad line): that problem is the answer.
     if (err instanceof AgentTransportError && isProblemError(err.cause)) return err.cause;
-    if (!isProtocolFailure(err)) this.pool.drop(this.address(target));
+    const byCaller = err instanceof AgentTransportError && err.byCaller;
+    if (!byCaller && !isProtocolFailure(err)) this.pool.drop(this.address(target));
     return transportProblem(err) as Error;
   }
 
@@ -283,6 +287,11 @@ export class AgentTransport implements ExecTransport {
       }
       const malformed = protocolErrorIn(err);
       if (malformed) throw protocolProblem(malformed);
+      // The caller's side ended the call while the answer came (it went away, its upload failed):
+      // not the agent's failure (the pool stays).
+      if (err instanceof AgentTransportError && err.byCaller) {
+        throw isProblemError(err.cause) ? err.cause : new CallerGoneError(err);
+      }
       // The body broke off: a transport failure; drop the pool like any other.
       this.pool.drop(this.address(target));
       const deadline = Date.now() >= deadlineAt;
@@ -346,6 +355,8 @@ function parsed<T>(parse: () => T): T {
 
 function transportProblem(err: unknown): unknown {
   if (!(err instanceof AgentTransportError)) return err;
+  // The caller's own failure (it went away, its upload broke off): not an upstream error.
+  if (err.callerGone) return new CallerGoneError(err);
   const malformed = protocolErrorIn(err);
   if (malformed) return protocolProblem(malformed);
   if (err.deadline)

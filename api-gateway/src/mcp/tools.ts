@@ -9,7 +9,7 @@ import { z } from 'zod';
 
 import type { Principal } from '../auth/keys.js';
 import type { ExecLimits } from '../config.js';
-import { ProblemError, isProblemError } from '../errors.js';
+import { ProblemError, isCallerGone, isProblemError } from '../errors.js';
 import { encodeOutput } from '../exec/output.js';
 import type { AnswerHold, CallOptions, CancelSignal } from '../exec/types.js';
 import type { CpuMeter } from '../limits/cpu-meter.js';
@@ -34,7 +34,7 @@ export interface ToolContext {
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
-  log: Pick<FastifyBaseLogger, 'error' | 'warn'>;
+  log: Pick<FastifyBaseLogger, 'error' | 'warn' | 'debug'>;
   /** Aborted when the HTTP client goes away: the command is cancelled (the agent kills it). */
   signal?: CancelSignal;
   /** Tracing on: the MCP request's trace context (the agent and Kubernetes calls are its span's children). */
@@ -82,7 +82,13 @@ function guard(ctx: Pick<ToolContext, 'log' | 'hold'>): Guard {
     try {
       result = await fn();
     } catch (err) {
-      if (!isProblemError(err)) log.error({ err }, 'MCP tool failed');
+      // The HTTP caller went away: nobody reads the result, and nothing failed but the call.
+      if (isCallerGone(err)) {
+        log.debug(
+          { cause: err.cause instanceof Error ? err.cause.message : undefined },
+          'MCP tool abandoned',
+        );
+      } else if (!isProblemError(err)) log.error({ err }, 'MCP tool failed');
       else if (err.status >= 500) log.warn({ slug: err.slug, detail: err.detail }, 'MCP tool failed');
       return errorToolResult(err);
     }

@@ -6,7 +6,14 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-import { PROBLEMS, ProblemError, isProblemError, problemBody, type ProblemSlug } from '../errors.js';
+import {
+  PROBLEMS,
+  ProblemError,
+  isCallerGone,
+  isProblemError,
+  problemBody,
+  type ProblemSlug,
+} from '../errors.js';
 
 /** Problem slug of a fastify 4xx by status. */
 const BY_STATUS: Record<number, ProblemSlug> = {
@@ -80,6 +87,35 @@ export function causeMessage(cause: unknown): string | undefined {
   return typeof cause === 'string' ? cause : JSON.stringify(cause);
 }
 
+/**
+ * The caller went away (or its request broke off: node:http has answered a request timeout with
+ * 408 itself) while the route waited for the sandbox: nobody is left to answer. The request ends
+ * here without an answer (its connection is closed, if it was not already), and it is not the
+ * sandbox's failure: one line at debug, never a warning or a 5xx.
+ */
+function abandoned(request: FastifyRequest, reply: FastifyReply, cause: unknown): void {
+  request.log.debug({ cause: causeMessage(cause) }, 'request abandoned by the caller');
+  reply.hijack();
+  reply.raw.destroy();
+}
+
+/**
+ * Logs why a streamed answer broke off once its headers were out (the connection is cut: this is
+ * the one line that says why): a warning with its problem, or a debug line when it was the caller
+ * that went away.
+ */
+export function logBrokeOff(request: FastifyRequest, session: string, err: Error, message: string): void {
+  if (isCallerGone(err)) {
+    request.log.debug({ session, cause: causeMessage(err.cause) }, `${message}: the caller went away`);
+    return;
+  }
+  const problem = toProblem(err);
+  request.log.warn(
+    { session, slug: problem.slug, detail: problem.detail, cause: causeMessage(problem.cause) },
+    message,
+  );
+}
+
 /** Writes a problem reply. */
 export function sendProblem(reply: FastifyReply, problem: ProblemError): FastifyReply {
   if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
@@ -90,6 +126,7 @@ export function sendProblem(reply: FastifyReply, problem: ProblemError): Fastify
 export default fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
     app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+      if (isCallerGone(err)) return void abandoned(request, reply, err.cause);
       const problem = toProblem(err);
       logProblem(request, problem);
       if (problem.status >= 500 && problem.slug === 'internal') {

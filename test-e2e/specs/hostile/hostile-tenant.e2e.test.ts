@@ -334,14 +334,12 @@ const onLocalCluster = !process.env.E2E_KUBECONFIG;
       return answer;
     });
     // The request timeout (60 s in the chart) ends every one of them; none was read whole. A
-    // stalled PUT is streamed to the hostile session's agent as it comes, so when that connection
-    // breaks first (the agent's Pod is busy with the 16 unread uploads) the answer is 502
-    // upstream-error instead (one of seven in a clean-clone CI of 2026-12-02); the MCP bodies
-    // reach no agent and must end in 408.
-    answers.slice(uploads).forEach((a, k) => {
-      if ((uploads + k) % 2 === 0) expect(a).toMatch(/^HTTP\/1\.1 (408|502)$/);
-      else expect(a).toBe('HTTP/1.1 408');
-    });
+    // stalled PUT is streamed to the hostile session's agent as it comes, and still ends in 408:
+    // a clean-clone CI of 2026-12-02 got one 502 here, when the first calls to time out dropped
+    // the agent's whole connection pool as if the agent had failed, cutting the stalled PUTs'
+    // agent connections within their own timeout (api-gateway unit test
+    // routes/files-stalled-upload.test.ts). A caller's own timeout no longer touches the others.
+    for (const a of answers.slice(uploads)) expect(a).toBe('HTTP/1.1 408');
     for (const a of answers.slice(0, uploads)) {
       expect(a).toMatch(/^(HTTP\/1\.1 (408|502|504)|closed) \(\d+ MiB written\)$/);
     }

@@ -10,7 +10,7 @@ import { NDJSON_CONTENT_TYPE } from '@sandbox-platform/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
-import { causeMessage, toProblem } from '../../plugins/errors.js';
+import { logBrokeOff } from '../../plugins/errors.js';
 import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecInput } from '../../service/exec-service.js';
@@ -125,18 +125,9 @@ export default function execRoutes(app: FastifyInstance, _opts: unknown, done: (
         stream.once('close', dispose);
         // Headers are out by the time a stream fails: the connection is cut (the client sees a
         // truncated stream) and this is the one line that says why.
-        stream.once('error', (err: Error) => {
-          const problem = toProblem(err);
-          request.log.warn(
-            {
-              session: request.params.name,
-              slug: problem.slug,
-              detail: problem.detail,
-              cause: causeMessage(problem.cause),
-            },
-            'exec stream broke off',
-          );
-        });
+        stream.once('error', (err: Error) =>
+          logBrokeOff(request, request.params.name, err, 'exec stream broke off'),
+        );
         request.log.info(
           {
             keyId: request.principal.keyId,

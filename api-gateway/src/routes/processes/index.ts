@@ -8,7 +8,7 @@ import { PROCESS_ID_PATTERN, PROCESS_SIGNALS, type ProcessSignal } from '@sandbo
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
-import { causeMessage, toProblem } from '../../plugins/errors.js';
+import { logBrokeOff } from '../../plugins/errors.js';
 import { responseHold } from '../../plugins/limits.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { SessionRef } from '../../service/process-service.js';
@@ -149,18 +149,9 @@ export default function processRoutes(
       );
       stream.once('close', dispose);
       // Headers are out by the time a stream fails: the connection is cut and this line says why.
-      stream.once('error', (err: Error) => {
-        const problem = toProblem(err);
-        request.log.warn(
-          {
-            session: request.params.name,
-            slug: problem.slug,
-            detail: problem.detail,
-            cause: causeMessage(problem.cause),
-          },
-          'process follow broke off',
-        );
-      });
+      stream.once('error', (err: Error) =>
+        logBrokeOff(request, request.params.name, err, 'process follow broke off'),
+      );
       return reply.type('application/x-ndjson').header('cache-control', 'no-store').send(stream);
     } catch (err) {
       dispose();

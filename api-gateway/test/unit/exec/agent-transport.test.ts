@@ -1,12 +1,15 @@
 import net from 'node:net';
 
+import { PassThrough } from 'node:stream';
+
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 
-import type { ProblemError } from '../../../src/errors.js';
+import { CallerGoneError, ProblemError } from '../../../src/errors.js';
 import { AgentPool } from '../../../src/exec/agent-pool.js';
 import { AgentTransport } from '../../../src/exec/agent-transport.js';
 import { readLimited } from '../../../src/exec/read-limited.js';
+import { ResponseSignal } from '../../../src/routes/request-signal.js';
 import type { ExecTarget } from '../../../src/sessions/model.js';
 import { FakeAgent, json } from '../../helpers/fake-agent.js';
 import { result } from '../../helpers/fake-transport.js';
@@ -32,6 +35,12 @@ const LIMITS = {
   deadlineMarginMs: 200,
   maxOutputBytes: 64 * 1024,
   fileTimeoutMs: 2000,
+};
+
+const until = async (cond: () => boolean): Promise<void> => {
+  for (const deadline = Date.now() + 5000; !cond(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+  }
 };
 
 describe('AgentTransport', () => {
@@ -219,6 +228,37 @@ describe('AgentTransport', () => {
     await expect(t.readFile(target, 'known', 10)).rejects.toMatchObject({ slug: 'payload-too-large' });
     const chunked = await t.readFile(target, 'chunked', 10);
     await expect(readLimited(chunked.body, 1000)).rejects.toMatchObject({ slug: 'payload-too-large' });
+    t.close();
+  });
+
+  it("a caller that goes away fails only its own call (not upstream-error): the agent's other calls keep their connections", async () => {
+    agent.handler = (req, res) =>
+      setTimeout(() => json(res, 200, result({ stdout: req.body.toString() })), 300);
+    const t = make();
+    const signal = new ResponseSignal();
+    const gone = t.exec(target, { command: 'gone', timeoutSeconds: 5 }, { signal }).catch((e: unknown) => e);
+    const other = t.exec(target, { command: 'other', timeoutSeconds: 5 });
+    await until(() => agent.seen.length === 2);
+    signal.abort();
+    expect(JSON.parse((await other).stdout)).toMatchObject({ command: 'other' });
+    expect(await gone).toBeInstanceOf(CallerGoneError);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(true);
+    t.close();
+  });
+
+  it("an upload that breaks off, or fails the caller's check, is the caller's: the pool stays", async () => {
+    const t = make();
+    const upload = (fail: Error | undefined): Promise<unknown> => {
+      const body = new PassThrough();
+      body.write('first bytes');
+      // Once the call copies the body to the agent's connection (it flows), the body fails.
+      void until(() => body.readableFlowing === true).then(() => body.destroy(fail));
+      return t.writeFile(target, 'f.bin', { stream: body, size: 1000 }).catch((e: unknown) => e);
+    };
+    expect(await upload(undefined)).toBeInstanceOf(CallerGoneError);
+    const tooLarge = new ProblemError('payload-too-large', 'the file exceeds the limit');
+    expect(await upload(tooLarge)).toBe(tooLarge);
+    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(true);
     t.close();
   });
 
