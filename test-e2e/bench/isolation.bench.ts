@@ -143,29 +143,39 @@ async function floors(name: string): Promise<{ syscallUs: number; spawnUs: numbe
 /**
  * The floor server (node -e): answers every POST with "ok" once the body is read; with
  * FLOOR_MODE=pipe, only after one byte went to a long-lived `cat` and came back (node's stdio
- * pipes are socketpairs, as between the agent and its bash).
+ * pipes are socketpairs, as between the agent and its bash); with FLOOR_MODE=bash, only after a
+ * long-lived bash read a 5-byte frame (`true` and a newline) with `read -N`, ran it with `eval`
+ * and printed one byte back: the least a request can do to run a command in a persistent shell
+ * (one wake-up each way and about ten syscalls in bash, where the agent's framing makes four
+ * wake-ups and about 140 syscalls, see docs/benchmarks.md).
  */
 const FLOOR_SERVER = `
 const http = require('node:http');
 const { spawn } = require('node:child_process');
 const waiting = [];
-let cat;
-if (process.env.FLOOR_MODE === 'pipe') {
-  cat = spawn('cat', [], { stdio: ['pipe', 'pipe', 'inherit'] });
-  cat.on('exit', (code) => { console.error('cat exited', code); process.exit(1); });
-  cat.stdout.on('data', (d) => { for (let i = 0; i < d.length; i++) waiting.shift()?.(); });
+const CHILDREN = {
+  pipe: { argv: ['cat'], frame: 'x' },
+  bash: { argv: ['bash', '--noprofile', '--norc', '-c', 'while IFS= read -r -N 5 f; do eval "$f"; printf x; done'], frame: 'true\\n' },
+};
+const mode = CHILDREN[process.env.FLOOR_MODE];
+let child;
+if (mode) {
+  child = spawn(mode.argv[0], mode.argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.on('exit', (code) => { console.error(mode.argv[0], 'exited', code); process.exit(1); });
+  child.stdout.on('data', (d) => { for (let i = 0; i < d.length; i++) waiting.shift()?.(); });
 }
 http.createServer((req, res) => {
   req.resume();
   req.on('end', () => {
-    if (!cat) return res.end('ok');
+    if (!child) return res.end('ok');
     waiting.push(() => res.end('ok'));
-    cat.stdin.write('x');
+    child.stdin.write(mode.frame);
   });
 }).listen(${AGENT_PORT});
 `;
 
-type FloorMode = 'http' | 'pipe';
+type FloorMode = 'http' | 'pipe' | 'bash';
+const FLOOR_MODES: readonly FloorMode[] = ['http', 'pipe', 'bash'];
 
 /**
  * Starts a floor Pod next to a session's Pod: the same image, runtime class, security contexts
@@ -273,20 +283,16 @@ async function runtimes(created: string[]): Promise<void> {
   }
   const callers = { runc: await agentCaller(sessions.runc!), gvisor: await agentCaller(sessions.gvisor!) };
   const health = { runc: healthCaller(sessions.runc!), gvisor: healthCaller(sessions.gvisor!) };
-  const floorCalls: Record<'runc' | 'gvisor', Record<FloorMode, () => Promise<void>>> = {
-    runc: {
-      http: await floorPod(sessions.runc!, 'http'),
-      pipe: await floorPod(sessions.runc!, 'pipe'),
-    },
-    gvisor: {
-      http: await floorPod(sessions.gvisor!, 'http'),
-      pipe: await floorPod(sessions.gvisor!, 'pipe'),
-    },
+  const floorCalls: Record<'runc' | 'gvisor', Partial<Record<FloorMode, () => Promise<void>>>> = {
+    runc: {},
+    gvisor: {},
   };
   const floorMs: Record<'runc' | 'gvisor', Record<FloorMode, number[]>> = {
-    runc: { http: [], pipe: [] },
-    gvisor: { http: [], pipe: [] },
+    runc: { http: [], pipe: [], bash: [] },
+    gvisor: { http: [], pipe: [], bash: [] },
   };
+  for (const rt of ['runc', 'gvisor'] as const)
+    for (const mode of FLOOR_MODES) floorCalls[rt][mode] = await floorPod(sessions[rt]!, mode);
   const exec: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
   const hz: Record<'runc' | 'gvisor', number[]> = { runc: [], gvisor: [] };
   const floor: Record<'runc' | 'gvisor', { syscallUs: number[]; spawnUs: number[] }> = {
@@ -296,16 +302,14 @@ async function runtimes(created: string[]): Promise<void> {
   for (const rt of ['runc', 'gvisor'] as const) {
     await timed(callers[rt], 20, []); // warm-up
     await timed(health[rt], 20, []);
-    await timed(floorCalls[rt].http, 20, []);
-    await timed(floorCalls[rt].pipe, 20, []);
+    for (const mode of FLOOR_MODES) await timed(floorCalls[rt][mode]!, 20, []);
   }
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['runc', 'gvisor'] as const) : (['gvisor', 'runc'] as const);
     for (const rt of order) {
       await timed(health[rt], CALLS, hz[rt]);
       await timed(callers[rt], CALLS, exec[rt]);
-      await timed(floorCalls[rt].http, CALLS, floorMs[rt].http);
-      await timed(floorCalls[rt].pipe, CALLS, floorMs[rt].pipe);
+      for (const mode of FLOOR_MODES) await timed(floorCalls[rt][mode]!, CALLS, floorMs[rt][mode]);
       const f = await floors(sessions[rt]!.metadata.name!);
       floor[rt].syscallUs.push(f.syscallUs);
       floor[rt].spawnUs.push(f.spawnUs);
@@ -320,6 +324,8 @@ async function runtimes(created: string[]): Promise<void> {
   const gvHttp = summary('http floor (POST, no work), gVisor', floorMs.gvisor.http);
   const runcPipe = summary('pipe floor (+1 round trip to cat), runc', floorMs.runc.pipe);
   const gvPipe = summary('pipe floor (+1 round trip to cat), gVisor', floorMs.gvisor.pipe);
+  const runcBash = summary('bash floor (+1 frame through bash), runc', floorMs.runc.bash);
+  const gvBash = summary('bash floor (+1 frame through bash), gVisor', floorMs.gvisor.bash);
   const runcReady = summary('create-to-Ready, runc', ready.runc);
   const gvReady = summary('create-to-Ready, gVisor', ready.gvisor);
   const sys = { runc: median(floor.runc.syscallUs), gvisor: median(floor.gvisor.syscallUs) };
@@ -338,8 +344,10 @@ async function runtimes(created: string[]): Promise<void> {
   );
   console.log(
     `  p50 ratios gVisor/runc side by side: agent exec ${(gvExec.p50 / runcExec.p50).toFixed(2)}x, ` +
-      `pipe floor ${(gvPipe.p50 / runcPipe.p50).toFixed(2)}x, http floor ${(gvHttp.p50 / runcHttp.p50).toFixed(2)}x; ` +
-      `agent exec above the pipe floor: runc ${(runcExec.p50 - runcPipe.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvPipe.p50).toFixed(2)} ms`,
+      `bash floor ${(gvBash.p50 / runcBash.p50).toFixed(2)}x, pipe floor ${(gvPipe.p50 / runcPipe.p50).toFixed(2)}x, ` +
+      `http floor ${(gvHttp.p50 / runcHttp.p50).toFixed(2)}x; agent exec above the pipe floor: runc ` +
+      `${(runcExec.p50 - runcPipe.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvPipe.p50).toFixed(2)} ms; above the bash floor: ` +
+      `runc ${(runcExec.p50 - runcBash.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvBash.p50).toFixed(2)} ms`,
   );
   console.log(
     `  exec p50 above the healthz floor: runc ${(runcExec.p50 - runcHz.p50).toFixed(2)} ms, gVisor ${(gvExec.p50 - gvHz.p50).toFixed(2)} ms ` +

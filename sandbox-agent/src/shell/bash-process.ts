@@ -1,14 +1,11 @@
 /**
- * One bash child process and its four pipes: stdin (the wrapper scripts), stdout, stderr and the
- * control channel on fd 3. It only moves bytes; framing and lifecycle live in Execution and
- * PersistentShell.
+ * One bash child process and its three pipes: stdin (the frames), stdout and stderr. It only
+ * moves bytes; framing and lifecycle live in Execution and PersistentShell.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Readable } from 'node:stream';
 
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
-import { ControlParser, ControlProtocolError, type ControlRecord } from './control-parser.js';
 import { killSession, sendSignal } from './processes.js';
 
 /** The output streams of a command. */
@@ -17,12 +14,6 @@ export type OutputStream = 'stdout' | 'stderr';
 /** Callbacks from a running bash. */
 export interface BashEvents {
   output(stream: OutputStream, chunk: Buffer): void;
-  control(record: ControlRecord): void;
-  /**
-   * The control channel carried something the wrapper never writes (see control-parser.ts); its
-   * further bytes are dropped. Called at most once.
-   */
-  protocolError(error: ControlProtocolError): void;
   /** bash exited and its pipes are drained (or a bounded wait passed). Called once. */
   exit(code: number | null, signal: NodeJS.Signals | null): void;
 }
@@ -30,10 +21,21 @@ export interface BashEvents {
 /** How to start bash. */
 export interface BashOptions {
   bashPath: string;
+  /**
+   * Script bash runs at its start instead of reading its stdin as script (it arrives in the
+   * variable {@link INIT_VARIABLE}, which the script itself should unset). The persistent shell's
+   * init ends in a loop that reads stdin as frames: a bash that parsed its stdin as script keeps
+   * buffer bookkeeping for fd 0 there, and 5.2 crashes (SIGSEGV) when a command then runs
+   * `exec 3<&0` after fd 0 was redirected.
+   */
+  init: string;
   cwd: string;
   env: NodeJS.ProcessEnv;
   logger: Logger;
 }
+
+/** The variable that carries the init script into bash (see BashOptions.init). */
+export const INIT_VARIABLE = '__sbx_init';
 
 /** After bash exits, how long to wait for pipes that its leftovers might hold open. */
 const DRAIN_AFTER_EXIT_MS = 500;
@@ -42,7 +44,6 @@ const DRAIN_AFTER_EXIT_MS = 500;
 export class BashProcess {
   readonly spawnedAt = Date.now();
   private exited = false;
-  private readonly parser = new ControlParser();
   private markGone!: () => void;
   /** Resolves after bash exited and the exit event was delivered. */
   readonly gone: Promise<void> = new Promise((resolve) => (this.markGone = resolve));
@@ -57,13 +58,18 @@ export class BashProcess {
    * builds the callbacks for the new instance (they need to know which bash they belong to).
    */
   static start(opts: BashOptions, events: (bash: BashProcess) => BashEvents): Promise<BashProcess> {
-    const child = spawn(opts.bashPath, ['--noprofile', '--norc'], {
-      cwd: opts.cwd,
-      env: opts.env,
-      // fd 3 is the control channel; detached makes bash a session and process group leader.
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-      detached: true,
-    });
+    // `$0` stays the bash path, as when bash reads its script from stdin.
+    const child = spawn(
+      opts.bashPath,
+      ['--noprofile', '--norc', '-c', `builtin eval "$${INIT_VARIABLE}"`, opts.bashPath],
+      {
+        cwd: opts.cwd,
+        env: { ...opts.env, [INIT_VARIABLE]: opts.init },
+        // detached makes bash a session and process group leader.
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
     return new Promise((resolve, reject) => {
       child.once('error', reject);
       child.once('spawn', () => {
@@ -100,26 +106,10 @@ export class BashProcess {
     if (!this.exited) sendSignal(-this.pid, signal);
   }
 
-  /** Stops parsing the control channel (its further bytes are dropped): its framing is broken. */
-  abandonControl(): void {
-    this.parser.abandon();
-  }
-
   private wire(events: BashEvents, logger: Logger): void {
-    const { child, parser } = this;
-    const control = child.stdio[3] as Readable;
+    const { child } = this;
     child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
-    control.on('data', (chunk: Buffer) => {
-      try {
-        for (const record of parser.push(chunk)) events.control(record);
-      } catch (err) {
-        if (!(err instanceof ControlProtocolError)) throw err;
-        // Reading goes on (a broken parser drops chunks at no cost) so that bash, blocked on a
-        // full channel, ends by the owner's SIGKILL (137), not by a SIGPIPE of its own.
-        events.protocolError(err);
-      }
-    });
     // Writing to a bash that just died fails with EPIPE; the exit handler reports the death.
     child.stdin?.on('error', (err) => logger.debug('shell stdin error', { error: errorMessage(err) }));
     child.on('error', (err) => logger.error('shell process error', { error: errorMessage(err) }));

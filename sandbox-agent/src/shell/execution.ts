@@ -1,17 +1,17 @@
 /**
  * One command running in the persistent bash: writes its wrapper, splits the shell's output at
  * the sentinel, applies the output cap, and completes when the sentinel was seen on stdout and
- * stderr and the control record arrived, or when bash died.
+ * on stderr with the exit status after it (status-trailer.ts), or when bash died.
  */
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 import type { OutputStream } from './bash-process.js';
 import { CappedStream } from './capped-stream.js';
-import type { ControlRecord } from './control-parser.js';
 import { lastPid } from './processes.js';
 import { RandomPool, SENTINEL_POOL_BYTES } from './random-pool.js';
 import { SentinelScanner } from './sentinel-scanner.js';
+import { StatusTrailer } from './status-trailer.js';
 import { buildWrapper, type SentinelHalves, type ShellCommand } from './wrapper.js';
 
 /** Exit status reported for a command that hit its deadline, as GNU `timeout` does. */
@@ -35,8 +35,6 @@ export interface ExecOutcome {
   /** Which streams lost bytes to the cap. */
   truncatedStreams: Record<OutputStream, boolean>;
   timedOut: boolean;
-  /** Final working directory of the shell, when bash reported it. */
-  cwd?: string;
   /** True when bash died during the command. */
   shellDied: boolean;
 }
@@ -56,7 +54,8 @@ export class Execution {
   private readonly sentinel: string;
   private readonly scanners: Record<OutputStream, SentinelScanner>;
   private readonly caps: Record<OutputStream, CappedStream>;
-  private record: ControlRecord | undefined;
+  /** The exit status after the sentinel on stderr. */
+  private readonly trailer = new StatusTrailer();
   private expired = false;
   private stopped = false;
   private settled = false;
@@ -105,21 +104,15 @@ export class Execution {
 
   /**
    * Feeds shell output; returns the number of bytes that belonged to no command (after the
-   * sentinel: output of background jobs), which the caller drops.
+   * sentinel and, on stderr, the exit status: output of background jobs), which the caller drops.
+   * Throws a FramingError when the sentinel on stderr is not followed by an exit status.
    */
   onOutput(stream: OutputStream, chunk: Buffer): number {
     const scanned = this.scanners[stream].push(chunk);
     this.emit(stream, scanned.data);
+    const after = stream === 'stderr' && scanned.found ? this.trailer.push(scanned.after) : scanned.after;
     this.settleIfComplete();
-    return scanned.after.length;
-  }
-
-  /** Feeds a control record; false when it belongs to another command. */
-  onControl(record: ControlRecord): boolean {
-    if (record.sentinel !== this.sentinel) return false;
-    this.record = record;
-    this.settleIfComplete();
-    return true;
+    return after.length;
   }
 
   /** bash died before the command completed: whatever output was held back is output after all. */
@@ -136,9 +129,8 @@ export class Execution {
   }
 
   private settleIfComplete(): void {
-    if (this.record && this.scanners.stdout.found && this.scanners.stderr.found) {
-      this.settle(this.record.status, false);
-    }
+    const status = this.trailer.status;
+    if (status !== undefined && this.scanners.stdout.found) this.settle(status, false);
   }
 
   private settle(status: number, shellDied: boolean): void {
@@ -150,7 +142,6 @@ export class Execution {
       truncated: this.caps.stdout.truncated || this.caps.stderr.truncated,
       truncatedStreams: { stdout: this.caps.stdout.truncated, stderr: this.caps.stderr.truncated },
       timedOut: this.expired,
-      cwd: this.record?.cwd,
       shellDied,
     });
   }

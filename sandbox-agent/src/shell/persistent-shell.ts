@@ -3,9 +3,9 @@
  * that starts when it leaves the queue, an output cap, and a process-group kill on timeout or
  * cancellation that leaves bash alive. When bash dies (killed, `exit`, `exec`), it is restarted at
  * once (so /healthz stays true) and the next command is told its state was reset; a restart that
- * fails is retried until one succeeds. A bash whose control channel carries anything but the
- * wrapper's records (a command writing to bash's copy of fd 3) is killed and restarted the same
- * way. The queue is bounded, and its progress is observable (stalledMs) for the liveness check.
+ * fails is retried until one succeeds. A bash whose framing breaks (a sentinel on stderr without
+ * the exit status after it: something redefined the wrapper's functions or forged its output) is
+ * killed and restarted the same way. The queue is bounded, and its progress is observable (stalledMs) for the liveness check.
  */
 import { performance } from 'node:perf_hooks';
 
@@ -15,12 +15,12 @@ import { StdinClosedError, StdinError, type StdinFeed } from '../exec/stdin.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { BashProcess, type OutputStream } from './bash-process.js';
-import type { ControlProtocolError, ControlRecord } from './control-parser.js';
 import { Execution, type OutputObserver } from './execution.js';
 import { killCommandProcesses } from './processes.js';
 import type { StdinPipe, StdinPipes } from './stdin-pipe.js';
+import { FramingError } from './status-trailer.js';
 import { settlesWithin } from './timing.js';
-import { sessionEnvInit, SHELL_INIT, type ShellCommand } from './wrapper.js';
+import { frame, sessionEnvInit, SHELL_INIT, type ShellCommand } from './wrapper.js';
 
 /** A command with its deadline, and its stdin when it has one. */
 export interface ExecRequest extends Omit<ShellCommand, 'stdinPath'> {
@@ -126,7 +126,7 @@ export class PersistentShell {
   private closing = false;
   private resetPending = false;
   private respawnTimer: NodeJS.Timeout | undefined;
-  /** Shells whose control channel was breached (being killed). */
+  /** Shells whose framing broke (being killed). */
   private readonly breached = new WeakSet<BashProcess>();
   private readonly killGraceMs: number;
   private readonly startTimeoutMs: number;
@@ -386,14 +386,13 @@ export class PersistentShell {
     const bash = await BashProcess.start(
       {
         bashPath: opts.bashPath,
+        init: SHELL_INIT,
         cwd: opts.workspace,
         env: withCarriers(opts.env, sessionEnv),
         logger: opts.logger,
       },
       (self) => ({
         output: (stream, chunk) => this.onOutput(self, stream, chunk),
-        control: (record) => this.onControl(self, record),
-        protocolError: (err) => this.onProtocolBreach(self, err.message),
         exit: (code, signal) => this.onExit(self, code, signal),
       }),
     );
@@ -404,7 +403,8 @@ export class PersistentShell {
       logger: opts.logger,
     };
     this.current = probe;
-    bash.write(SHELL_INIT + sessionEnvInit(Object.keys(sessionEnv)) + probe.exec.script);
+    const envInit = sessionEnvInit(Object.keys(sessionEnv));
+    bash.write((envInit === '' ? '' : frame(envInit)) + probe.exec.script);
     const answered = await settlesWithin(probe.exec.done, this.startTimeoutMs);
     this.current = undefined;
     if (!answered || !bash.alive) {
@@ -418,29 +418,29 @@ export class PersistentShell {
 
   private onOutput(bash: BashProcess, stream: OutputStream, chunk: Buffer): void {
     const running = this.current;
-    const stray = running?.bash === bash ? running.exec.onOutput(stream, chunk) : chunk.length;
+    let stray = chunk.length;
+    if (running?.bash === bash && !this.breached.has(bash)) {
+      try {
+        stray = running.exec.onOutput(stream, chunk);
+      } catch (err) {
+        if (!(err instanceof FramingError)) throw err;
+        this.onFramingBreach(bash, err.message);
+      }
+    }
     // Output of background jobs between commands belongs to no call; count it, never log it.
     if (stray > 0) this.opts.logger.debug('dropped output outside any command', { stream, bytes: stray });
   }
 
-  private onControl(bash: BashProcess, record: ControlRecord): void {
-    const running = this.current;
-    if (running?.bash !== bash || !running.exec.onControl(record)) {
-      this.onProtocolBreach(bash, 'a control record of no running command');
-    }
-  }
-
   /**
-   * Something wrote to the control channel besides the wrapper: the framing of this bash can no
-   * longer be trusted, so it is killed (the running command ends as killed, 137) and restarted;
-   * the next command gets shellReset. Handled once per bash: its control channel is no longer
-   * parsed, so a flood of records costs one log line and one kill.
+   * The sentinel on stderr came without the exit status the wrapper writes after it: the
+   * framing of this bash can no longer be trusted, so it is killed (the running command ends as
+   * killed, 137) and restarted; the next command gets shellReset. Handled once per bash: its
+   * output is dropped from then on, so a flood costs one log line and one kill.
    */
-  private onProtocolBreach(bash: BashProcess, reason: ControlProtocolError['message']): void {
+  private onFramingBreach(bash: BashProcess, reason: FramingError['message']): void {
     if (!bash.alive || this.breached.has(bash)) return;
     this.breached.add(bash);
-    bash.abandonControl();
-    this.opts.logger.warn('control channel protocol breach, restarting the shell', { pid: bash.pid, reason });
+    this.opts.logger.warn('shell framing breach, restarting the shell', { pid: bash.pid, reason });
     bash.killAll().catch((err: unknown) => {
       this.opts.logger.error('cannot kill the shell', { error: errorMessage(err) });
     });

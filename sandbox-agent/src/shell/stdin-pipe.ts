@@ -1,6 +1,6 @@
 /**
- * A command's stdin as a named pipe (FIFO) in the agent's private directory. bash reads its own
- * stdin one byte at a time as the script channel, so a command can never share it; a FIFO per
+ * A command's stdin as a named pipe (FIFO) in the agent's private directory. bash's own stdin is
+ * the protocol (its frames, see wrapper.ts), so a command can never share it; a FIFO per
  * command gives the command a real pipe that the agent fills while it runs, closes at EOF, and
  * destroys when the command ends, without touching bash's own descriptors.
  *

@@ -1,63 +1,109 @@
 /**
- * The text written to the persistent bash for each command, and the one-time init.
+ * What the agent writes to the persistent bash: the one-time init, then one frame per command.
  *
- * Framing: after the user's command, bash prints a random per-command sentinel on stdout and on
- * stderr, and a control record `<sentinel>\0<status>\0<cwd>\0` on fd 3 (a pipe only the agent
- * reads). Since the sentinel is written after the command's foreground work finished, every byte
- * before it on a stream belongs to the command. The sentinel is printed from two halves
- * (`printf %s 'A' 'B'`) so that the full sentinel never appears in the text bash reads: tracing
- * (`set -x`) or echoing (`set -v`) the wrapper cannot produce a false end-of-output.
+ * Input: bash runs the init (SHELL_INIT, given at its start, see BashProcess), and the init ends
+ * in a loop that reads all of bash's stdin as frames: 8 decimal digits of length, then that many bytes of ASCII
+ * script, taken with `read -N` (bash 5.1+ reads those with one read(2) each; bash's parser would
+ * read its input one byte per read(2), which under gVisor costs a trip through the Sentry per
+ * byte) and run with `eval` in the main shell, so `cd`, `export`, functions and aliases persist.
+ * Every frame is ASCII: bytes outside it (and control characters) are spelled as `$'\xHH'`
+ * words (see bashWord), so that `read -N`, which counts characters, counts bytes whatever locale
+ * a command sets. NUL bytes are dropped, as bash's parser drops them.
  *
- * The user's command runs through `eval` in the main shell (so `cd`, `export`, functions and
- * aliases persist), with stdin from /dev/null or its own FIFO (it cannot read the protocol, which
- * is bash's stdin; see stdin-pipe.ts) and fds 3, 8 and 9 closed (it cannot write the control
- * channel or the saved stdout/stderr). `set -m` puts each job
- * it starts in its own process group, which the timeout kill uses. Per-call env is a temporary
- * assignment prefix (`K='v' eval ...`), so it applies to that call only; a per-call cwd is undone
- * after the call unless the command changed directory itself.
+ * File descriptors: the loop runs as one compound command with redirections that leave fd 0 on
+ * /dev/null and fds 1 and 2 on the stdout and stderr pipes, while bash keeps its own copies of
+ * the originals, close-on-exec, above 9: fd 10 the protocol (bash's stdin), 11 stdout and 13
+ * stderr. So no process a command starts inherits the protocol, and a command's `exec 3>file`,
+ * `exec 9>lock` or `{var}>` (which takes the lowest free fd from 10 up) cannot touch them; the
+ * init checks the numbers (it exits 97 when they are not what it expects). A command that names
+ * fd 10, 11 or 13 itself can break its own framing.
  *
- * bash reads its input one byte at a time from a pipe or socket (so that commands reading stdin
- * would see the right position): one read(2) per byte of the per-command text, about a third of a
- * microsecond each natively but 15-25 us under gVisor, where every syscall is a trip through the
- * Sentry (a 160-byte wrapper cost more than its command). The fixed parts live in two functions
- * defined once (`__sbx_a` before, `__sbx_z` after the command), and an ASCII-only wrapper (nearly
- * every command) is not parsed from the protocol at all: bash reads a short line,
- * `__sbx_r N; builtin eval "$__sbx_w"`, and `__sbx_r` takes the N bytes of the wrapper that follow
- * with `read -N`, which bash 5.1+ does in large read(2)s (it never reads past N, so the protocol
- * stays in step); the wrapper then runs through `eval` in the main shell exactly as if bash had
- * read it, and first empties `__sbx_w` so the command cannot read its own sentinel there. `read
- * -N` counts characters, hence ASCII only (one byte each in every locale); a wrapper with any
- * other byte, NUL included, is written as a line as before. `TMOUT=` keeps a user's TMOUT from
- * timing the read out. Builtins are called as
- * `builtin x` so that user functions named printf, cd, set... cannot break the framing; `exec`
- * and `eval` are called through `command` instead, because `builtin exec` drops its redirections
- * when it returns and `K=v builtin eval` does not export K to the processes the command starts. Names
- * starting with `__sbx_` are reserved; a command that redefines them breaks its own framing, and
- * then runs into its deadline and a shell restart.
+ * Framing: after the user's command, bash prints a random per-command sentinel on stdout, and the
+ * sentinel followed by `\0<exit status>\0` on stderr, each in one write(2) (see
+ * status-trailer.ts). Since the sentinel is written after the command's foreground work finished,
+ * every byte before it on a stream belongs to the command. Two writes, a few syscalls apart, so
+ * that the agent mostly wakes once for both (each wake-up of a blocked process is costly under
+ * gVisor). The sentinel is printed from two halves (`printf %s 'A' 'B'`) so that the full sentinel
+ * never appears in the text bash reads: tracing (`set -x`) or echoing (`set -v`) the wrapper
+ * cannot produce a false end-of-output; the frame's text is emptied (`__sbx_w=`) before the
+ * command runs, so the command cannot read its sentinel there.
+ *
+ * The command runs through `eval` inside a one-pass `for` loop (a `break` or `continue` of the
+ * command ends the command, not the frame loop), with its stdin from /dev/null or its own FIFO
+ * (see stdin-pipe.ts). `set -m` puts each job it starts in its own process group, which the
+ * timeout kill uses. Per-call env is a temporary assignment prefix (`K='v' eval ...`), so it
+ * applies to that call only; a per-call cwd is undone after the call unless the command changed
+ * directory itself. After the command, a stdin, stdout or stderr it redirected with `exec` is put
+ * back (checked with `test -ef`, which costs two stat calls where a redirection costs seven).
+ * Builtins are called as `builtin x` so that user functions named printf, cd, set, test... cannot
+ * break the framing; `exec` and `eval` are called through `command` instead, because `builtin
+ * exec` drops its redirections when it returns and `K=v builtin eval` does not export K to the
+ * processes the command starts. Names starting with `__sbx_` are reserved; a command that
+ * redefines them breaks its own framing, and then runs into its deadline and a shell restart.
+ *
+ * Cost per command of `true` (strace, natively): about 45 syscalls in bash, where the line
+ * protocol this replaced made 137; see ADR 0026 and docs/benchmarks.md (bench-isolation).
  */
 import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
+import { INIT_VARIABLE } from './bash-process.js';
+
+/** Exit status of a bash whose init found its copies elsewhere than fds 10, 11 and 13. */
+export const SHELL_INIT_FD_MISMATCH = 97;
+
 /**
- * Run once after bash starts: save stdout/stderr on fds 8/9, enable job control, define the
- * helpers. `__sbx_a` turns tracing back on for the user's command when the user had it on.
- * `__sbx_z` (called with stderr on /dev/null, so its own tracing is invisible) keeps `$?`, turns
- * tracing off, undoes a per-call cwd the command did not change, and writes the three markers.
- * `__sbx_r` reads the wrapper that follows its line (see above). Every helper but `__sbx_r` (whose
- * read fails only at the end of the protocol) returns 0 so that a user's `set -e` never fires inside them.
+ * Run once after bash starts: define the helpers, then run the frame loop with the channels moved
+ * above fd 9 (see above). `__sbx_a` turns tracing back on for the user's command when the user
+ * had it on. `__sbx_q N` reads exactly N characters of the protocol into `__sbx_v`, going on after
+ * a trapped signal interrupts `read` (status > 128) and failing only at the end of the input;
+ * `__sbx_r` reads one frame into `__sbx_w`. `__sbx_z` (called with stderr on /dev/null, so its
+ * own tracing is invisible) keeps `$?`, turns tracing off, undoes a per-call cwd the command did
+ * not change, puts back stdin and stdout, and writes the two markers. Every helper but the
+ * readers returns 0 so that a user's `set -e` never fires inside them.
  */
 export const SHELL_INIT = [
-  'command exec 8>&1 9>&2; builtin set -m; __sbx_x=0; __sbx_c=',
+  `builtin unset ${INIT_VARIABLE}`,
   '__sbx_a() { if builtin test "$__sbx_x" = 1; then builtin set -x; fi; }',
-  '__sbx_r() { IFS= TMOUT= builtin read -r -N "$1" __sbx_w; }',
+  '__sbx_q() {',
+  '  __sbx_v=',
+  '  while builtin test "${#__sbx_v}" -lt "$1"; do',
+  '    IFS= TMOUT= builtin read -r -u 10 -N "$(($1 - ${#__sbx_v}))" __sbx_p',
+  '    __sbx_s=$?; __sbx_v+=$__sbx_p; __sbx_p=',
+  '    if builtin test "$__sbx_s" -ne 0 && builtin test "$__sbx_s" -le 128; then builtin return 1; fi',
+  '  done',
+  '}',
+  '__sbx_r() { __sbx_q 8 && __sbx_q "$((10#$__sbx_v))" && __sbx_w=$__sbx_v && __sbx_v=; }',
   '__sbx_z() {',
   '  __sbx_st=$?',
   '  case $- in *x*) __sbx_x=1; builtin set +x;; *) __sbx_x=0;; esac',
   '  if builtin test -n "$__sbx_c" && builtin test "$PWD" = "$__sbx_c"; then builtin cd -- "$__sbx_d" >/dev/null 2>&1 || :; fi',
-  '  builtin printf %s "$1" "$2" >&8; builtin printf %s "$1" "$2" >&9',
-  String.raw`  builtin printf '%s%s\0%s\0%s\0' "$1" "$2" "$__sbx_st" "$PWD" >&3`,
+  '  builtin test /dev/fd/0 -ef /dev/null || command exec 0</dev/null',
+  '  builtin test /dev/fd/1 -ef /dev/fd/11 || command exec 1>&11',
+  String.raw`  builtin printf %s "$1" "$2"; builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st" >&13`,
   '}',
+  // 6 is a plain copy of the protocol, only to check that bash saved the original at 10; 11 and
+  // 13 are checked against fds 1 and 2 themselves.
+  '{ builtin set -m; __sbx_x=0; __sbx_c=',
+  '  builtin test /dev/fd/10 -ef /dev/fd/6 && builtin test /dev/fd/11 -ef /dev/fd/1 &&',
+  `    builtin test /dev/fd/13 -ef /dev/fd/2 || builtin exit ${SHELL_INIT_FD_MISMATCH}`,
+  '  command exec 6<&-',
+  '  while __sbx_r; do builtin eval "$__sbx_w"; done; builtin exit',
+  '} 6<&0 0</dev/null 4>&1 1>&4 4>&- 5>&2 2>&5 5>&-',
   '',
 ].join('\n');
+
+/** Width of a frame's length prefix (decimal digits). */
+const FRAME_LENGTH_DIGITS = 8;
+
+/** Largest frame the prefix can announce. */
+export const MAX_FRAME_BYTES = 10 ** FRAME_LENGTH_DIGITS - 1;
+
+/** A frame of ASCII script for the init's loop: its length in 8 digits, then the script. */
+export function frame(script: string): string {
+  if (!isFrameText(script)) throw new Error('a frame must be ASCII without NUL');
+  if (script.length > MAX_FRAME_BYTES) throw new Error(`a frame is at most ${MAX_FRAME_BYTES} bytes`);
+  return String(script.length).padStart(FRAME_LENGTH_DIGITS, '0') + script;
+}
 
 /**
  * Run once after SHELL_INIT: exports the session's env (spec.env) under its own names. bash starts
@@ -98,38 +144,56 @@ export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
+/**
+ * One bash word for any string: single-quoted when it is ASCII without NUL (as shellQuote), else
+ * ANSI-C quoted (`$'...'`) with every byte outside printable ASCII as `\xHH` of its UTF-8
+ * encoding, so the word itself is ASCII. NUL bytes are dropped (bash's parser drops them too; a
+ * bash string cannot hold one).
+ */
+export function bashWord(value: string): string {
+  if (isFrameText(value)) return shellQuote(value);
+  let out = "$'";
+  for (const byte of Buffer.from(value, 'utf8')) {
+    if (byte === 0) continue;
+    if (byte === 0x27 || byte === 0x5c) out += `\\${String.fromCharCode(byte)}`;
+    else if (byte >= 0x20 && byte < 0x7f) out += String.fromCharCode(byte);
+    else out += `\\x${byte.toString(16).padStart(2, '0')}`;
+  }
+  return `${out}'`;
+}
+
+/** Whether `text` may go into a frame as it is: ASCII without NUL. */
+function isFrameText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0 || c > 0x7f) return false;
+  }
+  return true;
+}
+
 /** The two halves of a sentinel; the sentinel on the wire is `head + tail`. */
 export interface SentinelHalves {
   head: string;
   tail: string;
 }
 
-/** Builds the one-line script that runs `cmd` framed by `sentinel`. */
+/** Builds the frame that runs `cmd` framed by `sentinel`. */
 export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): string {
   const assignments = Object.entries(cmd.env ?? {}).map(([name, value]) => {
     if (!ENV_NAME.test(name)) throw new Error(`invalid variable name: ${name}`);
-    return `${name}=${shellQuote(value ?? '')} `;
+    return `${name}=${bashWord(value ?? '')} `;
   });
-  const stdin = cmd.stdinPath === undefined ? '/dev/null' : shellQuote(cmd.stdinPath);
-  const run = `__sbx_a; ${assignments.join('')}command eval ${shellQuote(cmd.command)} <${stdin} 3>&- 8>&- 9>&-`;
+  const stdin = cmd.stdinPath === undefined ? '' : ` <${bashWord(cmd.stdinPath)}`;
+  const run = `for __sbx_o in 1; do __sbx_a; ${assignments.join('')}command eval ${bashWord(cmd.command)}${stdin}; done`;
   const body =
     cmd.cwd === undefined
       ? run
-      : `__sbx_d=$PWD; if builtin cd -- ${shellQuote(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi`;
+      : `__sbx_d=$PWD; if builtin cd -- ${bashWord(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi`;
   const halves = `${shellQuote(sentinel.head)} ${shellQuote(sentinel.tail)}`;
-  // Restoring stdout/stderr last: a command's `exec >file` must not outlive it (an `exec` inside
-  // the eval drops the eval's own saved fds, so a 1>&1 on the eval would not undo it).
-  const line = `__sbx_c=; ${body}; { __sbx_z ${halves}; } 2>/dev/null; command exec 1>&8 2>&9\n`;
-  if (!asciiOnly(line)) return line;
-  const wrapped = `__sbx_w=; ${line}`;
-  return `__sbx_r ${wrapped.length}; builtin eval "$__sbx_w"\n${wrapped}`;
-}
-
-/** Whether `read -N` counts `text` byte for byte in any locale: ASCII without NUL. */
-function asciiOnly(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0 || c > 0x7f) return false;
-  }
-  return true;
+  // stderr is put back last: inside `{ } 2>/dev/null` fd 2 is /dev/null, and afterwards it is
+  // what the command left (an `exec 2>file` lasts past the command otherwise).
+  return frame(
+    `__sbx_w=; __sbx_c=; ${body}; { __sbx_z ${halves}; } 2>/dev/null; ` +
+      `builtin test /dev/fd/2 -ef /dev/fd/13 || command exec 2>&13\n`,
+  );
 }

@@ -32,10 +32,47 @@ describe('POST /v1/exec', () => {
     expect(await agent.sh('echo still here')).toBe('still here\n');
   });
 
-  it('runs a wrapper read with read -N: the command cannot see the wrapper text (nor its sentinel)', async () => {
-    // An ASCII command goes through `__sbx_r N; builtin eval "$__sbx_w"` (wrapper.ts).
-    const res = await agent.exec({ command: 'echo "[${__sbx_w-unset}]"; echo after' });
-    expect(res).toMatchObject({ stdout: '[]\nafter\n', stderr: '', exitCode: 0 });
+  it('runs a frame read with read -N: the command cannot see the frame text (nor its sentinel)', async () => {
+    const res = await agent.exec({
+      command: 'echo "[${__sbx_w-unset}][${__sbx_v-unset}][${__sbx_p-unset}]"; echo after',
+    });
+    expect(res).toMatchObject({ stdout: '[][][]\nafter\n', stderr: '', exitCode: 0 });
+  });
+
+  it('keeps frames in step when a command switches to a UTF-8 locale (read -N counts characters)', async () => {
+    const locale = (await agent.sh('locale -a 2>/dev/null | grep -iE "^c\\.utf-?8$" | head -n 1')).trim();
+    expect(locale).not.toBe('');
+    await agent.sh(`export LC_ALL=${locale}`);
+    expect(await agent.sh('echo d\u00e9j\u00e0 \u{1f600}')).toBe('d\u00e9j\u00e0 \u{1f600}\n');
+    expect((await agent.exec({ command: 'printf %s "$X"', env: { X: '\u00e9\u00e9' } })).stdout).toBe(
+      '\u00e9\u00e9',
+    );
+    await agent.sh('unset LC_ALL');
+    expect(await agent.sh('echo in step')).toBe('in step\n');
+  });
+
+  it('ends a command at its own break or continue, and the next one runs', async () => {
+    expect(await agent.exec({ command: 'echo one; break; echo never' })).toMatchObject({
+      stdout: 'one\n',
+      exitCode: 0,
+    });
+    expect(await agent.exec({ command: 'continue; echo never' })).toMatchObject({ stdout: '', exitCode: 0 });
+    expect(await agent.sh('echo next')).toBe('next\n');
+  });
+
+  it('lets a command use fds 3 to 9 as its own, and puts back a stdin it replaced', async () => {
+    const lock = `${agent.workspace}/lock`;
+    expect(await agent.sh(`exec 9>${lock} 3<&0 8>&2; echo ok >&9; cat ${lock}`)).toBe('ok\n');
+    expect(await agent.sh(`echo again >&9; cat ${lock}; exec 9>&- 3<&- 8>&-`)).toBe('ok\nagain\n');
+    await agent.sh(`exec <${lock}`);
+    expect(await agent.sh('cat')).toBe('');
+  });
+
+  it('reads the next frame after a trapped signal interrupts the wait for it', async () => {
+    await agent.sh('trap "echo trapped >>$HOME/trap.log" USR1; (sleep 0.3; kill -USR1 $$) >/dev/null 2>&1 &');
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await agent.sh('cat $HOME/trap.log; trap - USR1')).toBe('trapped\n');
+    expect(await agent.sh('echo after the signal')).toBe('after the signal\n');
   });
 
   it('starts processes without the protocol, control or saved stdout/stderr fds', async () => {

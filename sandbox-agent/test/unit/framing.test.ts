@@ -1,16 +1,11 @@
-/** Pure pieces of the framing: sentinel scanning, control records, output cap, quoting. */
+/** Pure pieces of the framing: sentinel scanning, the exit status after it, output cap, quoting, frames. */
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 
 import { CappedStream } from '../../src/shell/capped-stream.js';
-import {
-  ControlParser,
-  ControlProtocolError,
-  type ControlRecord,
-  MAX_FIELD_BYTES,
-} from '../../src/shell/control-parser.js';
 import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinel-scanner.js';
-import { buildWrapper, shellQuote } from '../../src/shell/wrapper.js';
+import { FramingError, StatusTrailer } from '../../src/shell/status-trailer.js';
+import { bashWord, buildWrapper, frame, shellQuote } from '../../src/shell/wrapper.js';
 
 const SENTINEL = Buffer.from('__sbx_abc__');
 
@@ -66,46 +61,32 @@ describe('SentinelScanner', () => {
   });
 });
 
-describe('ControlParser', () => {
-  const s1 = `__sbx_${'a'.repeat(32)}__`;
-  const s2 = `__sbx_${'0123456789abcdef'.repeat(2)}__`;
-
-  it('parses records split anywhere', () => {
-    const parser = new ControlParser();
-    const bytes = Buffer.from(`${s1}\x000\x00/work space\x00${s2}\x00127\x00/\x00`);
-    const records = [...bytes].flatMap((b) => parser.push(Buffer.from([b])));
-    expect(records).toEqual([
-      { sentinel: s1, status: 0, cwd: '/work space' },
-      { sentinel: s2, status: 127, cwd: '/' },
-    ]);
+describe('StatusTrailer', () => {
+  it.each([
+    ['whole', ['\x000\x00']],
+    ['split anywhere', ['\x00', '1', '2', '7', '\x00']],
+    ['followed by background output', ['\x00255\x00late output']],
+  ])('takes the exit status %s, and gives back what follows it', (_name, parts) => {
+    const trailer = new StatusTrailer();
+    const rest = parts.map((p) => trailer.push(Buffer.from(p, 'latin1')).toString('latin1')).join('');
+    expect(trailer.status).toBe(Number(parts.join('').split('\x00')[1]));
+    expect(rest).toBe(parts.join('').split('\x00').slice(2).join('\x00'));
   });
 
-  it('accepts a cwd up to the field limit, split over many chunks', () => {
-    const parser = new ControlParser();
-    const cwd = `/${'d'.repeat(MAX_FIELD_BYTES - 1)}`;
-    const bytes = Buffer.from(`${s1}\x000\x00${cwd}\x00`);
-    const records: ControlRecord[] = [];
-    for (let i = 0; i < bytes.length; i += 1000) records.push(...parser.push(bytes.subarray(i, i + 1000)));
-    expect(records).toEqual([{ sentinel: s1, status: 0, cwd }]);
-  });
-
-  it('refuses a field without NUL beyond the limit at once, and ignores input afterwards', () => {
-    // Regression: a flood without NUL bytes grew one field without bound, re-copied per chunk.
-    const parser = new ControlParser();
-    const chunk = Buffer.alloc(64 * 1024, 0x20);
-    expect(() => parser.push(chunk)).not.toThrow();
-    expect(() => parser.push(Buffer.from('x'))).toThrow(ControlProtocolError);
-    expect(parser.push(Buffer.from(`${s1}\x000\x00/\x00`))).toEqual([]);
+  it('waits for a trailer cut short, holding at most 4 bytes', () => {
+    const trailer = new StatusTrailer();
+    expect(trailer.push(Buffer.from('\x0012', 'latin1')).length).toBe(0);
+    expect(trailer.status).toBeUndefined();
   });
 
   it.each([
-    ['an empty record', '\x00\x00\x00'],
-    ['a sentinel of the wrong shape', `__sbx_abc__\x000\x00/\x00`],
-    ['a sentinel with trailing junk', `${s1}x\x000\x00/\x00`],
-    ['a non-numeric status', `${s1}\x00abc\x00/\x00`],
-    ['an overlong status', `${s1}\x001234\x00/\x00`],
-  ])('refuses %s as a protocol breach', (_name, text) => {
-    expect(() => new ControlParser().push(Buffer.from(text))).toThrow(ControlProtocolError);
+    ['output instead of a status', 'text'],
+    ['no NUL before the status', '0\x00'],
+    ['a non-numeric status', '\x00ab\x00'],
+    ['an overlong status', '\x001234\x00'],
+    ['an empty status', '\x00\x00'],
+  ])('refuses %s as a framing breach', (_name, text) => {
+    expect(() => new StatusTrailer().push(Buffer.from(text, 'latin1'))).toThrow(FramingError);
   });
 });
 
@@ -138,24 +119,43 @@ describe('shell quoting', () => {
     expect(script.endsWith('\n')).toBe(true);
   });
 
-  it('sends an ASCII wrapper as a `__sbx_r N` line and exactly N bytes bash reads with read -N', () => {
-    const script = buildWrapper({ command: 'echo hi', cwd: '/tmp' }, { head: '__sbx_1', tail: '2__' });
-    const m = /^__sbx_r (\d+); builtin eval "\$__sbx_w"\n/.exec(script);
-    expect(m).not.toBeNull();
-    const rest = script.slice(m![0].length);
-    expect(Buffer.byteLength(rest)).toBe(Number(m![1]));
-    expect(rest.startsWith('__sbx_w=; ')).toBe(true);
-    expect(rest.endsWith('\n')).toBe(true);
-    expect(rest.slice(0, -1)).not.toContain('\n');
+  it('sends every command as a frame: 8 digits of length, then exactly that many ASCII bytes', () => {
+    for (const cmd of [
+      { command: 'echo hi', cwd: '/tmp' },
+      { command: 'echo h\u00e9 \u{1f600}', env: { A: 'd\u00e9j\u00e0' }, cwd: '/tmp/\u00e9' },
+      { command: 'echo a\u0000b' },
+    ]) {
+      const script = buildWrapper(cmd, { head: '__sbx_1', tail: '2__' });
+      const m = /^(\d{8})/.exec(script);
+      expect(m).not.toBeNull();
+      const rest = script.slice(8);
+      expect(Buffer.byteLength(rest)).toBe(Number(m![1]));
+      expect([...Buffer.from(rest)].every((b) => b > 0 && b < 0x80)).toBe(true);
+      expect(rest.startsWith('__sbx_w=; ')).toBe(true);
+      expect(rest.endsWith('\n')).toBe(true);
+    }
   });
 
   it.each([
-    ['a non-ASCII byte', 'echo h\u00e9'],
-    ['a NUL', 'echo a\u0000b'],
-  ])('sends a wrapper with %s as one line bash parses itself (read -N counts characters)', (_, command) => {
-    const script = buildWrapper({ command }, { head: '__sbx_1', tail: '2__' });
-    expect(script.startsWith('__sbx_c=; ')).toBe(true);
-    expect(script.endsWith('\n')).toBe(true);
+    ['ASCII', 'echo hi', "'echo hi'"],
+    ['a non-ASCII character', 'echo h\u00e9', "$'echo h\\xc3\\xa9'"],
+    ['quotes and backslashes beside one', "\u00e9'\\", "$'\\xc3\\xa9\\'\\\\'"],
+    ['a NUL (dropped, as bash drops it)', 'a\u0000b', "$'ab'"],
+  ])('spells a word with %s as ASCII', (_, value, word) => {
+    expect(bashWord(value)).toBe(word);
+  });
+
+  it.each(["it's", 'a\nb\tc', '\u00e9\u00e0 \u{1f600}', "\u00e9 ' \\ $x `id` \x01\x7f"])(
+    'round-trips %j through bash as a word',
+    (value) => {
+      const out = execFileSync('bash', ['--noprofile', '--norc', '-c', `printf %s ${bashWord(value)}`]);
+      expect(out.toString()).toBe(value);
+    },
+  );
+
+  it('refuses a frame that is not ASCII', () => {
+    expect(() => frame('echo h\u00e9')).toThrow(/ASCII/);
+    expect(frame('true')).toBe('00000004true');
   });
 
   it('refuses variable names that are not identifiers', () => {

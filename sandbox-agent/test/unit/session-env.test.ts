@@ -20,8 +20,8 @@ describe('session env', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sbx-env-'));
     bashEnv = join(dir, 'bash-env.sh');
-    // Sourced by the agent's bash at its start, this would eat the protocol from stdin, close the
-    // control channel and print on stdout: the agent could not start.
+    // Sourced by the agent's bash at its start, this would eat the protocol from stdin, close
+    // fd 3 and print on stdout: the agent could not start.
     await writeFile(bashEnv, 'read -r stolen; exec 3>&-; echo "BASH_ENV ran" >&2; echo garbage\n');
     agent = await TestAgent.start({
       sessionEnv: {
