@@ -2,8 +2,8 @@
  * What the agent writes to the persistent bash: the one-time init, then one frame per command.
  *
  * Input: bash runs the init (SHELL_INIT, given at its start, see BashProcess), and the init ends
- * in a loop that reads all of bash's stdin as frames: 8 decimal digits of length, then that many bytes of ASCII
- * script, taken with `read -N` (bash 5.1+ reads those with one read(2) each; bash's parser would
+ * in a loop that reads all of bash's stdin as frames (8 decimal digits of length, the ASCII
+ * script, padding to a 1 KiB block, see FRAME_BLOCK), taken with `read -N` (bash 5.1+ reads those with one read(2) each; bash's parser would
  * read its input one byte per read(2), which under gVisor costs a trip through the Sentry per
  * byte) and run with `eval` in the main shell, so `cd`, `export`, functions and aliases persist.
  * Every frame is ASCII: bytes outside it (and control characters) are spelled as `$'\xHH'`
@@ -21,9 +21,9 @@
  * Framing: after the user's command, bash prints a random per-command sentinel on stdout, and the
  * sentinel followed by `\0<exit status>\0` on stderr, each in one write(2) (see
  * status-trailer.ts). Since the sentinel is written after the command's foreground work finished,
- * every byte before it on a stream belongs to the command. Two writes, a few syscalls apart, so
- * that the agent mostly wakes once for both (each wake-up of a blocked process is costly under
- * gVisor). The sentinel is printed from two halves (`printf %s 'A' 'B'`) so that the full sentinel
+ * every byte before it on a stream belongs to the command. Two writes, three syscalls apart
+ * (stderr first: its redirection comes before its write), so that the agent mostly wakes once for
+ * both (each wake-up of a blocked process is costly under gVisor). The sentinel is printed from two halves (`printf %s 'A' 'B'`) so that the full sentinel
  * never appears in the text bash reads: tracing (`set -x`) or echoing (`set -v`) the wrapper
  * cannot produce a false end-of-output; the frame's text is emptied (`__sbx_w=`) before the
  * command runs, so the command cannot read its sentinel there.
@@ -48,6 +48,19 @@ import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
 import { INIT_VARIABLE } from './bash-process.js';
 
+/** Width of a frame's length prefix (decimal digits). */
+const FRAME_LENGTH_DIGITS = 8;
+
+/**
+ * bash takes the first FRAME_BLOCK bytes of every frame with one `read -N` (five syscalls), and
+ * the rest, if any, with a second: a frame is its script's length in 8 digits, the script, and
+ * spaces up to FRAME_BLOCK bytes. Nearly every command's frame fits one block.
+ */
+export const FRAME_BLOCK = 1024;
+
+/** Longest script a frame can carry. */
+export const MAX_FRAME_BYTES = 10 ** FRAME_LENGTH_DIGITS - 1;
+
 /** Exit status of a bash whose init found its copies elsewhere than fds 10, 11 and 13. */
 export const SHELL_INIT_FD_MISMATCH = 97;
 
@@ -56,8 +69,8 @@ export const SHELL_INIT_FD_MISMATCH = 97;
  * above fd 9 (see above). `__sbx_a` turns tracing back on for the user's command when the user
  * had it on. `__sbx_q N` reads exactly N characters of the protocol into `__sbx_v`, going on after
  * a trapped signal interrupts `read` (status > 128) and failing only at the end of the input;
- * `__sbx_r` reads one frame into `__sbx_w`. `__sbx_z` (called with stderr on /dev/null, so its
- * own tracing is invisible) keeps `$?`, turns tracing off, undoes a per-call cwd the command did
+ * `__sbx_r` reads one frame (one block, and the rest of a longer frame) into `__sbx_w`. `__sbx_z` (called with stderr on /dev/null when
+ * tracing is on, so its own tracing is invisible) keeps `$?`, turns tracing off, undoes a per-call cwd the command did
  * not change, puts back stdin and stdout, and writes the two markers. Every helper but the
  * readers returns 0 so that a user's `set -e` never fires inside them.
  */
@@ -72,14 +85,21 @@ export const SHELL_INIT = [
   '    if builtin test "$__sbx_s" -ne 0 && builtin test "$__sbx_s" -le 128; then builtin return 1; fi',
   '  done',
   '}',
-  '__sbx_r() { __sbx_q 8 && __sbx_q "$((10#$__sbx_v))" && __sbx_w=$__sbx_v && __sbx_v=; }',
+  '__sbx_r() {',
+  `  __sbx_q ${FRAME_BLOCK} || builtin return 1`,
+  `  __sbx_l=$((10#\${__sbx_v:0:${FRAME_LENGTH_DIGITS}})); __sbx_w=\${__sbx_v:${FRAME_LENGTH_DIGITS}:__sbx_l}`,
+  `  if builtin test "$__sbx_l" -gt ${FRAME_BLOCK - FRAME_LENGTH_DIGITS}; then`,
+  `    __sbx_q "$((__sbx_l - ${FRAME_BLOCK - FRAME_LENGTH_DIGITS}))" || builtin return 1; __sbx_w+=$__sbx_v`,
+  '  fi',
+  '  __sbx_v=',
+  '}',
   '__sbx_z() {',
   '  __sbx_st=$?',
   '  case $- in *x*) __sbx_x=1; builtin set +x;; *) __sbx_x=0;; esac',
   '  if builtin test -n "$__sbx_c" && builtin test "$PWD" = "$__sbx_c"; then builtin cd -- "$__sbx_d" >/dev/null 2>&1 || :; fi',
   '  builtin test /dev/fd/0 -ef /dev/null || command exec 0</dev/null',
   '  builtin test /dev/fd/1 -ef /dev/fd/11 || command exec 1>&11',
-  String.raw`  builtin printf %s "$1" "$2"; builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st" >&13`,
+  String.raw`  builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st" >&13; builtin printf %s "$1" "$2"`,
   '}',
   // 6 is a plain copy of the protocol, only to check that bash saved the original at 10; 11 and
   // 13 are checked against fds 1 and 2 themselves.
@@ -92,17 +112,12 @@ export const SHELL_INIT = [
   '',
 ].join('\n');
 
-/** Width of a frame's length prefix (decimal digits). */
-const FRAME_LENGTH_DIGITS = 8;
-
-/** Largest frame the prefix can announce. */
-export const MAX_FRAME_BYTES = 10 ** FRAME_LENGTH_DIGITS - 1;
-
-/** A frame of ASCII script for the init's loop: its length in 8 digits, then the script. */
+/** A frame of ASCII script for the init's loop (see FRAME_BLOCK): its length, the script, padding. */
 export function frame(script: string): string {
   if (!isFrameText(script)) throw new Error('a frame must be ASCII without NUL');
   if (script.length > MAX_FRAME_BYTES) throw new Error(`a frame is at most ${MAX_FRAME_BYTES} bytes`);
-  return String(script.length).padStart(FRAME_LENGTH_DIGITS, '0') + script;
+  const head = String(script.length).padStart(FRAME_LENGTH_DIGITS, '0') + script;
+  return head.length < FRAME_BLOCK ? head.padEnd(FRAME_BLOCK, ' ') : head;
 }
 
 /**
@@ -190,10 +205,12 @@ export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): strin
       ? run
       : `__sbx_d=$PWD; if builtin cd -- ${bashWord(cmd.cwd)} >/dev/null; then __sbx_c=$PWD; ${run}; else false; fi`;
   const halves = `${shellQuote(sentinel.head)} ${shellQuote(sentinel.tail)}`;
-  // stderr is put back last: inside `{ } 2>/dev/null` fd 2 is /dev/null, and afterwards it is
-  // what the command left (an `exec 2>file` lasts past the command otherwise).
+  // `__sbx_z` runs with stderr on /dev/null only when tracing is on (its own trace would show
+  // otherwise; a traced command shows a `+ case $- in` line instead), since the redirection
+  // costs ten syscalls. stderr is put back last: inside `{ } 2>/dev/null` fd 2 is /dev/null, and
+  // afterwards it is what the command left (an `exec 2>file` lasts past the command otherwise).
   return frame(
-    `__sbx_w=; __sbx_c=; ${body}; { __sbx_z ${halves}; } 2>/dev/null; ` +
+    `__sbx_w=; __sbx_c=; ${body}; case $- in *x*) { __sbx_z ${halves}; } 2>/dev/null;; *) __sbx_z ${halves};; esac; ` +
       `builtin test /dev/fd/2 -ef /dev/fd/13 || command exec 2>&13\n`,
   );
 }

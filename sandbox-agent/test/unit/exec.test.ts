@@ -51,6 +51,14 @@ describe('POST /v1/exec', () => {
     expect(await agent.sh('echo in step')).toBe('in step\n');
   });
 
+  it('takes frames of any length around the 1 KiB block, in step', async () => {
+    for (const n of [900, 990, 1000, 1010, 1020, 3000, 200_000]) {
+      const res = await agent.exec({ command: `x='${'\u00e9'.repeat(n % 7)}${'y'.repeat(n)}'; echo \${#x}` });
+      expect(res.stdout).toBe(`${n + (n % 7)}\n`);
+    }
+    expect(await agent.sh('echo in step')).toBe('in step\n');
+  });
+
   it('ends a command at its own break or continue, and the next one runs', async () => {
     expect(await agent.exec({ command: 'echo one; break; echo never' })).toMatchObject({
       stdout: 'one\n',

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { CappedStream } from '../../src/shell/capped-stream.js';
 import { partialSuffixLength, SentinelScanner } from '../../src/shell/sentinel-scanner.js';
 import { FramingError, StatusTrailer } from '../../src/shell/status-trailer.js';
-import { bashWord, buildWrapper, frame, shellQuote } from '../../src/shell/wrapper.js';
+import { bashWord, buildWrapper, frame, FRAME_BLOCK, shellQuote } from '../../src/shell/wrapper.js';
 
 const SENTINEL = Buffer.from('__sbx_abc__');
 
@@ -116,23 +116,25 @@ describe('shell quoting', () => {
       { head: '__sbx_1', tail: '2__' },
     );
     expect(script).not.toContain('__sbx_12__');
-    expect(script.endsWith('\n')).toBe(true);
   });
 
-  it('sends every command as a frame: 8 digits of length, then exactly that many ASCII bytes', () => {
+  it('sends every command as a frame: 8 digits of length, the ASCII script, spaces up to a block', () => {
     for (const cmd of [
       { command: 'echo hi', cwd: '/tmp' },
       { command: 'echo h\u00e9 \u{1f600}', env: { A: 'd\u00e9j\u00e0' }, cwd: '/tmp/\u00e9' },
       { command: 'echo a\u0000b' },
+      { command: `: ${'x'.repeat(3000)}` },
     ]) {
       const script = buildWrapper(cmd, { head: '__sbx_1', tail: '2__' });
       const m = /^(\d{8})/.exec(script);
       expect(m).not.toBeNull();
-      const rest = script.slice(8);
-      expect(Buffer.byteLength(rest)).toBe(Number(m![1]));
-      expect([...Buffer.from(rest)].every((b) => b > 0 && b < 0x80)).toBe(true);
-      expect(rest.startsWith('__sbx_w=; ')).toBe(true);
-      expect(rest.endsWith('\n')).toBe(true);
+      const length = Number(m![1]);
+      const body = script.slice(8, 8 + length);
+      expect(script.length).toBe(Math.max(FRAME_BLOCK, 8 + length));
+      expect(script.slice(8 + length)).toMatch(/^ *$/);
+      expect([...Buffer.from(script)].every((b) => b > 0 && b < 0x80)).toBe(true);
+      expect(body.startsWith('__sbx_w=; ')).toBe(true);
+      expect(body.endsWith('\n')).toBe(true);
     }
   });
 
@@ -155,7 +157,10 @@ describe('shell quoting', () => {
 
   it('refuses a frame that is not ASCII', () => {
     expect(() => frame('echo h\u00e9')).toThrow(/ASCII/);
-    expect(frame('true')).toBe('00000004true');
+    expect(frame('true')).toBe(`00000004true${' '.repeat(FRAME_BLOCK - 12)}`);
+    const full = 'x'.repeat(FRAME_BLOCK - 8);
+    expect(frame(full)).toBe(`${String(full.length).padStart(8, '0')}${full}`);
+    expect(frame(`${full}y`)).toHaveLength(FRAME_BLOCK + 1);
   });
 
   it('refuses variable names that are not identifiers', () => {
