@@ -3,6 +3,7 @@
  * moves bytes; framing and lifecycle live in Execution and PersistentShell.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readSync } from 'node:fs';
 
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
@@ -36,6 +37,13 @@ export interface BashOptions {
 
 /** The variable that carries the init script into bash (see BashOptions.init). */
 export const INIT_VARIABLE = '__sbx_init';
+
+/**
+ * Most bytes {@link BashProcess.drainStderr} takes at once: a pipe holds at most 1 MiB
+ * (/proc/sys/fs/pipe-max-size), so this is all a finished command can have left there, while a
+ * background job that keeps writing cannot hold the event loop.
+ */
+export const STDERR_DRAIN_MAX_BYTES = 2 * 1024 * 1024;
 
 /** After bash exits, how long to wait for pipes that its leftovers might hold open. */
 const DRAIN_AFTER_EXIT_MS = 500;
@@ -89,6 +97,32 @@ export class BashProcess {
   /** Writes script text to bash's stdin. */
   write(script: string): void {
     this.child.stdin?.write(script);
+  }
+
+  /**
+   * What is waiting in bash's stderr pipe now, read synchronously (the pipe is non-blocking: a
+   * read that finds nothing ends it), at most STDERR_DRAIN_MAX_BYTES. Bytes the event loop has
+   * not delivered yet come out here instead, in order; the stream then finds nothing to read.
+   */
+  drainStderr(): Buffer {
+    const fd = (this.child.stderr as unknown as { _handle?: { fd?: number } } | null)?._handle?.fd;
+    if (fd === undefined || fd < 0) return Buffer.alloc(0);
+    const parts: Buffer[] = [];
+    let total = 0;
+    while (total < STDERR_DRAIN_MAX_BYTES) {
+      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, STDERR_DRAIN_MAX_BYTES - total));
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') break;
+        throw err;
+      }
+      if (n === 0) break;
+      parts.push(buf.subarray(0, n));
+      total += n;
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
   }
 
   /** Signals bash's whole session: bash and everything still in it. */

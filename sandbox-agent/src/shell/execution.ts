@@ -1,7 +1,11 @@
 /**
- * One command running in the persistent bash: writes its wrapper, splits the shell's output at
- * the sentinel, applies the output cap, and completes when the sentinel was seen on stdout and
- * on stderr with the exit status after it (status-trailer.ts), or when bash died.
+ * One command running in the persistent bash: writes its wrapper, splits stdout at the sentinel,
+ * applies the output cap, and completes when the sentinel with the exit status after it
+ * (status-trailer.ts) was seen on stdout, or when bash died. stderr carries no marker: bash writes
+ * the sentinel only after the command's foreground processes have ended, so by then everything
+ * they wrote to stderr is in the stderr pipe, and the owner hands it over synchronously (see
+ * BashProcess.drainStderr) before the command completes. One write per command instead of two,
+ * and one wake-up of the agent (each is costly under gVisor).
  */
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -52,9 +56,9 @@ export class Execution {
   /** The last PID allocated when the command was created (see processes.ts): tells its processes from earlier jobs. */
   readonly startPid = lastPid();
   private readonly sentinel: string;
-  private readonly scanners: Record<OutputStream, SentinelScanner>;
+  private readonly scanner: SentinelScanner;
   private readonly caps: Record<OutputStream, CappedStream>;
-  /** The exit status after the sentinel on stderr. */
+  /** The exit status after the sentinel on stdout. */
   private readonly trailer = new StatusTrailer();
   private expired = false;
   private stopped = false;
@@ -77,7 +81,7 @@ export class Execution {
     this.sentinel = halves.head + halves.tail;
     this.script = buildWrapper(command, halves);
     const marker = Buffer.from(this.sentinel);
-    this.scanners = { stdout: new SentinelScanner(marker), stderr: new SentinelScanner(marker) };
+    this.scanner = new SentinelScanner(marker);
     this.caps = { stdout: new CappedStream(outputCapBytes), stderr: new CappedStream(outputCapBytes) };
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
@@ -104,21 +108,33 @@ export class Execution {
 
   /**
    * Feeds shell output; returns the number of bytes that belonged to no command (after the
-   * sentinel and, on stderr, the exit status: output of background jobs), which the caller drops.
-   * Throws a FramingError when the sentinel on stderr is not followed by an exit status.
+   * sentinel and its exit status on stdout, and stderr after that: output of background jobs),
+   * which the caller drops. `drainStderr` gives what is waiting in bash's stderr pipe (called
+   * once, when the sentinel completes the command). Throws a FramingError when the sentinel on
+   * stdout is not followed by an exit status.
    */
-  onOutput(stream: OutputStream, chunk: Buffer): number {
-    const scanned = this.scanners[stream].push(chunk);
-    this.emit(stream, scanned.data);
-    const after = stream === 'stderr' && scanned.found ? this.trailer.push(scanned.after) : scanned.after;
-    this.settleIfComplete();
+  onOutput(stream: OutputStream, chunk: Buffer, drainStderr: () => Buffer): number {
+    if (this.settled) return chunk.length;
+    if (stream === 'stderr') {
+      this.emit('stderr', chunk);
+      return 0;
+    }
+    const scanned = this.scanner.push(chunk);
+    this.emit('stdout', scanned.data);
+    if (!scanned.found) return 0;
+    const after = this.trailer.push(scanned.after);
+    const status = this.trailer.status;
+    if (status !== undefined) {
+      this.emit('stderr', drainStderr());
+      this.settle(status, false);
+    }
     return after.length;
   }
 
   /** bash died before the command completed: whatever output was held back is output after all. */
   onShellExit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.settled) return;
-    for (const stream of ['stdout', 'stderr'] as const) this.emit(stream, this.scanners[stream].flush());
+    this.emit('stdout', this.scanner.flush());
     this.settle(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0), true);
   }
 
@@ -126,11 +142,6 @@ export class Execution {
     if (data.length === 0) return;
     const kept = this.caps[stream].take(data);
     if (kept.length > 0) this.observer.onOutput(stream, kept);
-  }
-
-  private settleIfComplete(): void {
-    const status = this.trailer.status;
-    if (status !== undefined && this.scanners.stdout.found) this.settle(status, false);
   }
 
   private settle(status: number, shellDied: boolean): void {

@@ -3,7 +3,7 @@
  * that starts when it leaves the queue, an output cap, and a process-group kill on timeout or
  * cancellation that leaves bash alive. When bash dies (killed, `exit`, `exec`), it is restarted at
  * once (so /healthz stays true) and the next command is told its state was reset; a restart that
- * fails is retried until one succeeds. A bash whose framing breaks (a sentinel on stderr without
+ * fails is retried until one succeeds. A bash whose framing breaks (a sentinel on stdout without
  * the exit status after it: something redefined the wrapper's functions or forged its output) is
  * killed and restarted the same way. The queue is bounded, and its progress is observable (stalledMs) for the liveness check.
  */
@@ -421,7 +421,7 @@ export class PersistentShell {
     let stray = chunk.length;
     if (running?.bash === bash && !this.breached.has(bash)) {
       try {
-        stray = running.exec.onOutput(stream, chunk);
+        stray = running.exec.onOutput(stream, chunk, () => bash.drainStderr());
       } catch (err) {
         if (!(err instanceof FramingError)) throw err;
         this.onFramingBreach(bash, err.message);
@@ -432,7 +432,7 @@ export class PersistentShell {
   }
 
   /**
-   * The sentinel on stderr came without the exit status the wrapper writes after it: the
+   * The sentinel on stdout came without the exit status the wrapper writes after it: the
    * framing of this bash can no longer be trusted, so it is killed (the running command ends as
    * killed, 137) and restarted; the next command gets shellReset. Handled once per bash: its
    * output is dropped from then on, so a flood costs one log line and one kill.

@@ -1,5 +1,5 @@
 /**
- * The exit status that follows a command's sentinel on stderr: the wrapper writes
+ * The exit status that follows a command's sentinel on stdout: the wrapper writes
  * `<sentinel>\0<status>\0` there in one write(2) of under 50 bytes, which a pipe delivers whole,
  * so no other writer's bytes can land inside it. The bytes after the sentinel are parsed here;
  * anything but that shape means something rewrote the shell's framing (a command redefining the
@@ -18,7 +18,7 @@ const TRAILER_SHAPE = /^\0([0-9]{1,3})\0/;
 
 const EMPTY = Buffer.alloc(0);
 
-/** Collects the trailer from the chunks after the stderr sentinel (they may split it anywhere). */
+/** Collects the trailer from the chunks after the stdout sentinel (they may split it anywhere). */
 export class StatusTrailer {
   private pending: Buffer = EMPTY;
   private parsed: number | undefined;
@@ -40,7 +40,7 @@ export class StatusTrailer {
       return buf.subarray(m[0].length);
     }
     if (buf.length >= MAX_TRAILER_BYTES || !/^(\0[0-9]{0,3})?$/.test(head))
-      throw new FramingError('the sentinel on stderr is not followed by an exit status');
+      throw new FramingError('the sentinel on stdout is not followed by an exit status');
     this.pending = Buffer.from(buf);
     return EMPTY;
   }

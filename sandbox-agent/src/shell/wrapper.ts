@@ -18,12 +18,12 @@
  * init checks the numbers (it exits 97 when they are not what it expects). A command that names
  * fd 10, 11 or 13 itself can break its own framing.
  *
- * Framing: after the user's command, bash prints a random per-command sentinel on stdout, and the
- * sentinel followed by `\0<exit status>\0` on stderr, each in one write(2) (see
- * status-trailer.ts). Since the sentinel is written after the command's foreground work finished,
- * every byte before it on a stream belongs to the command. Two writes, three syscalls apart
- * (stderr first: its redirection comes before its write), so that the agent mostly wakes once for
- * both (each wake-up of a blocked process is costly under gVisor). The sentinel is printed from two halves (`printf %s 'A' 'B'`) so that the full sentinel
+ * Framing: after the user's command, bash prints a random per-command sentinel followed by
+ * `\0<exit status>\0` on stdout, in one write(2) (see status-trailer.ts). Since the sentinel is
+ * written after the command's foreground work finished, every byte before it on stdout belongs to
+ * the command, and so does everything then waiting in the stderr pipe, which the agent takes at
+ * that moment (Execution): one write and one wake-up of the agent per command (each is costly
+ * under gVisor), where a marker on each stream made two of each. The sentinel is printed from two halves (`printf %s 'A' 'B'`) so that the full sentinel
  * never appears in the text bash reads: tracing (`set -x`) or echoing (`set -v`) the wrapper
  * cannot produce a false end-of-output; the frame's text is emptied (`__sbx_w=`) before the
  * command runs, so the command cannot read its sentinel there.
@@ -71,7 +71,7 @@ export const SHELL_INIT_FD_MISMATCH = 97;
  * a trapped signal interrupts `read` (status > 128) and failing only at the end of the input;
  * `__sbx_r` reads one frame (one block, and the rest of a longer frame) into `__sbx_w`. `__sbx_z` (called with stderr on /dev/null when
  * tracing is on, so its own tracing is invisible) keeps `$?`, turns tracing off, undoes a per-call cwd the command did
- * not change, puts back stdin and stdout, and writes the two markers. Every helper but the
+ * not change, puts back stdin and stdout, and writes the end of output. Every helper but the
  * readers returns 0 so that a user's `set -e` never fires inside them.
  */
 export const SHELL_INIT = [
@@ -99,7 +99,7 @@ export const SHELL_INIT = [
   '  if builtin test -n "$__sbx_c" && builtin test "$PWD" = "$__sbx_c"; then builtin cd -- "$__sbx_d" >/dev/null 2>&1 || :; fi',
   '  builtin test /dev/fd/0 -ef /dev/null || command exec 0</dev/null',
   '  builtin test /dev/fd/1 -ef /dev/fd/11 || command exec 1>&11',
-  String.raw`  builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st" >&13; builtin printf %s "$1" "$2"`,
+  String.raw`  builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st"`,
   '}',
   // 6 is a plain copy of the protocol, only to check that bash saved the original at 10; 11 and
   // 13 are checked against fds 1 and 2 themselves.

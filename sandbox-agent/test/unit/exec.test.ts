@@ -59,6 +59,21 @@ describe('POST /v1/exec', () => {
     expect(await agent.sh('echo in step')).toBe('in step\n');
   });
 
+  it("has all of a command's stderr, however it interleaves with stdout and however late it comes", async () => {
+    const lines = await agent.exec({ command: 'for i in $(seq 300); do echo "o$i"; echo "e$i" >&2; done' });
+    expect(lines.stdout.split('\n').filter(Boolean)).toHaveLength(300);
+    expect(lines.stderr).toBe(Array.from({ length: 300 }, (_, i) => `e${i + 1}\n`).join(''));
+    for (let i = 0; i < 20; i++) {
+      const last = await agent.exec({ command: `echo out; printf 'last%s' ${i} >&2` });
+      expect(last).toMatchObject({ stdout: 'out\n', stderr: `last${i}` });
+    }
+    // Just under the output cap, written last, after the stdout marker's write would be too late.
+    const big = await agent.exec({ command: 'echo done; head -c 60000 /dev/zero | tr "\\0" e >&2' });
+    expect(big.stdout).toBe('done\n');
+    expect(big.stderr.length).toBe(60_000);
+    expect(/^e*$/.test(big.stderr)).toBe(true);
+  });
+
   it('ends a command at its own break or continue, and the next one runs', async () => {
     expect(await agent.exec({ command: 'echo one; break; echo never' })).toMatchObject({
       stdout: 'one\n',

@@ -1,7 +1,7 @@
 /**
  * Commands that reach for the shell's framing: bash's own copies of stdout and stderr (fds 11
  * and 13, close-on-exec, so only builtins of the main shell reach them) carry output like any
- * other, within the cap; a forged end of output (the sentinel on stderr without the exit status
+ * other, within the cap; a forged end of output (the sentinel on stdout without the exit status
  * after it) is a framing breach: the agent kills and restarts bash and stays responsive.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -10,12 +10,12 @@ import { TestAgent } from './helpers/test-agent.js';
 
 /**
  * A DEBUG trap that sees the wrapper's `__sbx_z 'HEAD' 'TAIL'` call (BASH_COMMAND) and writes the
- * sentinel it learns there to bash's copy of stderr, followed by what `format` makes of `args`
+ * sentinel it learns there to bash's copy of stdout, followed by what `format` makes of `args`
  * instead of the wrapper's exit status. It stays set until a command removes it.
  */
 const forge = (format: string, args = ''): string =>
   `trap 'case $BASH_COMMAND in "__sbx_z "*) eval "set -- \${BASH_COMMAND#__sbx_z }"; ` +
-  `builtin printf "%s%s${format}" "$1" "$2" ${args} >&13;; esac' DEBUG`;
+  `builtin printf "%s%s${format}" "$1" "$2" ${args} >&11;; esac' DEBUG`;
 
 describe('the framing, reached for by a command', () => {
   let agent: TestAgent;
