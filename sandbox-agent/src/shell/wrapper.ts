@@ -71,7 +71,7 @@ export const SHELL_INIT_FD_MISMATCH = 97;
  * a trapped signal interrupts `read` (status > 128) and failing only at the end of the input;
  * `__sbx_r` reads one frame (one block, and the rest of a longer frame) into `__sbx_w`. `__sbx_z` (called with stderr on /dev/null when
  * tracing is on, so its own tracing is invisible) keeps `$?`, turns tracing off, undoes a per-call cwd the command did
- * not change, puts back stdin and stdout, and writes the end of output. Every helper but the
+ * not change, puts back stdout, and writes the end of output. Every helper but the
  * readers returns 0 so that a user's `set -e` never fires inside them.
  */
 export const SHELL_INIT = [
@@ -97,7 +97,6 @@ export const SHELL_INIT = [
   '  __sbx_st=$?',
   '  case $- in *x*) __sbx_x=1; builtin set +x;; *) __sbx_x=0;; esac',
   '  if builtin test -n "$__sbx_c" && builtin test "$PWD" = "$__sbx_c"; then builtin cd -- "$__sbx_d" >/dev/null 2>&1 || :; fi',
-  '  builtin test /dev/fd/0 -ef /dev/null || command exec 0</dev/null',
   '  builtin test /dev/fd/1 -ef /dev/fd/11 || command exec 1>&11',
   String.raw`  builtin printf '%s%s\0%s\0' "$1" "$2" "$__sbx_st"`,
   '}',
@@ -209,8 +208,9 @@ export function buildWrapper(cmd: ShellCommand, sentinel: SentinelHalves): strin
   // otherwise; a traced command shows a `+ case $- in` line instead), since the redirection
   // costs ten syscalls. stderr is put back last: inside `{ } 2>/dev/null` fd 2 is /dev/null, and
   // afterwards it is what the command left (an `exec 2>file` lasts past the command otherwise).
+  // stdin too is put back after the end of output: the agent need not wait for it.
   return frame(
     `__sbx_w=; __sbx_c=; ${body}; case $- in *x*) { __sbx_z ${halves}; } 2>/dev/null;; *) __sbx_z ${halves};; esac; ` +
-      `builtin test /dev/fd/2 -ef /dev/fd/13 || command exec 2>&13\n`,
+      `builtin test /dev/fd/2 -ef /dev/fd/13 || command exec 2>&13; builtin test /dev/fd/0 -ef /dev/null || command exec 0</dev/null\n`,
   );
 }
