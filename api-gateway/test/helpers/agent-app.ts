@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+import { afterAll } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 import type { FastifyInstance } from 'fastify';
 
@@ -29,12 +30,25 @@ import { ready, session } from './sessions.js';
 const here = dirname(fileURLToPath(import.meta.url));
 const MASTER_KEY = Buffer.alloc(32, 9);
 
-/** Compiles the image's terminal helper with the host's gcc (as the agent's own tests do). */
-export async function buildPtyHelper(): Promise<string> {
-  const source = join(here, '../../../test-e2e/images/src/sandbox-pty.c');
-  const out = join(await mkdtemp(join(tmpdir(), 'gw-pty-')), 'sandbox-pty');
-  await promisify(execFile)('gcc', ['-O1', '-Wall', '-o', out, source]);
-  return out;
+let ptyHelper: Promise<string> | undefined;
+
+// Registered in every test file that imports this module; removes what buildPtyHelper made.
+afterAll(async () => {
+  if (ptyHelper) await rm(dirname(await ptyHelper), { recursive: true, force: true });
+});
+
+/**
+ * The image's terminal helper compiled with the host's gcc (as the agent's own tests do), once per
+ * test file; its directory is removed after the file's tests (the hook below).
+ */
+export function buildPtyHelper(): Promise<string> {
+  ptyHelper ??= (async () => {
+    const source = join(here, '../../../test-e2e/images/src/sandbox-pty.c');
+    const out = join(await mkdtemp(join(tmpdir(), 'gw-pty-')), 'sandbox-pty');
+    await promisify(execFile)('gcc', ['-O1', '-Wall', '-o', out, source]);
+    return out;
+  })();
+  return ptyHelper;
 }
 
 /** The app, its real agent and what to clean up. */

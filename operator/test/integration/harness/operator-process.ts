@@ -5,9 +5,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+
+import { afterAll } from '@jest/globals';
 
 import { REPO_ROOT } from '../../../../test-e2e/src/framework/index.js';
 
@@ -23,7 +25,12 @@ export function buildOperator(): void {
 
 let keyFile: string | undefined;
 
-/** A 32-byte master key in a temp file, shared by every operator of the run. */
+// Registered in every test file that imports this module; removes the key's directory.
+afterAll(() => {
+  if (keyFile) rmSync(dirname(keyFile), { recursive: true, force: true });
+});
+
+/** A 32-byte master key in a temp file, shared by every operator of a test file (removed after it). */
 export function masterKeyFile(): string {
   if (!keyFile) {
     const dir = mkdtempSync(join(tmpdir(), 'operator-it-'));

@@ -3,10 +3,11 @@
  * (what the kubelet mounts into a Pod), so that an operator run as a child process has exactly
  * the permissions its RBAC grants.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { afterAll } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
 /** Writes the kubeconfig to a temp file and returns its path. */
@@ -45,9 +46,15 @@ export async function serviceAccountKubeconfig(
   return writeKubeconfig(config, 'operator-sa-');
 }
 
+/** Directories of the kubeconfigs written in this test file, removed after its tests. */
+const kubeconfigDirs: string[] = [];
+afterAll(() => kubeconfigDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 /** Writes a kubeconfig object to a file of its own (mode 0600) and returns its path. */
 export function writeKubeconfig(config: object, prefix: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), prefix)), 'kubeconfig');
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  kubeconfigDirs.push(dir);
+  const file = join(dir, 'kubeconfig');
   // JSON is YAML: both client-node versions read it.
   writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
   return file;

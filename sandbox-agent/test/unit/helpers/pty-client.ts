@@ -3,12 +3,13 @@
  * (as the image build does, without -static), and a WebSocket client of GET /v1/pty.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+import { afterAll } from '@jest/globals';
 import WebSocket from 'ws';
 
 import type { TestAgent } from './test-agent.js';
@@ -18,11 +19,24 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The helper's source (the image's, test-e2e/images/src). */
 export const HELPER_SOURCE = join(here, '../../../../test-e2e/images/src/sandbox-pty.c');
 
-/** Compiles the helper into a temp directory; returns its path. */
-export async function buildPtyHelper(): Promise<string> {
-  const out = join(await mkdtemp(join(tmpdir(), 'sbx-pty-')), 'sandbox-pty');
-  await promisify(execFile)('gcc', ['-O1', '-Wall', '-Wextra', '-Werror', '-o', out, HELPER_SOURCE]);
-  return out;
+let built: Promise<string> | undefined;
+
+// Registered in every test file that imports this module; removes what buildPtyHelper made.
+afterAll(async () => {
+  if (built) await rm(dirname(await built), { recursive: true, force: true });
+});
+
+/**
+ * Compiles the helper into a temp directory, once per test file; returns its path. The
+ * directory is removed after the file's tests (the hook below).
+ */
+export function buildPtyHelper(): Promise<string> {
+  built ??= (async () => {
+    const out = join(await mkdtemp(join(tmpdir(), 'sbx-pty-')), 'sandbox-pty');
+    await promisify(execFile)('gcc', ['-O1', '-Wall', '-Wextra', '-Werror', '-o', out, HELPER_SOURCE]);
+    return out;
+  })();
+  return built;
 }
 
 /** How the connection ended. */

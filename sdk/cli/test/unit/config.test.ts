@@ -1,12 +1,17 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 
 import { configPath, redacted, resolveSettings, setConfigValue } from '../../src/config.js';
 
-const dir = (): string => mkdtempSync(join(tmpdir(), 'sbx-config-'));
+const dirs: string[] = [];
+const dir = (): string => {
+  dirs.push(mkdtempSync(join(tmpdir(), 'sbx-config-')));
+  return dirs.at(-1)!;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 describe('settings', () => {
   it('takes flags over the environment over the config file', () => {
