@@ -103,6 +103,9 @@ export class BashProcess {
    * What is waiting in bash's stderr pipe now, read synchronously (the pipe is non-blocking: a
    * read that finds nothing ends it), at most STDERR_DRAIN_MAX_BYTES. Bytes the event loop has
    * not delivered yet come out here instead, in order; the stream then finds nothing to read.
+   * Node has no public way to a child's pipe fd: `_handle.fd` is libuv's (Node 20). Should it go,
+   * stderr written just before a command's end would be lost; the exec test "has all of a
+   * command's stderr" fails then.
    */
   drainStderr(): Buffer {
     const fd = (this.child.stderr as unknown as { _handle?: { fd?: number } } | null)?._handle?.fd;
