@@ -45,6 +45,12 @@ export const INIT_VARIABLE = '__sbx_init';
  */
 export const STDERR_DRAIN_MAX_BYTES = 2 * 1024 * 1024;
 
+/**
+ * One read buffer for every drain: nearly every drain finds nothing (EAGAIN), so a fresh 64 KiB
+ * buffer per command would be garbage on the exec path; what is read is copied out.
+ */
+const drainScratch = Buffer.allocUnsafe(64 * 1024);
+
 /** After bash exits, how long to wait for pipes that its leftovers might hold open. */
 const DRAIN_AFTER_EXIT_MS = 500;
 
@@ -113,16 +119,21 @@ export class BashProcess {
     const parts: Buffer[] = [];
     let total = 0;
     while (total < STDERR_DRAIN_MAX_BYTES) {
-      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, STDERR_DRAIN_MAX_BYTES - total));
       let n: number;
       try {
-        n = readSync(fd, buf, 0, buf.length, null);
+        n = readSync(
+          fd,
+          drainScratch,
+          0,
+          Math.min(drainScratch.length, STDERR_DRAIN_MAX_BYTES - total),
+          null,
+        );
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EAGAIN') break;
         throw err;
       }
       if (n === 0) break;
-      parts.push(buf.subarray(0, n));
+      parts.push(Buffer.from(drainScratch.subarray(0, n)));
       total += n;
     }
     return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);

@@ -55,7 +55,6 @@ export class Execution {
   readonly startedAt = performance.now();
   /** The last PID allocated when the command was created (see processes.ts): tells its processes from earlier jobs. */
   readonly startPid = lastPid();
-  private readonly sentinel: string;
   private readonly scanner: SentinelScanner;
   private readonly caps: Record<OutputStream, CappedStream>;
   /** The exit status after the sentinel on stdout. */
@@ -78,9 +77,8 @@ export class Execution {
       head: `__sbx_${random.slice(0, half)}`,
       tail: `${random.slice(half)}__`,
     };
-    this.sentinel = halves.head + halves.tail;
     this.script = buildWrapper(command, halves);
-    const marker = Buffer.from(this.sentinel);
+    const marker = Buffer.from(halves.head + halves.tail);
     this.scanner = new SentinelScanner(marker);
     this.caps = { stdout: new CappedStream(outputCapBytes), stderr: new CappedStream(outputCapBytes) };
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
