@@ -38,5 +38,5 @@ test-unit: node-deps ## Unit tests of every workspace (no cluster)
 	for p in crds sandbox-agent operator api-gateway test-e2e sdk/typescript sdk/cli; do (cd $$p && $(JEST)) || exit 1; done
 
 .PHONY: test
-test: verify lint test-unit test-localkube chart-lint test-images test-integration test-e2e ## Every tier: verify, lint, unit, chart checks, images, integration, e2e
+test: verify lint test-unit test-localkube chart-lint test-images test-integration test-e2e $(if $(E2E_KUBECONFIG),,test-isolation-unenforced) ## Every tier: verify, lint, unit, chart checks, images, integration, e2e
 	@echo "make test: all tiers passed"

@@ -2,8 +2,8 @@
 # Proves the isolation e2e can fail: restarts the local cluster WITHOUT its protections (localkube
 # --network-policy=false --pod-pids-limit=0), runs the isolation matrix and the PID-limit spec and
 # expects both to FAIL (lateral cells open; more processes than the limit start); then restarts the
-# cluster with them again. Restarts cost ~1-2 min each, so this is `make
-# test-isolation-unenforced`, not part of `make test`. The fork bomb itself is not run without the
+# cluster with them again (`make test-isolation-unenforced`; the last step of `make test` on the
+# local cluster: about 2 min for both restarts). The fork bomb itself is not run without the
 # limit (it would take every PID of the machine); the spec's process-count probe fails instead.
 # Run from the repository root. Exit 0 = both specs failed as they must without the protections.
 set -uo pipefail
