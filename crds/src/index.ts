@@ -5,6 +5,7 @@ export * from './token.js';
 export * from './master-key.js';
 export * from './pool.js';
 export * from './bind.js';
+export * from './ownership.js';
 export * from './telemetry-server.js';
 export * from './otel-config.js';
 export type * from './generated/types.js';
