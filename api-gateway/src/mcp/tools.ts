@@ -2,6 +2,7 @@
  * The MCP tools. Each acts for the calling API key only (its namespaces), through the same services
  * as the REST routes. Descriptions are written for a language model that has no other docs.
  */
+import { PLATFORM_VERSION } from '@sandbox-platform/api';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -113,7 +114,7 @@ function guard(ctx: Pick<ToolContext, 'log' | 'hold'>): Guard {
 
 /** A new server with every tool registered for this caller (stateless: one per HTTP request). */
 export function buildMcpServer(ctx: ToolContext): McpServer {
-  const server = new McpServer({ name: 'sandbox-platform', version: '1.0.0' });
+  const server = new McpServer({ name: 'sandbox-platform', version: PLATFORM_VERSION });
   const ns = (requested: string | undefined): string => resolveNamespace(ctx.principal, requested);
   const guarded = guard(ctx);
   const call: CallOptions = {

@@ -3,10 +3,12 @@
  * onRoute hook records every documented route, and GET /openapi.json renders them. Nothing is
  * written twice, so the document cannot drift from the validation.
  */
+import { PLATFORM_VERSION } from '@sandbox-platform/api';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { PROBLEMS, problemBody, type ProblemSlug } from '../errors.js';
+import { problemSchema } from './errors.js';
 
 interface RecordedRoute {
   method: string;
@@ -46,16 +48,21 @@ function parameters(schema: Record<string, unknown>): unknown[] {
   return out;
 }
 
+/** The problem schema once, in components; every problem answer refers to it (a 30x smaller document). */
+const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
+const PROBLEM_JSON = JSON.stringify(problemSchema);
+
 function responses(schema: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const declared = (schema.response ?? {}) as Record<string, JsonSchema>;
   for (const [status, s] of Object.entries(declared)) {
     const problem = Number(status) >= 400;
     const media = problem ? 'application/problem+json' : 'application/json';
+    const body = JSON.stringify(s) === PROBLEM_JSON ? PROBLEM_REF : s;
     out[status] =
       s.type === 'null'
         ? { description: 'No content' }
-        : { description: problem ? 'Problem' : 'OK', content: { [media]: { schema: s } } };
+        : { description: problem ? 'Problem' : 'OK', content: { [media]: { schema: body } } };
   }
   if (Object.keys(out).length === 0 || !Object.keys(out).some((k) => k.startsWith('2'))) {
     out['200'] = { description: 'OK (body described in the summary)' };
@@ -101,11 +108,14 @@ export function buildOpenApi(routes: readonly RecordedRoute[]): Record<string, u
     openapi: '3.1.0',
     info: {
       title: 'sandbox-platform api-gateway',
-      version: '1',
+      version: PLATFORM_VERSION,
       description: 'Sessions, exec and files of SandboxSession sandboxes. Errors are RFC 9457 problem+json.',
       'x-problem-types': problemTypes,
     },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key' } } },
+    components: {
+      schemas: { Problem: problemSchema },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key' } },
+    },
     paths,
   };
 }
