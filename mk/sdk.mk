@@ -22,11 +22,12 @@ $(SDK_VENV_STAMP): sdk/python/requirements-dev.txt sdk/python/pyproject.toml
 	@$(SDK_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e sdk/python
 	@touch $@
 
-sdk-build: node-deps ## Build the SDK artefacts: the TypeScript package (tsc), the CLI bundle sdk/cli/dist/sbx.cjs
+sdk-build: node-deps ## Build the SDK artefacts: the TypeScript package (tsc, then its CommonJS half), the CLI bundle sdk/cli/dist/sbx.cjs
 	npx tsc -b sdk/typescript
+	node sdk/typescript/scripts/cjs.mjs
 	node sdk/cli/scripts/bundle.mjs
 
-sdk-check: node-deps sdk-venv localkube ## Build and check every SDK artefact without a gateway (npm pack + consumer compile, wheel + clean venv + mypy + unit tests, CLI bundle + kubectl plugin list)
+sdk-check: node-deps sdk-venv localkube ## Build and check every SDK artefact without a gateway (npm pack + import/require + consumer compiles, wheel + clean venv + mypy + unit tests, CLI bundle + kubectl plugin list)
 	@LOCALKUBE_BIN=$(LOCALKUBE_BIN) sdk/scripts/check-ts-sdk.sh
 	@sdk/scripts/check-python-sdk.sh
 	@LOCALKUBE_BIN=$(LOCALKUBE_BIN) sdk/scripts/check-cli.sh
