@@ -8,6 +8,9 @@
  *     seen until then);
  *   - a pool Pod already bound to the session (status.podName, or found by its controller
  *     ownerReference after the operator died between the claim and the status write) is used;
+ *     only a Pod in the session's namespace whose controller reference is exactly the session
+ *     (served apiVersion, kind, name, UID) counts (ADR 0027): a Pod anyone planted elsewhere,
+ *     naming this session, is never used, asked, sent the token, deleted, nor waited for;
  *     when the status does not record it, the agent is asked which session it serves, and bound
  *     now if the claim got no further; a Pod that serves another session is deleted;
  *   - a Pod created cold for the session (sbs-<name>) is left to ensurePod;
@@ -54,9 +57,12 @@ export interface Claim {
 export interface PoolClaimer {
   /** True once the pool informers have listed: until then a missing bound Pod or pool proves nothing. */
   readonly synced: boolean;
-  /** The pool Pod whose controller is this session, if any. */
+  /** The pool Pod whose controller is exactly this session, in its namespace, if any. */
   boundPod(session: SandboxSession): PodView | undefined;
-  /** Asks the agent of a bound Pod whether it serves the session; binds it if the claim stopped short. */
+  /**
+   * Asks the agent of a bound Pod whether it serves the session; binds it if the claim stopped
+   * short. Throws, sending nothing, for a Pod not exactly the session's.
+   */
   confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation>;
   /** Deletes a Pod bound to the session that cannot serve it. */
   discard(pod: PodView): Promise<void>;

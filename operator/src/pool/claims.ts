@@ -8,9 +8,16 @@
  * whose bind fails is deleted: it is the session's by then, never returned to the pool. At most MAX_ATTEMPTS Pods are tried; then the
  * session is created cold.
  */
-import { POOL_KIND, type BindPayload, type BindSigner, type SandboxSession } from '@sandbox-platform/api';
+import {
+  controlledByPool,
+  controlledBySession,
+  type BindPayload,
+  type BindSigner,
+  type SandboxSession,
+} from '@sandbox-platform/api';
 
 import type { Claim, Confirmation, PoolChoice, PoolClaimer } from '../controller/claim-phase.js';
+import { sessionIdentity } from '../controller/ownership.js';
 import { isPodReady } from '../controller/pod-readiness.js';
 import type { PodView } from '../kube/views.js';
 import type { SessionRef } from '../resources/metadata.js';
@@ -57,8 +64,7 @@ export class PoolClaims implements PoolClaimer {
   }
 
   boundPod(session: SandboxSession): PodView | undefined {
-    const uid = session.metadata.uid;
-    return uid ? this.d.index.boundTo(uid) : undefined;
+    return this.d.index.boundTo(sessionIdentity(session), session.status?.podName);
   }
 
   choose(session: SandboxSession): PoolChoice {
@@ -98,6 +104,10 @@ export class PoolClaims implements PoolClaimer {
   }
 
   async confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation> {
+    // The token goes only to a Pod that is exactly the session's (ADR 0027): anything else is a
+    // caller's bug, never a reason to send it, nor to delete a Pod that is not ours.
+    if (!controlledBySession(pod.metadata.namespace, pod.metadata.controller, ref))
+      throw new Error(`Pod ${pod.metadata.namespace}/${pod.metadata.name} is not controlled by the session`);
     if (!pod.podIP || !isPodReady(pod)) return 'unknown';
     const status = await this.d.bind.status(pod.podIP, token);
     if (typeof status === 'object') return status.session.uid === ref.uid ? 'bound' : 'lost';
@@ -112,7 +122,11 @@ export class PoolClaims implements PoolClaimer {
     await this.d.writer.deletePod(pod, false);
   }
 
-  /** An available warm Pod not reserved by another claim nor tried by this one. */
+  /**
+   * An available warm Pod of the pool (exactly: in the pool's namespace, controller reference =
+   * the pool; the index's warmPods already asks that, and it is asked again here because this
+   * Pod is about to receive a session token) not reserved by another claim nor tried by this one.
+   */
   private pick(pool: PoolView, tried: Set<string>): PoolPodView | undefined {
     const hash = this.d.hashOf(pool);
     return this.d.index
@@ -120,7 +134,7 @@ export class PoolClaims implements PoolClaimer {
       .find(
         (p) =>
           isAvailable(p, hash) &&
-          p.metadata.controller?.kind === POOL_KIND &&
+          controlledByPool(p.metadata.namespace, p.metadata.controller, pool.metadata) &&
           !this.reserved.has(p.metadata.uid) &&
           !tried.has(p.metadata.uid),
       );

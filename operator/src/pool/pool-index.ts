@@ -3,8 +3,22 @@
  * operator's own writes, so that a Pod it just created or claimed counts at once, before the watch
  * shows it). Keyed for the three questions asked on the hot path: the warm Pods of a pool, the
  * pool Pod bound to a session, and the namespace's default pool.
+ *
+ * The informers see every Pod labelled sandbox.dev/pool in the watched namespaces, and anyone who
+ * may create Pods in one of them sets that label and any ownerReference they like. So both Pod
+ * questions are answered by the exact ownership test (crds/src/ownership.ts; ADR 0027): a Pod is
+ * a warm Pod of a pool, or bound to a session, only when it is in the owner's namespace and its
+ * controller reference names the owner's served apiVersion, kind, name and UID. A Pod planted in
+ * another namespace naming a session's UID is indexed under its own namespace, where no such
+ * session is, and is never `boundTo` that session (issue 25).
  */
-import { KIND, POOL_KIND } from '@sandbox-platform/api';
+import {
+  KIND,
+  controlledByPool,
+  controlledBySession,
+  isPlatformRef,
+  type OwnerIdentity,
+} from '@sandbox-platform/api';
 
 import type { PoolPodView, PoolView } from './pool-view.js';
 
@@ -15,8 +29,11 @@ export type Change = 'added' | 'updated' | 'deleted';
 export class PoolIndex {
   private readonly pools = new Map<string, PoolView>();
   private readonly pods = new Map<string, PoolPodView>();
-  /** Session UID -> key of the pool Pod bound to it. */
-  private readonly bySession = new Map<string, string>();
+  /**
+   * Session identity (the Pod's own namespace, the referenced name and UID) -> keys of the pool
+   * Pods whose controller reference names it under a served apiVersion (normally one).
+   */
+  private readonly bySession = new Map<string, Set<string>>();
   private listed = false;
 
   /**
@@ -74,19 +91,26 @@ export class PoolIndex {
 
   /** Pods whose controller is this pool (warm: bound to nobody yet), deleting ones included. */
   warmPods(pool: PoolView): PoolPodView[] {
-    const { namespace, uid } = pool.metadata;
-    return [...this.pods.values()].filter(
-      (p) =>
-        p.metadata.namespace === namespace &&
-        p.metadata.controller?.kind === POOL_KIND &&
-        p.metadata.controller.uid === uid,
+    return [...this.pods.values()].filter((p) =>
+      controlledByPool(p.metadata.namespace, p.metadata.controller, pool.metadata),
     );
   }
 
-  /** The pool Pod whose controller is this session, if any (bound, or claimed and not bound yet). */
-  boundTo(sessionUID: string): PoolPodView | undefined {
-    const key = this.bySession.get(sessionUID);
-    return key === undefined ? undefined : this.pods.get(key);
+  /**
+   * The pool Pod whose controller is exactly this session, in its namespace (bound, or claimed and
+   * not bound yet), if any. Should several claim to be (only someone who may create Pods in the
+   * session's own namespace can make that happen), the one named `preferred` (status.podName)
+   * wins, else the first by name.
+   */
+  boundTo(session: OwnerIdentity, preferred?: string): PoolPodView | undefined {
+    const keys = this.bySession.get(identityKey(session.namespace, session.name, session.uid));
+    if (!keys) return undefined;
+    const pods = [...keys]
+      .map((k) => this.pods.get(k))
+      .filter((p): p is PoolPodView => p !== undefined)
+      .filter((p) => controlledBySession(p.metadata.namespace, p.metadata.controller, session))
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    return pods.find((p) => p.metadata.name === preferred) ?? pods[0];
   }
 
   /** A pool Pod by namespace and name. */
@@ -95,18 +119,38 @@ export class PoolIndex {
   }
 
   private index(view: PoolPodView, key: string): void {
-    const owner = view.metadata.controller;
-    if (owner?.kind === KIND) this.bySession.set(owner.uid, key);
+    const session = sessionKeyOf(view);
+    if (session === undefined) return;
+    const keys = this.bySession.get(session) ?? new Set<string>();
+    keys.add(key);
+    this.bySession.set(session, keys);
   }
 
   private unindex(view: PoolPodView, key: string): void {
-    const owner = view.metadata.controller;
-    if (owner?.kind === KIND && this.bySession.get(owner.uid) === key) this.bySession.delete(owner.uid);
+    const session = sessionKeyOf(view);
+    const keys = session === undefined ? undefined : this.bySession.get(session);
+    if (session === undefined || !keys) return;
+    keys.delete(key);
+    if (keys.size === 0) this.bySession.delete(session);
   }
 }
 
 function keyOf(namespace: string, name: string): string {
   return `${namespace}/${name}`;
+}
+
+/**
+ * The session a pool Pod's controller reference names, as an index key in the Pod's own
+ * namespace; undefined unless the reference is a SandboxSession under a served apiVersion.
+ */
+function sessionKeyOf(view: PoolPodView): string | undefined {
+  const ref = view.metadata.controller;
+  if (!ref || !isPlatformRef(ref) || ref.kind !== KIND) return undefined;
+  return identityKey(view.metadata.namespace, ref.name, ref.uid);
+}
+
+function identityKey(namespace: string, name: string, uid: string): string {
+  return JSON.stringify([namespace, name, uid]);
 }
 
 /**
