@@ -7,7 +7,6 @@ import { ENV_MAX_TOTAL_BYTES, otelEnvSchema, tracingConfig, type TracingConfig }
 import { Ajv } from 'ajv';
 
 import type { AddressPolicy } from './sessions/address.js';
-import { parseImageAllowlist, type ImageAllowlist } from './sessions/image-allowlist.js';
 
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
 const envSchema = {
@@ -49,12 +48,6 @@ const envSchema = {
      */
     GATEWAY_PROXY_PORT_MIN: { type: 'integer', minimum: 1, maximum: 65535, default: 1024 },
     GATEWAY_PROXY_PORT_MAX: { type: 'integer', minimum: 1, maximum: 65535, default: 65535 },
-    /**
-     * Comma-separated image allowlist (syntax in sessions/image-allowlist.ts and docs/gateway.md):
-     * `repo` (any tag or digest of exactly that repository), `repo:tag` or `repo@digest` (exactly
-     * that image), `path/*` (any repository below that path). Empty: only the operator default image.
-     */
-    GATEWAY_IMAGE_ALLOWLIST: { type: 'string', default: '' },
     /** Idle timeout set on sessions whose request names none (the CRD default is 1800). */
     GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, default: 1800 },
     /** Largest idleTimeoutSeconds a caller may ask for (0, never collected, is refused). */
@@ -235,9 +228,11 @@ export interface SheddingLimits {
   maxRssBytes: number;
 }
 
-/** Limits on the spec a caller may ask for. */
+/**
+ * Limits on the spec a caller may ask for, beyond the platform's admission policy (which decides
+ * the image, runtime class, scheduling and size for the gateway and kubectl alike: ADR 0028).
+ */
 export interface SessionPolicy {
-  imageAllowlist: ImageAllowlist;
   /** Total bytes of env names and values of a session. */
   maxEnvBytes: number;
   defaultIdleTimeoutSeconds: number;
@@ -326,12 +321,6 @@ function toConfig(e: RawEnv): GatewayConfig {
       `invalid gateway configuration: GATEWAY_METRICS_PORT (${e.GATEWAY_METRICS_PORT}) must differ from GATEWAY_PORT`,
     );
   }
-  let imageAllowlist: ImageAllowlist;
-  try {
-    imageAllowlist = parseImageAllowlist(list(e.GATEWAY_IMAGE_ALLOWLIST));
-  } catch (err) {
-    throw new Error(`invalid gateway configuration: GATEWAY_IMAGE_ALLOWLIST: ${(err as Error).message}`);
-  }
   return {
     port: e.GATEWAY_PORT,
     metricsPort: e.GATEWAY_METRICS_PORT,
@@ -344,7 +333,6 @@ function toConfig(e: RawEnv): GatewayConfig {
     proxyPorts: proxyPorts(e.GATEWAY_PROXY_PORT_MIN, e.GATEWAY_PROXY_PORT_MAX),
     addressPolicy: { allowLoopback: e.GATEWAY_ALLOW_LOOPBACK_POD_IPS },
     policy: {
-      imageAllowlist,
       maxEnvBytes: e.GATEWAY_MAX_SESSION_ENV_BYTES,
       defaultIdleTimeoutSeconds: e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,
       maxIdleTimeoutSeconds: e.GATEWAY_MAX_IDLE_TIMEOUT_SECONDS,

@@ -1,5 +1,5 @@
 /** Reading client-node's ApiException without depending on its class identity. */
-import { ProblemError } from '../errors.js';
+import { ProblemError, type ProblemBody, type ProblemOptions } from '../errors.js';
 
 /** HTTP status of a failed Kubernetes API call, if it was one. */
 export function apiStatus(err: unknown): number | undefined {
@@ -23,6 +23,51 @@ export function apiMessage(err: unknown): string | undefined {
   return typeof message === 'string' ? message : undefined;
 }
 
+/**
+ * How the API server words an admission refusal (k8s.io/apiserver, policy/validating/dispatcher.go
+ * and the webhook admission plugin): "<resource> \"<name>\" is forbidden: ValidatingAdmissionPolicy
+ * '<policy>' with binding '<binding>' denied request: <the policy's message>", or "admission
+ * webhook \"<webhook>\" denied the request: <message>". An RBAC refusal ("User ... cannot create
+ * resource ...") and a ResourceQuota's ("exceeded quota") never say this.
+ */
+const POLICY_DENIAL = /ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: ([\s\S]+)$/;
+const WEBHOOK_DENIAL = /admission webhook "([^"]+)" denied the request: ([\s\S]+)$/;
+
+/** An admission policy's refusal of a request: which policy, and its message. */
+export interface AdmissionRefusal {
+  /** The ValidatingAdmissionPolicy's or the webhook's name. */
+  policy: string;
+  /** What the policy said (names the rule and the fix, for the platform's sandbox policy). */
+  message: string;
+}
+
+/** The admission refusal an API server message reports, if it reports one. */
+export function admissionRefusal(message: string | undefined): AdmissionRefusal | undefined {
+  if (message === undefined) return undefined;
+  const vap = POLICY_DENIAL.exec(message);
+  if (vap) return { policy: vap[1]!, message: vap[3]!.trim() };
+  const hook = WEBHOOK_DENIAL.exec(message);
+  return hook ? { policy: hook[1]!, message: hook[2]!.trim() } : undefined;
+}
+
+/**
+ * policy-violation with the API server's own status: 403 for the platform's sandbox policy (its
+ * rules say `reason: Forbidden`; charts/sandbox-platform/templates/sandbox-policy.yaml), 422 for a
+ * policy that gives no reason. The gateway's own policy refusals (policy.ts) keep the slug's 422.
+ */
+class PolicyRefusal extends ProblemError {
+  override readonly status: number;
+
+  constructor(status: number, detail: string, opts: ProblemOptions) {
+    super('policy-violation', detail, opts);
+    this.status = status;
+  }
+
+  override toBody(): ProblemBody {
+    return { ...super.toBody(), status: this.status };
+  }
+}
+
 /** Seconds a caller is told to wait when the API server did not answer. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
@@ -31,8 +76,11 @@ const UNAVAILABLE_STATUSES = new Set([429, 500, 502, 503, 504]);
 
 /**
  * The problem a failed REST call becomes:
- * - 400/422 (the CRD or an admission policy refused the spec): the caller's, with the API
- *   server's message (it is about the request);
+ * - 403 or 422 from an admission policy (the platform's sandbox policy: image, runtime class, node
+ *   selector, tolerations, sizes; docs/adr/0028): policy-violation with that status and the
+ *   policy's message, which names the rule and the fix, the same text kubectl shows;
+ * - 400/422 otherwise (the CRD refused the spec): the caller's, with the API server's message (it
+ *   is about the request);
  * - 403 from a ResourceQuota ("exceeded quota"): quota-exceeded with that message;
  * - no answer at all (the deadline of kube-api.ts, a refused or reset connection) or a 429/5xx:
  *   503 kubernetes-unavailable with Retry-After, so a client retries instead of giving up on a
@@ -43,6 +91,8 @@ const UNAVAILABLE_STATUSES = new Set([429, 500, 502, 503, 504]);
 export function kubeFailure(err: unknown, action: string): Error {
   const status = apiStatus(err);
   const message = apiMessage(err);
+  const refused = policyRefusal(status, message, err);
+  if (refused) return refused;
   if (status === 422 || status === 400) {
     return new ProblemError('invalid-request', message ?? 'the API server refused the session spec', {
       cause: err,
@@ -66,6 +116,18 @@ export function kubeFailure(err: unknown, action: string): Error {
     );
   }
   return new Error(`${action}: Kubernetes API call failed (HTTP ${status})`, { cause: err });
+}
+
+/** The policy-violation of a 403 or 422 that an admission policy gave, else undefined. */
+function policyRefusal(
+  status: number | undefined,
+  message: string | undefined,
+  err: unknown,
+): Error | undefined {
+  if (status !== 403 && status !== 422) return undefined;
+  const refusal = admissionRefusal(message);
+  if (!refusal) return undefined;
+  return new PolicyRefusal(status, refusal.message, { cause: err, extensions: { policy: refusal.policy } });
 }
 
 /** Why a call got no HTTP answer, in words safe to show (no addresses). */

@@ -1,18 +1,21 @@
 /**
- * Session policy: which spec a caller may ask for (image allowlist, idle timeout and lifetime
- * bounds, exec transports), and the SandboxSession object the gateway creates from a request.
+ * Session policy: the gateway's own bounds on what a caller may ask for (idle timeout and lifetime,
+ * env size, exec transports), and the SandboxSession object the gateway creates from a request.
  * Pure functions; the JSON schema of the request (routes/sessions/schemas.ts) has already checked
  * types and shapes.
+ *
+ * What a sandbox may be (its image; and for kubectl users also its runtime class, node selector,
+ * tolerations and size) is not decided here: the platform's admission policy decides it in the API
+ * server for every creator alike (charts/sandbox-platform/templates/sandbox-policy.yaml, ADR 0028),
+ * and the gateway answers its refusal of the create call as 403 policy-violation with the policy's
+ * message (kube-errors.ts). One definition, so the gateway and kubectl cannot disagree.
  */
 import type { SandboxSession, SandboxSessionSpec } from '@sandbox-platform/api';
 import { API_VERSION, KIND } from '@sandbox-platform/api';
 
 import type { SessionPolicy } from '../config.js';
 import { ProblemError } from '../errors.js';
-import { imageAllowed } from './image-allowlist.js';
 import type { TransportKind } from './model.js';
-
-export { imageAllowed };
 
 /** The spec overrides a caller may send (POST /v1/sessions and the create_session tool). */
 export interface SessionOverrides {
@@ -61,12 +64,12 @@ function checkShape(o: SessionOverrides): void {
   }
 }
 
-/** Throws policy-violation (422) naming the first override the policy refuses. */
+/**
+ * Throws policy-violation (422) naming the first override the gateway's own bounds refuse. The image
+ * is left to the admission policy (see the module comment).
+ */
 export function checkPolicy(o: SessionOverrides, policy: SessionPolicy): void {
   checkShape(o);
-  if (o.image !== undefined && !imageAllowed(o.image, policy.imageAllowlist)) {
-    throw new ProblemError('policy-violation', `image ${o.image} is not on the gateway's image allowlist`);
-  }
   if (o.env !== undefined && envBytes(o.env) > policy.maxEnvBytes) {
     throw new ProblemError(
       'policy-violation',

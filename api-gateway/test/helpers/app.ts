@@ -30,7 +30,6 @@ export const TEST_ENV = {
   GATEWAY_API_KEYS_FILE: '/dev/null',
   SANDBOX_MASTER_KEY_FILE: '/dev/null',
   GATEWAY_NAMESPACES: 'team-a,team-b',
-  GATEWAY_IMAGE_ALLOWLIST: 'localhost/sandbox-platform/*,docker.io/library/python:3.12',
   GATEWAY_MAX_IDLE_TIMEOUT_SECONDS: '3600',
   GATEWAY_MAX_LIFETIME_SECONDS: '7200',
   GATEWAY_MAX_EXEC_TIMEOUT_SECONDS: '120',

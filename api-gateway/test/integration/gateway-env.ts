@@ -75,7 +75,6 @@ export class GatewayEnv {
       GATEWAY_NAMESPACES: `${this.nsA.name},${this.nsB.name}`,
       GATEWAY_AGENT_PORT: String(this.agentPort),
       GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
-      GATEWAY_IMAGE_ALLOWLIST: 'localhost/sandbox-platform/*',
       GATEWAY_DEFAULT_WAIT_SECONDS: '10',
       GATEWAY_ACTIVITY_THROTTLE_SECONDS: '1',
       GATEWAY_CONNECT_TIMEOUT_MS: '500',

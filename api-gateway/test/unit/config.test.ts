@@ -38,7 +38,6 @@ describe('loadConfig', () => {
       },
       shedding: { maxEventLoopDelayMs: 1000, maxHeapUsedBytes: 0, maxRssBytes: 0 },
       policy: {
-        imageAllowlist: { entries: [] },
         maxEnvBytes: 32768,
         defaultIdleTimeoutSeconds: 1800,
         allowedExecTransports: ['Agent', 'KubernetesExec'],
@@ -100,10 +99,6 @@ describe('loadConfig', () => {
       /exceeds its maximum/,
     ],
     [{ ...required, GATEWAY_LOG_LEVEL: 'verbose' }, /GATEWAY_LOG_LEVEL/],
-    [
-      { ...required, GATEWAY_IMAGE_ALLOWLIST: 'registry/sandbox*' },
-      /GATEWAY_IMAGE_ALLOWLIST: "registry\/sandbox\*"/,
-    ],
     [
       { ...required, GATEWAY_HEADERS_TIMEOUT_SECONDS: '30', GATEWAY_REQUEST_TIMEOUT_SECONDS: '20' },
       /GATEWAY_HEADERS_TIMEOUT_SECONDS \(30\) exceeds/,

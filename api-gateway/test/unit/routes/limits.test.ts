@@ -208,16 +208,4 @@ describe('rough edges', () => {
     });
     expectProblem(poisoned, 400, 'invalid-request');
   });
-
-  it('refuses an image that only shares a text prefix with an allowlist entry (422)', async () => {
-    t = await buildTestApp({
-      GATEWAY_IMAGE_ALLOWLIST: 'registry.example.com/sandbox,registry.example.com/team/*',
-    });
-    const create = (image: string): Promise<LightMyRequestResponse> =>
-      t.app.inject({ method: 'POST', url: '/v1/sessions', headers: auth(KEYS.a), payload: { image } });
-    expectProblem(await create('registry.example.com/sandboxevil:1'), 422, 'policy-violation');
-    expectProblem(await create('registry.example.com/teamevil/x'), 422, 'policy-violation');
-    expect((await create('registry.example.com/sandbox:1')).statusCode).toBe(201);
-    expect((await create('registry.example.com/team/x:2')).statusCode).toBe(201);
-  });
 });

@@ -106,7 +106,6 @@ describe('session routes', () => {
     });
 
     it.each([
-      [{ name: 'x', image: 'evil.example/miner:latest' }, /allowlist/],
       [{ name: 'x', idleTimeoutSeconds: 3601 }, /idleTimeoutSeconds exceeds/],
       [{ name: 'x', idleTimeoutSeconds: 0 }, /never collected/],
       [{ name: 'x', maxLifetimeSeconds: 7201 }, /maxLifetimeSeconds exceeds/],
