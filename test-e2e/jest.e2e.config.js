@@ -13,5 +13,7 @@ const base = preset(import.meta.dirname, {
 export default {
   ...base,
   globalSetup: join(import.meta.dirname, 'jest.e2e.setup.js'),
+  // The summary at the end lists every test that did not run, with its reason (NOT RUN).
+  reporters: ['default', join(import.meta.dirname, 'jest.e2e.reporter.js')],
   maxWorkers: 1,
 };

@@ -15,10 +15,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { LABELS } from '@sandbox-platform/api';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 
 import { GatewayError } from '@sandbox-platform/client';
 import { kubeClients, REPO_ROOT } from '../../src/framework/index.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { AGENT_IMAGE, gatewayClient, namespaceOf, uniqueName } from '../isolation/support.js';
 
@@ -65,9 +66,8 @@ const seconds = (ms: number): string => (ms / 1000).toFixed(1);
  * The local cluster only: this spec reads the node's processes on this machine. Against another
  * cluster (E2E_KUBECONFIG) it is skipped.
  */
-const onLocalCluster = !process.env.E2E_KUBECONFIG;
 
-(onLocalCluster ? describe : describe.skip)('the platform rides out a SIGKILL of the API server', () => {
+describeOnLocal('the platform rides out a SIGKILL of the API server', () => {
   const kube = kubeClients();
   const client = gatewayClient('e2e');
   const warm = uniqueName('chaos-warm');

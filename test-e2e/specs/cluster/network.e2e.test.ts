@@ -12,10 +12,10 @@ import {
   waitForPod,
 } from '../../src/framework/index.js';
 import type { TestNamespace } from '../../src/framework/index.js';
+import { itOnLocal } from '../../src/framework/not-run.js';
 
 const ECHO_PORT = 7000;
 /** Host-to-pod reachability is a property of the local node, not of any cluster. */
-const onLocalNode = !process.env.E2E_KUBECONFIG;
 
 /** Connects to host:port, sends a line and resolves with what came back before the socket closed. */
 function echoOverTcp(host: string, port: number, line: string): Promise<string> {
@@ -68,7 +68,7 @@ describe('pod networking (bridge CNI + kube-proxy)', () => {
     expect(echoIP).toMatch(/^198\.18\.\d+\.\d+$/);
   });
 
-  (onLocalNode ? it : it.skip)('lets the host open a TCP connection to a pod IP', async () => {
+  itOnLocal('lets the host open a TCP connection to a pod IP', async () => {
     await expect(echoOverTcp(echoIP, ECHO_PORT, 'from-host\n')).resolves.toBe('from-host\n');
   });
 

@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 
 import { kubeClients } from '../../src/framework/index.js';
+import { notRun, NOT_LOCAL_REASON } from '../../src/framework/not-run.js';
 import { GatewayProcess, gatewayPods, MIB } from '../hostile/gateway-process.js';
 import { api, eventually, gatewaySession } from './interactive-support.js';
 import { line, openStream, processesWith, stdinLine, write } from './stdin-stream.js';
@@ -77,6 +78,8 @@ describe('streamed stdin through the gateway: the total bound and a caller leavi
 
   it('more stdin than the total bound cuts the answer, stops the command; the gateway does not hold it', async () => {
     const gateways = onLocalCluster ? await GatewayProcess.findAll(core, PLATFORM_NS, RELEASE) : [];
+    if (!onLocalCluster)
+      notRun("this test's gateway memory checks (they read the gateway's processes)", NOT_LOCAL_REASON);
     const marker = `stdin-bound-${randomUUID()}`;
     const started = new Date();
     const call = openStream(path, reader(marker));

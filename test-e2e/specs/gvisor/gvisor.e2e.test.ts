@@ -9,34 +9,35 @@
  * last two cases are its regression tests: the agent's output reaches the pod log, and deleting the
  * session removes the pod (it stayed Terminating when the shim watched the sandbox's pid).
  *
- * Skipped where the cluster has no RuntimeClass gvisor (localkube registers it with
- * LOCALKUBE_GVISOR=true, the default).
+ * NOT RUN (recorded in the e2e summary) where the cluster has no RuntimeClass gvisor (localkube
+ * registers it with LOCALKUBE_GVISOR=true, the default) or E2E_GVISOR=0.
  */
 import { readFileSync } from 'node:fs';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { podName } from '@sandbox-platform/api';
 
 import { isNotFound, kubeClients, predicate, waitFor } from '../../src/framework/index.js';
+import { describeIf } from '../../src/framework/not-run.js';
 import {
   createSession,
   deleteSession,
   gatewayClient,
   GVISOR,
-  hasRuntimeClass,
+  gvisorUnavailable,
   namespaceOf,
   uniqueName,
 } from '../isolation/support.js';
 
 const kube = kubeClients();
-const HAS_GVISOR = await hasRuntimeClass(kube.kc, GVISOR);
+const GVISOR_MISSING = await gvisorUnavailable(kube.kc);
 const LOCAL = !process.env.E2E_KUBECONFIG;
 /** Prints the kernel log (dmesg's source: klogctl(3, ...)) with python's ctypes. */
 const KLOG =
   'import ctypes; b = ctypes.create_string_buffer(65536); ' +
   'n = ctypes.CDLL(None).klogctl(3, b, 65536); print(b.raw[:max(n, 0)].decode(errors="replace"))';
 
-(HAS_GVISOR ? describe : describe.skip)('a session under gVisor', () => {
+describeIf(GVISOR_MISSING)('a session under gVisor', () => {
   const gw = gatewayClient('e2e');
   const ns = namespaceOf('e2e');
   const name = uniqueName('gvisor');

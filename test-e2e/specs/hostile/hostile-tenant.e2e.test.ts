@@ -16,9 +16,10 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 
 import { kubeClients } from '../../src/framework/index.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { AGENT_IMAGE, namespaceOf, READY_TIMEOUT_MS } from '../isolation/support.js';
 import { GatewayProcess, gatewayPods, MIB, restartCount } from './gateway-process.js';
@@ -97,9 +98,8 @@ function connect(): net.Socket {
  * The local cluster only: this spec reads the node's processes on this machine. Against another
  * cluster (E2E_KUBECONFIG) it is skipped.
  */
-const onLocalCluster = !process.env.E2E_KUBECONFIG;
 
-(onLocalCluster ? describe : describe.skip)('a hostile tenant against the in-cluster gateway', () => {
+describeOnLocal('a hostile tenant against the in-cluster gateway', () => {
   const kube = kubeClients();
   const { core } = kube;
   /** Every gateway replica (the Service spreads the calls over them). */

@@ -9,9 +9,10 @@
  * Scraped from the test host (the node), which NetworkPolicies do not restrict, so local cluster
  * only (as gateway-metrics). Needs the chart installed.
  */
-import { describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 
 import { kubeClients, predicate, waitFor } from '../../src/framework/index.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
 import {
   dashboardFiles,
   dashboardQueries,
@@ -22,7 +23,6 @@ import {
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
-const LOCAL = !process.env.E2E_KUBECONFIG;
 
 /** The body of a 200 answer to GET url (retried for up to 30 s while the target starts). */
 function scrape(url: string): Promise<string> {
@@ -33,7 +33,7 @@ function scrape(url: string): Promise<string> {
   );
 }
 
-(LOCAL ? describe : describe.skip)("the dashboards' and alerts' metrics on the live /metrics", () => {
+describeOnLocal("the dashboards' and alerts' metrics on the live /metrics", () => {
   const { core } = kubeClients();
 
   it('every query names a series the running gateway or operator serves', async () => {

@@ -9,15 +9,15 @@
  * scrape is networkPolicy.gateway.metricsFrom (rendered-chart checks in test-e2e/tools). Needs the
  * chart installed and platform.env (E2E_GATEWAY_URL).
  */
-import { describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 
 import { kubeClients, predicate, waitFor } from '../../src/framework/index.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
-const LOCAL = !process.env.E2E_KUBECONFIG;
 
-(LOCAL ? describe : describe.skip)('gateway /metrics on its own port', () => {
+describeOnLocal('gateway /metrics on its own port', () => {
   const kube = kubeClients();
   const baseUrl = process.env.E2E_GATEWAY_URL ?? '';
   const gateway = `${RELEASE}-sandbox-platform-gateway`;

@@ -23,17 +23,17 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
 import { LABELS, SANDBOX_COMPONENT } from '@sandbox-platform/api';
 import { SandboxClient, type Session } from '@sandbox-platform/client';
 import { kubeClients, predicate, REPO_ROOT, waitFor } from '../../src/framework/index.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
-const LOCAL = !process.env.E2E_KUBECONFIG;
 /** localkube's bridge (docs/localkube.md): the node's address as pods see it. */
 const BRIDGE = '198.18.0.1';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
@@ -153,7 +153,7 @@ function gatewayRolledOut(endpoint: string): (pods: k8s.V1PodList) => boolean {
   };
 }
 
-(LOCAL ? describe : describe.skip)('traces of an exec through the in-cluster gateway', () => {
+describeOnLocal('traces of an exec through the in-cluster gateway', () => {
   const kube = kubeClients();
   const baseUrl = process.env.E2E_GATEWAY_URL ?? '';
   const apiKey = process.env.E2E_GATEWAY_API_KEY ?? '';

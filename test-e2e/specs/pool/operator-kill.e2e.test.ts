@@ -32,7 +32,7 @@
  */
 import { randomBytes } from 'node:crypto';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import {
   CONDITIONS,
@@ -51,7 +51,8 @@ import { watchPods, type ResourceWatch } from '../../src/framework/resource-watc
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { NS, READY_MS, kube, sbx, session } from '../suspend/support.js';
 import { createPool, deletePool, readPool } from '../support/custom-objects.js';
-import { armKillOnce, onLocalCluster, seconds, startFromFreshOperator } from '../support/operator-kill.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
+import { armKillOnce, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 
 const SIZE = 3;
 const BURST = 4;
@@ -169,7 +170,7 @@ async function hostnameOf(name: string): Promise<string> {
   }
 }
 
-(onLocalCluster ? describe : describe.skip)('operator SIGKILLed mid-claim', () => {
+describeOnLocal('operator SIGKILLed mid-claim', () => {
   const recorder = new BindingRecorder();
 
   beforeAll(async () => {

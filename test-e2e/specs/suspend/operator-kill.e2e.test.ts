@@ -25,7 +25,7 @@
  * wait is bounded (180 s). Only on the local cluster (it kills a process of this machine);
  * skipped against E2E_KUBECONFIG. Needs `make platform-up` (platform.env).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import {
   CONDITIONS,
@@ -45,7 +45,8 @@ import { waitOperatorRestarted, type OperatorKill } from '../../src/framework/pl
 import { watchPods, watchResource, type ResourceWatch } from '../../src/framework/resource-watch.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { uniqueName } from '../isolation/support.js';
-import { armKillOnce, onLocalCluster, seconds, startFromFreshOperator } from '../support/operator-kill.js';
+import { describeOnLocal } from '../../src/framework/not-run.js';
+import { armKillOnce, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 import { NS, READY_MS, exec, kube, readyReason, sbx, session } from './support.js';
 
 /** The session and every child carrying its label (Pods being deleted included). */
@@ -133,7 +134,7 @@ function describeKill(what: string, k: Kill): string {
   return `${what}: SIGKILL of ${pids} (Lease holder ${k.kill.leader}) ${k.afterMs} ms after the request, at: ${k.cue}`;
 }
 
-(onLocalCluster ? describe : describe.skip)('operator SIGKILLed during suspend and resume', () => {
+describeOnLocal('operator SIGKILLed during suspend and resume', () => {
   const name = uniqueName('ws-kill');
   /** sha256 of the token the first Pod read, the Secret's and the claim's UIDs. */
   const before = { tokenSum: '', secretUid: '', claimUid: '' };
