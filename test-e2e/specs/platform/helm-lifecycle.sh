@@ -6,7 +6,10 @@
 #      from the master key, still matches the one in its Pod); while it rolls, new connections to
 #      the gateway's Service keep being answered (the gateway drains before closing its listener;
 #      without the drain ~1 in 1000 connections went to a deleted Pod's address and timed out);
-#   3. `helm uninstall` leaves nothing of the release behind except the CRD (and the empty release
+#   3. `helm test` passes: the chart's test hooks (templates/tests/) find the operator and the
+#      gateway ready and run one exec in a throwaway session with the e2e key (tests.exec.*, set by
+#      the upgrade in 2), and leave no hook object behind;
+#   4. `helm uninstall` leaves nothing of the release behind except the CRD (and the empty release
 #      namespace that `--create-namespace` made, which Helm never deletes).
 # Needs the chart installed by `make platform-up` and its .localkube/platform/platform.env.
 set -euo pipefail
@@ -57,8 +60,13 @@ stop_probe=$probe_log.stop
 probe_rollout "$stop_probe" >"$probe_log" &
 probe_pid=$!
 old_gateways=$(k -n "$pns" get pods -l app.kubernetes.io/instance="$rel",app.kubernetes.io/component=gateway -o name)
+# The helm test's exec needs a plain API key: the e2e key, in a Secret of the release namespace.
+test_key_secret=helm-test-api-key
+k -n "$pns" create secret generic "$test_key_secret" --from-file=api-key=<(printf %s "$E2E_GATEWAY_API_KEY") \
+  --dry-run=client -o yaml | k apply -f - >/dev/null
 h upgrade "$rel" charts/sandbox-platform -n "$pns" --reuse-values \
-  --set operator.logLevel=debug --set gateway.logLevel=debug --wait --timeout 5m >/dev/null
+  --set operator.logLevel=debug --set gateway.logLevel=debug \
+  --set tests.exec.apiKeySecret="$test_key_secret" --set tests.exec.namespace="$ns" --wait --timeout 5m >/dev/null
 # Old gateway pods drain for shutdownDelaySeconds after the rollout: keep probing until they are gone.
 # shellcheck disable=SC2086 # one argument per pod
 k -n "$pns" wait --for=delete $old_gateways --timeout=60s >/dev/null 2>&1 || true
@@ -75,6 +83,19 @@ check "helm upgrade kept the master key" test "$(master_key_sum)" = "$key_before
 check "helm upgrade kept the session" test "$(k -n "$ns" get sbs "$name" -o jsonpath='{.metadata.uid}')" = "$uid_before"
 check "helm upgrade kept the session's Pod" test "$(k -n "$ns" get pod "sbs-$name" -o jsonpath='{.metadata.uid}')" = "$pod_before"
 check "the session's token still works through the upgraded gateway" test "$(exec_stdout 'echo after')" = after
+
+echo "== helm test (readiness of the operator and the gateway, one exec in a throwaway session)"
+test_out=$(h test "$rel" -n "$pns" --timeout 6m 2>&1) && test_rc=0 || test_rc=$?
+echo "$test_out" | grep -E '^(NAME|TEST SUITE|Phase|[0-9.]+s (ok|FAIL|info))' || true
+check "helm test passed (exit $test_rc)" test "$test_rc" -eq 0
+[ "$test_rc" -eq 0 ] || echo "$test_out" >&2
+check "helm test ran the readiness hook" grep -q "^TEST SUITE: *$rel-sandbox-platform-test-readiness" <<<"$test_out"
+check "helm test ran the exec in a throwaway session" grep -q 'ok   - exec in .*"helm-test-42\\n"' <<<"$test_out"
+check "helm test deleted the throwaway session" grep -q 'ok   - deleted session' <<<"$test_out"
+hooks_left=$(k -n "$pns" get pods,sa,roles,rolebindings -l app.kubernetes.io/component=helm-test -o name 2>&1)
+check "helm test left no hook object (all passed)" test -z "$hooks_left"
+[ -z "$hooks_left" ] || echo "$hooks_left" >&2
+k -n "$pns" delete secret "$test_key_secret" --ignore-not-found >/dev/null
 
 echo "== helm uninstall"
 h uninstall "$rel" -n "$pns" --wait --timeout 3m >/dev/null
