@@ -17,11 +17,18 @@ import { createPodExecutor } from './exec/pod-executor.js';
 import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { KubeSessionStore } from './sessions/kube-store.js';
-import { sessionState } from './sessions/model.js';
+import { dialLookup } from './sessions/pod-identity.js';
 import type { AgentCallTracing, KubeApiTracing } from './tracing/tracing-config.js';
 
 /** Deadline of a file transfer to a sandbox (no command timeout applies). */
 export const FILE_TIMEOUT_MS = 120_000;
+
+/**
+ * Sandbox Pods cached per namespace for the Pod identity check (a projection of a few hundred
+ * bytes each: a few MiB at most). The namespace's ResourceQuota bounds its Pods far below this;
+ * past it, Pods are not cached and their sessions stay unverified (503), never dialed.
+ */
+export const MAX_PODS_PER_NAMESPACE = 10_000;
 
 /** What composeDeps needs. */
 export interface ComposeInputs {
@@ -58,8 +65,10 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     apiTimeoutMs: config.kubeApiTimeoutMs,
     namespaces: config.namespaces,
     log: logger,
+    ...(config.podIdentityCheck ? { pods: { maxPerNamespace: MAX_PODS_PER_NAMESPACE } } : {}),
     ...(inputs.tracing ? { tracing: inputs.tracing.kube } : {}),
   });
+  const dialPolicy = { address: config.addressPolicy, podIdentityCheck: config.podIdentityCheck };
   const agent = new AgentTransport({
     masterKey: inputs.masterKey,
     port: config.agentPort,
@@ -70,11 +79,7 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     maxOutputBytes: config.exec.maxOutputBytes,
     fileTimeoutMs: FILE_TIMEOUT_MS,
     ...(inputs.tracing ? { tracing: inputs.tracing.agent } : {}),
-    lookup: (t) => {
-      const s = store.get(t.namespace, t.name);
-      const state = s && sessionState(s, config.addressPolicy);
-      return state?.kind === 'ready' && state.target.uid === t.uid ? state.target.podIP : undefined;
-    },
+    lookup: dialLookup(store, dialPolicy),
   });
   const executor = createPodExecutor(inputs.streamingKubeConfig);
   const kubeExec = new KubernetesExecTransport({

@@ -38,6 +38,14 @@ const envSchema = {
     GATEWAY_NAMESPACES: { type: 'string', minLength: 1 },
     /** Dial loopback pod IPs (127.0.0.0/8, ::1). Tests only: agents there run on the test host. */
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: { type: 'boolean', default: false },
+    /**
+     * The Pod identity check (sessions/pod-identity.ts, ADR 0027): a session's Pod is dialed only
+     * when the gateway's own Pod cache shows the Pod named in its status in its namespace,
+     * controlled by it, Ready, not being deleted, with that IP (needs `pods: get, list, watch` in
+     * each served namespace). Default true. false exists only for the benchmark's on/off comparison
+     * and to show the security tests failing without the check: never turn it off in a deployment.
+     */
+    GATEWAY_POD_IDENTITY_CHECK: { type: 'boolean', default: true },
     /** Port of the in-pod agent. Only tests change it (a local agent); clients can never choose it. */
     GATEWAY_AGENT_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 8090 },
     /**
@@ -48,6 +56,27 @@ const envSchema = {
      */
     GATEWAY_PROXY_PORT_MIN: { type: 'integer', minimum: 1, maximum: 65535, default: 1024 },
     GATEWAY_PROXY_PORT_MAX: { type: 'integer', minimum: 1, maximum: 65535, default: 65535 },
+    /**
+     * Upstream connections (open or kept alive) the port route holds to sandbox servers for one API
+     * key; a request past it waits for one of the key's own sockets, never another key's, so one
+     * tenant holding many connections cannot starve the others.
+     */
+    GATEWAY_PORT_PROXY_MAX_SOCKETS_PER_KEY: { type: 'integer', minimum: 1, maximum: 4096, default: 64 },
+    /** Seconds a kept-alive upstream connection of the port route may stay idle before it is closed. */
+    GATEWAY_PORT_PROXY_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
+    /**
+     * Forward `Cookie` to sandbox servers and `Set-Cookie` back on the port route. Default false:
+     * every session's port route shares the gateway's origin, so a cookie set by one sandbox's
+     * server would be sent to every other's.
+     */
+    GATEWAY_PORT_PROXY_FORWARD_COOKIES: { type: 'boolean', default: false },
+    /**
+     * Comma-separated origins (scheme://host[:port]) whose pages may open the gateway's WebSockets
+     * (terminal, port route) besides the gateway's own origin. An upgrade without Origin (not a
+     * browser) or from the same origin (Origin's host is the request's Host) is always allowed;
+     * any other is refused with 403 before the upgrade. Default: none.
+     */
+    GATEWAY_ALLOWED_ORIGINS: { type: 'string', default: '' },
     /** Idle timeout set on sessions whose request names none (the CRD default is 1800). */
     GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS: { type: 'integer', minimum: 1, default: 1800 },
     /** Largest idleTimeoutSeconds a caller may ask for (0, never collected, is refused). */
@@ -182,6 +211,12 @@ export interface GatewayConfig {
   proxyPorts: { min: number; max: number };
   /** Which pod IPs may be dialed (see sessions/address.ts). */
   addressPolicy: AddressPolicy;
+  /** GATEWAY_POD_IDENTITY_CHECK (sessions/pod-identity.ts). */
+  podIdentityCheck: boolean;
+  /** The port route's upstream connections and cookies (GATEWAY_PORT_PROXY_*). */
+  portProxy: PortProxyLimits;
+  /** GATEWAY_ALLOWED_ORIGINS, normalised (lower case, no trailing slash). */
+  allowedOrigins: string[];
   policy: SessionPolicy;
   exec: ExecLimits;
   maxBodyBytes: number;
@@ -199,6 +234,13 @@ export interface GatewayConfig {
   shutdownGraceMs: number;
   /** OTEL_*: undefined (tracing off) while OTEL_EXPORTER_OTLP_ENDPOINT is empty. */
   tracing?: TracingConfig;
+}
+
+/** The port route's upstream limits. */
+export interface PortProxyLimits {
+  maxSocketsPerKey: number;
+  idleTimeoutMs: number;
+  forwardCookies: boolean;
 }
 
 /** Timeouts of the HTTP server (node:http), in milliseconds. */
@@ -332,6 +374,13 @@ function toConfig(e: RawEnv): GatewayConfig {
     agentPort: e.GATEWAY_AGENT_PORT,
     proxyPorts: proxyPorts(e.GATEWAY_PROXY_PORT_MIN, e.GATEWAY_PROXY_PORT_MAX),
     addressPolicy: { allowLoopback: e.GATEWAY_ALLOW_LOOPBACK_POD_IPS },
+    podIdentityCheck: e.GATEWAY_POD_IDENTITY_CHECK,
+    portProxy: {
+      maxSocketsPerKey: e.GATEWAY_PORT_PROXY_MAX_SOCKETS_PER_KEY,
+      idleTimeoutMs: e.GATEWAY_PORT_PROXY_IDLE_TIMEOUT_SECONDS * 1000,
+      forwardCookies: e.GATEWAY_PORT_PROXY_FORWARD_COOKIES,
+    },
+    allowedOrigins: origins(e.GATEWAY_ALLOWED_ORIGINS),
     policy: {
       maxEnvBytes: e.GATEWAY_MAX_SESSION_ENV_BYTES,
       defaultIdleTimeoutSeconds: e.GATEWAY_DEFAULT_IDLE_TIMEOUT_SECONDS,
@@ -383,6 +432,23 @@ function toConfig(e: RawEnv): GatewayConfig {
 function checkOrder(value: number, max: number, key: string): void {
   if (value > max)
     throw new Error(`invalid gateway configuration: ${key} (${value}) exceeds its maximum (${max})`);
+}
+
+/** GATEWAY_ALLOWED_ORIGINS: each entry an http(s) origin (scheme://host[:port]), else a configuration error. */
+function origins(value: string): string[] {
+  return list(value).map((o) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(o);
+    } catch {
+      url = undefined;
+    }
+    const bare = url && url.pathname === '/' && !url.search && !url.hash && !url.username;
+    if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new Error(`invalid gateway configuration: GATEWAY_ALLOWED_ORIGINS: not an http(s) origin: ${o}`);
+    }
+    return url.origin;
+  });
 }
 
 /** The proxied port range; a range that is empty is a configuration error. */

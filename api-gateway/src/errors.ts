@@ -27,6 +27,7 @@ export const PROBLEMS = {
   'too-many-terminals': { status: 409, title: 'The sandbox has its maximum of open terminals' },
   'pty-unavailable': { status: 503, title: 'The sandbox image has no terminal helper' },
   'port-forbidden': { status: 403, title: 'This port of the sandbox is not proxied by the gateway' },
+  'origin-forbidden': { status: 403, title: 'WebSocket upgrades from this Origin are not allowed' },
   'upgrade-required': { status: 426, title: 'This route needs a WebSocket upgrade' },
   'session-gone': { status: 410, title: 'The session was deleted or collected' },
   'quota-exceeded': { status: 403, title: 'A quota of this API key or namespace is used up' },
@@ -41,6 +42,10 @@ export const PROBLEMS = {
   'agent-answer-too-large': { status: 502, title: "The sandbox agent's answer exceeds the gateway's limit" },
   'agent-protocol-error': { status: 502, title: 'The sandbox agent answered outside its protocol' },
   'session-not-ready': { status: 503, title: 'The session is not ready yet' },
+  'pod-identity-unverified': {
+    status: 503,
+    title: "The Pod named in the session's status cannot be tied to the session; nothing was dialed",
+  },
   'shell-unavailable': { status: 503, title: 'The sandbox shell is restarting' },
   'gateway-not-ready': { status: 503, title: 'The gateway has not synced its session cache yet' },
   'kubernetes-unavailable': { status: 503, title: 'The Kubernetes API server did not answer; retry later' },

@@ -8,9 +8,10 @@ import './types.js';
 
 export default fp(
   (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
+    const dialPolicy = { address: app.config.addressPolicy, podIdentityCheck: app.config.podIdentityCheck };
     app.decorate(
       'sessions',
-      new SessionsService(app.store, app.config.policy, app.config.addressPolicy, app.config.tenants),
+      new SessionsService(app.store, app.config.policy, dialPolicy, app.config.tenants),
     );
     app.decorate(
       'execs',
@@ -20,7 +21,7 @@ export default fp(
         activity: app.activity,
         limits: app.config.exec,
         maxFileBytes: app.config.maxFileBytes,
-        addressPolicy: app.config.addressPolicy,
+        dialPolicy,
         metrics: app.metrics,
       }),
     );

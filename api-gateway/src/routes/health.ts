@@ -1,5 +1,5 @@
 /**
- * Unauthenticated operational routes: liveness, readiness (every session cache synced) and the
+ * Unauthenticated operational routes: liveness, readiness (every session and Pod cache synced) and the
  * OpenAPI document. They reveal no session data. Prometheus metrics are not here: they have a port
  * of their own (metrics-server.ts); /metrics on this port is a 404 problem that names that port,
  * for a scrape config still pointing here (without a key it would otherwise get 401).
@@ -20,6 +20,8 @@ export default function healthRoutes(
     // Draining first: a replica that is shutting down leaves the Service even if its cache is fine.
     if (app.draining()) return reply.status(503).send({ status: 'shutting down' });
     if (!app.store.synced()) return reply.status(503).send({ status: 'session cache not synced' });
+    // Without its Pod cache the replica could dial nothing (the Pod identity check).
+    if (!app.store.podsSynced()) return reply.status(503).send({ status: 'pod cache not synced' });
     return reply.send({ status: 'ok' });
   });
 

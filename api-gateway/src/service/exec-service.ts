@@ -2,7 +2,8 @@
  * Exec and file operations shared by the REST routes and the MCP tools: find the session in the
  * informer cache, resume it when it is suspended, wait (bounded) for it to be Ready, pick its
  * transport, forward, and report activity off the request path. The pod address only ever comes
- * from the session's status.
+ * from the session's status, and is dialed only once the gateway's Pod cache ties it to the
+ * session (sessions/pod-identity.ts).
  */
 import type { Readable } from 'node:stream';
 
@@ -10,8 +11,8 @@ import type { ActivityReporter } from '../activity/reporter.js';
 import type { ExecLimits } from '../config.js';
 import { ProblemError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { AddressPolicy } from '../sessions/address.js';
-import { sessionState, type ExecTarget, type TransportKind } from '../sessions/model.js';
+import type { ExecTarget, TransportKind } from '../sessions/model.js';
+import { POD_IDENTITY_REASON, dialState, type DialPolicy } from '../sessions/pod-identity.js';
 import type { SessionStore } from '../sessions/store.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
 import type {
@@ -46,8 +47,8 @@ export interface ExecServiceDeps {
   activity: ActivityReporter;
   limits: ExecLimits;
   maxFileBytes: number;
-  /** Which pod IPs may be dialed. */
-  addressPolicy: AddressPolicy;
+  /** Which pod IPs may be dialed, and whether their Pod must be tied to the session. */
+  dialPolicy: DialPolicy;
   metrics?: GatewayMetrics;
 }
 
@@ -59,9 +60,13 @@ const NOT_FOUND_GRACE_MS = 1000;
 /** Retry-After of a 503 for a session that is still starting. */
 const NOT_READY_RETRY_AFTER_SECONDS = 2;
 
+/**
+ * The 503 of a session that did not become dialable in time: `pod-identity-unverified` when its
+ * status names a Pod the gateway cannot tie to it, else `session-not-ready`.
+ */
 function notReady(name: string, state: { reason: string; message: string }): ProblemError {
   return new ProblemError(
-    'session-not-ready',
+    state.reason === POD_IDENTITY_REASON ? 'pod-identity-unverified' : 'session-not-ready',
     `session ${name} is not ready: ${state.reason}: ${state.message}`,
     {
       retryAfterSeconds: NOT_READY_RETRY_AFTER_SECONDS,
@@ -152,7 +157,7 @@ export class ExecService {
       }
       return waitMs <= 0 ? { absent: true } : { waitMs };
     }
-    const state = sessionState(s, this.d.addressPolicy);
+    const state = dialState(s, this.d.store, this.d.dialPolicy);
     if (state.kind === 'ready') return { target: state.target };
     if (state.kind === 'gone') {
       throw new ProblemError('session-gone', `session ${name} is gone: ${state.reason}`, {

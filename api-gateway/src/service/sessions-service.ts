@@ -9,8 +9,9 @@ import { ANNOTATIONS, type SandboxSession } from '@sandbox-platform/api';
 import type { Principal } from '../auth/keys.js';
 import type { SessionPolicy } from '../config.js';
 import { ProblemError } from '../errors.js';
-import { DEFAULT_ADDRESS_POLICY, type AddressPolicy } from '../sessions/address.js';
+import { DEFAULT_ADDRESS_POLICY } from '../sessions/address.js';
 import { toSessionView, type SessionView } from '../sessions/model.js';
+import { dialState, type DialPolicy } from '../sessions/pod-identity.js';
 import {
   buildSession,
   buildSpec,
@@ -54,7 +55,7 @@ export class SessionsService {
   constructor(
     private readonly store: SessionStore,
     private readonly policy: SessionPolicy,
-    private readonly addressPolicy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
+    private readonly dialPolicy: DialPolicy = { address: DEFAULT_ADDRESS_POLICY, podIdentityCheck: true },
     quota: QuotaLimits = NO_QUOTA,
   ) {
     this.quota = new SessionQuota(store, quota);
@@ -96,7 +97,7 @@ export class SessionsService {
         throw new ProblemError('conflict', `session ${name} exists with a different ${fields.join(', ')}`);
       }
     }
-    return { session: toSessionView(session, this.addressPolicy), created };
+    return { session: this.view(session), created };
   }
 
   /**
@@ -109,7 +110,7 @@ export class SessionsService {
     assertSynced(this.store);
     const s = this.store.get(namespace, name) ?? (await readThrough(this.store, namespace, name, trace));
     if (!s) throw notFoundOrGone(this.store, namespace, name);
-    return toSessionView(s, this.addressPolicy);
+    return this.view(s);
   }
 
   /** Every session of the namespace, by name. */
@@ -117,7 +118,7 @@ export class SessionsService {
     assertSynced(this.store);
     return this.store
       .list(namespace)
-      .map((s) => toSessionView(s, this.addressPolicy))
+      .map((s) => this.view(s))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -139,7 +140,12 @@ export class SessionsService {
     }
     const patched = await this.store.setSuspended(namespace, name, suspend, trace);
     if (!patched) throw notFoundOrGone(this.store, namespace, name);
-    return toSessionView(patched, this.addressPolicy);
+    return this.view(patched);
+  }
+
+  /** The API view; `ready` only when the gateway would dial the session (its Pod identity checked). */
+  private view(s: SandboxSession): SessionView {
+    return toSessionView(s, dialState(s, this.store, this.dialPolicy));
   }
 
   /** Deletes a session; 404 when it does not exist. */

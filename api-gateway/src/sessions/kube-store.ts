@@ -1,20 +1,25 @@
 /**
  * The informer-backed SessionStore. Reads (get, list, readiness) come from one watch cache per
  * served namespace; writes go to the API server through the REST client (never the streaming exec
- * client). Each replica keeps its own cache; the CR is the only shared state.
+ * client). Each replica keeps its own cache; the CR is the only shared state. With the Pod identity
+ * check on, it also keeps one cache of sandbox Pods per namespace (sessions/pod-informer.ts); a
+ * change of a Pod wakes the calls waiting for the session that controls it.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { SandboxSession } from '@sandbox-platform/api';
-import { ANNOTATIONS, GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
+import { ANNOTATIONS, GROUP, KIND, PLURAL, VERSION } from '@sandbox-platform/api';
 import type { FastifyBaseLogger } from 'fastify';
 
 import { ProblemError } from '../errors.js';
 import type { CancelSignal } from '../exec/types.js';
 import type { KubeApiTracing, TraceContext, TracedApi } from '../tracing/tracing-config.js';
-import { makeCustomObjectsApi } from './kube-api.js';
+import { makeCoreV1Api, makeCustomObjectsApi } from './kube-api.js';
 import { apiStatus, kubeFailure } from './kube-errors.js';
 import { readyCondition } from './model.js';
 import { NamespaceWatch, type NamespaceCache } from './informer.js';
+import type { PodLookup } from './pod-identity.js';
+import { NamespacePodWatch, type PodCache, type PodLister } from './pod-informer.js';
+import type { PodRecord } from './pod-record.js';
 import type { ActivityPatcher, CreateResult, SessionStore, Tombstone } from './store.js';
 import { Tombstones } from './tombstones.js';
 import { ChangeWaiters } from './waiters.js';
@@ -33,16 +38,22 @@ export interface KubeSessionStoreOptions {
   fieldManager?: string;
   /** Tracing on: every REST call (not the watches) in a span (tracing/kube-spans.ts). */
   tracing?: KubeApiTracing;
+  /**
+   * Watch the sandbox Pods too, at most `maxPerNamespace` per namespace (the Pod identity check:
+   * sessions/pod-identity.ts). Absent: no Pod is watched and podsSynced() is always true.
+   */
+  pods?: { maxPerNamespace: number };
 }
 
 const COLLECTED = new Set(['IdleTimeout', 'LifetimeExceeded']);
 const CREATE_ATTEMPTS = 3;
 
 /** SessionStore + ActivityPatcher on a real API server. */
-export class KubeSessionStore implements SessionStore, ActivityPatcher {
+export class KubeSessionStore implements SessionStore, ActivityPatcher, PodLookup {
   /** The REST client as a call under `trace` sees it (tracing on: in a span; off: the client). */
   private readonly api: TracedApi<k8s.CustomObjectsApi>;
   private readonly caches = new Map<string, NamespaceCache>();
+  private readonly podCaches = new Map<string, PodCache>();
   private readonly waiters = new ChangeWaiters();
   private readonly tombstones = new Tombstones();
   private readonly fieldManager: string;
@@ -58,21 +69,46 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
       };
       this.caches.set(ns, new NamespaceWatch({ watch: opts.kubeConfig, list: api }, ns, events, opts.log));
     }
+    if (opts.pods) this.watchPods(opts, opts.pods.maxPerNamespace);
   }
 
-  /** Starts every namespace watch; resolves when each synced or handed its failure to its retry loop. */
+  private watchPods(opts: KubeSessionStoreOptions, maxPods: number): void {
+    const core = makeCoreV1Api(opts.kubeConfig, opts.apiTimeoutMs);
+    const list: PodLister = (namespace, labelSelector, limit, cont) =>
+      core.listNamespacedPod({ namespace, labelSelector, limit, ...(cont ? { _continue: cont } : {}) });
+    for (const ns of opts.namespaces) {
+      const onChange = (pod: PodRecord): void => this.onPodChange(ns, pod);
+      const cache = new NamespacePodWatch({ watch: opts.kubeConfig, list }, ns, {
+        maxPods,
+        onChange,
+        log: opts.log,
+      });
+      this.podCaches.set(ns, cache);
+    }
+  }
+
+  /** Starts every watch; resolves when each synced or handed its failure to its retry loop. */
   async start(): Promise<void> {
-    await Promise.all([...this.caches.values()].map((c) => c.start()));
+    await Promise.all([...this.caches.values(), ...this.podCaches.values()].map((c) => c.start()));
   }
 
   /** Stops the watches and releases every waiter. */
   async close(): Promise<void> {
-    await Promise.all([...this.caches.values()].map((c) => c.stop()));
+    await Promise.all([...this.caches.values(), ...this.podCaches.values()].map((c) => c.stop()));
     this.waiters.releaseAll();
   }
 
   synced(): boolean {
     return [...this.caches.values()].every((c) => c.synced());
+  }
+
+  podsSynced(): boolean {
+    for (const c of this.podCaches.values()) if (!c.synced()) return false;
+    return true;
+  }
+
+  pod(namespace: string, name: string): PodRecord | undefined {
+    return this.podCaches.get(namespace)?.get(name);
   }
 
   get(namespace: string, name: string): SandboxSession | undefined {
@@ -205,6 +241,12 @@ export class KubeSessionStore implements SessionStore, ActivityPatcher {
     const name = s.metadata.name ?? '';
     this.tombstones.delete(namespace, name);
     this.waiters.notify(`${namespace}/${name}`);
+  }
+
+  /** A Pod changed: wake the calls waiting for the session its controller reference names. */
+  private onPodChange(namespace: string, pod: PodRecord): void {
+    const owner = pod.controller;
+    if (owner?.kind === KIND && owner.name) this.waiters.notify(`${namespace}/${owner.name}`);
   }
 
   private onDelete(namespace: string, s: SandboxSession): void {

@@ -145,12 +145,11 @@ function keepingFields(s: SandboxSession): Pick<SessionView, 'suspended' | 'pers
   };
 }
 
-/** Builds the API representation of a session. */
-export function toSessionView(
-  s: SandboxSession,
-  policy: AddressPolicy = DEFAULT_ADDRESS_POLICY,
-): SessionView {
-  const state = sessionState(s, policy);
+/**
+ * Builds the API representation of a session; `state` is its state as the caller judged it (the
+ * services pass the dial state, so `ready` means the gateway would dial it: sessions/pod-identity.ts).
+ */
+export function toSessionView(s: SandboxSession, state: SessionState = sessionState(s)): SessionView {
   const reason = state.kind === 'ready' ? REASONS.ready : state.reason;
   const cond = readyCondition(s);
   return {

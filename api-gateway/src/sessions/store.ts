@@ -6,6 +6,7 @@ import type { SandboxSession } from '@sandbox-platform/api';
 
 import type { CancelSignal } from '../exec/types.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
+import type { PodLookup } from './pod-identity.js';
 
 /** What the gateway remembers about a session it saw deleted (so callers get 410, not 404). */
 export interface Tombstone {
@@ -22,9 +23,12 @@ export interface CreateResult {
   created: boolean;
 }
 
-/** Session reads (from a watch cache, never a GET per request) and writes (through the API server). */
-export interface SessionStore {
-  /** True once every namespace's cache has listed and is watching. */
+/**
+ * Session reads (from a watch cache, never a GET per request) and writes (through the API server),
+ * and the sandbox Pods' cache the Pod identity check reads (PodLookup, sessions/pod-identity.ts).
+ */
+export interface SessionStore extends PodLookup {
+  /** True once every namespace's session cache has listed and is watching. */
   synced(): boolean;
   /** The cached session, if any. */
   get(namespace: string, name: string): SandboxSession | undefined;
@@ -38,7 +42,10 @@ export interface SessionStore {
    * replica's watch delivered it, and a caller must read its own writes.
    */
   readFresh(namespace: string, name: string, trace?: TraceContext): Promise<SandboxSession | undefined>;
-  /** Resolves on the next cache change of that session, or after timeoutMs, or when signal aborts. */
+  /**
+   * Resolves on the next cache change of that session (or of a Pod its controller reference names),
+   * or after timeoutMs, or when signal aborts.
+   */
   waitForChange(namespace: string, name: string, timeoutMs: number, signal?: CancelSignal): Promise<void>;
   /**
    * Creates the object, or on AlreadyExists reads the existing one from the API server (the cache

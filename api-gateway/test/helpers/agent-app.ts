@@ -2,7 +2,9 @@
  * The gateway in front of a real sandbox agent started in-process (sandbox-agent/src, the same
  * code as the Pod's): a real AgentTransport and AgentInteractive, the session store a fake whose
  * Ready session points at 127.0.0.1, the agent's token derived from the master key and the
- * session's uid as the operator would. For the interactive routes (processes, terminal, ports).
+ * session's uid as the operator would. The transport's address lookup is the production one
+ * (sessions/pod-identity.ts dialLookup), on the fake store's Pods. For the interactive routes
+ * (processes, terminal, ports).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,6 +23,7 @@ import { loadConfig } from '../../src/config.js';
 import { AgentInteractive } from '../../src/exec/agent-interactive.js';
 import { AgentTransport } from '../../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../../src/logger.js';
+import { dialLookup } from '../../src/sessions/pod-identity.js';
 import type { GatewayTracing } from '../../src/tracing/tracing.js';
 import { FakeActivity, TEST_ENV, testKeys } from './app.js';
 import { FakeStore } from './fake-store.js';
@@ -84,8 +87,13 @@ export async function startAgentApp(
     { logSink: () => undefined, baseEnv: { ...process.env, HOME: workspace } },
   );
   const config = loadConfig({ ...TEST_ENV, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true', ...opts.env });
+  const store = new FakeStore();
+  store.put(session('demo', 'team-a', ready('127.0.0.1')));
+  store.put(session('other', 'team-b', ready('127.0.0.1')));
+  const dialPolicy = { address: config.addressPolicy, podIdentityCheck: config.podIdentityCheck };
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
+    lookup: dialLookup(store, dialPolicy),
     port: agent.port,
     connectTimeoutMs: 1000,
     connectRetries: 1,
@@ -94,9 +102,6 @@ export async function startAgentApp(
     fileTimeoutMs: 10_000,
     ...(opts.tracing ? { tracing: opts.tracing.agent } : {}),
   });
-  const store = new FakeStore();
-  store.put(session('demo', 'team-a', ready('127.0.0.1')));
-  store.put(session('other', 'team-b', ready('127.0.0.1')));
   const activity = new FakeActivity();
   const app = await buildApp({
     config,

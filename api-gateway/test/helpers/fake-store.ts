@@ -1,8 +1,10 @@
 /** An in-memory SessionStore with the informer's change notifications, for route tests. */
 import type { SandboxSession } from '@sandbox-platform/api';
 
+import type { PodRecord } from '../../src/sessions/pod-record.js';
 import type { CreateResult, SessionStore, Tombstone } from '../../src/sessions/store.js';
 import { ChangeWaiters } from '../../src/sessions/waiters.js';
+import { podOf } from './sessions.js';
 
 /** Fake store: tests put sessions in, routes read them; every write is recorded. */
 export class FakeStore implements SessionStore {
@@ -19,6 +21,16 @@ export class FakeStore implements SessionStore {
    */
   readonly notWatched = new Map<string, SandboxSession>();
   watchLags = false;
+  /** The Pod cache: Pods put by tests, by namespace/name. */
+  readonly pods = new Map<string, PodRecord>();
+  podsAreSynced = true;
+  /**
+   * True (the default): a Ready session whose status names a Pod that `pods` does not hold has that
+   * Pod as the operator would have made it (podOf: controlled by the session, Ready, with the
+   * status's IP), so route tests need not put Pods. Tests of the Pod identity check set it false
+   * and put (or forge) Pods themselves.
+   */
+  autoPods = true;
   private readonly waiters = new ChangeWaiters();
   private uidCounter = 0;
 
@@ -41,6 +53,23 @@ export class FakeStore implements SessionStore {
 
   synced(): boolean {
     return this.isSynced;
+  }
+
+  podsSynced(): boolean {
+    return this.podsAreSynced;
+  }
+
+  pod(namespace: string, name: string): PodRecord | undefined {
+    const put = this.pods.get(`${namespace}/${name}`);
+    if (put || !this.autoPods) return put;
+    const owner = this.list(namespace).find((s) => s.status?.podName === name);
+    return owner && podOf(owner);
+  }
+
+  /** Adds or replaces a Pod (as the Pod watch would) and wakes the waiters of the session it names. */
+  putPod(pod: PodRecord): void {
+    this.pods.set(`${pod.metadata.namespace}/${pod.metadata.name}`, pod);
+    if (pod.controller?.name) this.waiters.notify(`${pod.metadata.namespace}/${pod.controller.name}`);
   }
 
   get(namespace: string, name: string): SandboxSession | undefined {

@@ -1,5 +1,7 @@
-/** SandboxSession fixtures: a builder plus modifiers. */
-import type { SandboxSession } from '@sandbox-platform/api';
+/** SandboxSession fixtures (and their Pods, as the gateway caches them): builders plus modifiers. */
+import { API_VERSION, KIND, type SandboxSession } from '@sandbox-platform/api';
+
+import type { PodRecord } from '../../src/sessions/pod-record.js';
 
 type Modifier = (s: SandboxSession) => void;
 
@@ -76,3 +78,25 @@ export const uid =
   (s) => {
     s.metadata.uid = value;
   };
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type PodModifier = (p: Mutable<PodRecord>) => void;
+
+/**
+ * The Pod of a Ready session as the operator makes it and the gateway caches it: named in its
+ * status, in its namespace, controlled by it (exact reference), Ready, with its status's pod IP.
+ */
+export function podOf(s: SandboxSession, ...mods: PodModifier[]): PodRecord {
+  const namespace = s.metadata.namespace ?? '';
+  const name = s.status?.podName ?? `sbs-${s.metadata.name}`;
+  const pod: Mutable<PodRecord> = {
+    metadata: { name, namespace, uid: `pod-uid-${name}`, resourceVersion: '1' },
+    controller: { apiVersion: API_VERSION, kind: KIND, name: s.metadata.name, uid: s.metadata.uid },
+    podIPs: s.status?.podIP ? [s.status.podIP] : [],
+    ready: true,
+    deleting: false,
+    hostNetwork: false,
+  };
+  for (const m of mods) m(pod);
+  return pod;
+}

@@ -1,9 +1,11 @@
 /**
  * The integration environment: a real kube-apiserver (the harness's control plane, via
  * KUBECONFIG), real gateways built with the production wiring (composeDeps), and real sandbox
- * agents started in-process. There is no kubelet and no operator: the test plays the operator by
- * patching a session's status to Ready with a loopback pod IP on which it started an agent whose
- * token is derived from the master key and the session's uid.
+ * agents started in-process. There is no kubelet and no operator: the test plays both, creating
+ * the session's Pod (labelled and controlled by the session, as the operator makes it) and writing
+ * its status Ready with a loopback pod IP on which it started an agent whose token is derived from
+ * the master key and the session's uid, then patching the session's status to Ready with that Pod
+ * and IP (the gateway's Pod identity check ties the two together).
  *
  * Each session gets its own loopback address (127.0.0.2, 127.0.0.3, ...) and all agents share one
  * port, as pods share the agent port on different pod IPs.
@@ -14,7 +16,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
-import { CONDITIONS, GROUP, PLURAL, REASONS, VERSION, deriveToken } from '@sandbox-platform/api';
+import {
+  API_VERSION,
+  CONDITIONS,
+  GROUP,
+  KIND,
+  LABELS,
+  PLURAL,
+  REASONS,
+  VERSION,
+  deriveToken,
+} from '@sandbox-platform/api';
 import type { SandboxSession } from '@sandbox-platform/api';
 import type { FastifyInstance } from 'fastify';
 
@@ -114,11 +126,13 @@ export class GatewayEnv {
 
   /**
    * Plays the operator for a session: starts a real agent on a fresh loopback address with the
-   * session's derived token, then patches the status to Ready with that address as pod IP.
+   * session's derived token, creates the session's Pod with that address (Ready), then patches the
+   * session's status to Ready with that Pod and address.
    */
   async makeReady(namespace: string, name: string): Promise<{ podIP: string; workspace: string }> {
     const s = await this.read(namespace, name);
     const podIP = await this.startAgentFor(namespace, name, s.metadata.uid!);
+    await this.createPod(namespace, { name, uid: s.metadata.uid! }, podIP);
     await this.patchStatus(namespace, name, {
       conditions: [condition('True', REASONS.ready, 'test: ready')],
       podIP,
@@ -140,6 +154,50 @@ export class GatewayEnv {
     );
     this.agents.push({ agent, dir });
     return host;
+  }
+
+  /**
+   * Plays the operator and the kubelet for a Pod: creates `pod` (default sbs-<session>) in the
+   * namespace, labelled with the session and controlled by it (`apiVersion` overrides the
+   * reference's, for a forged one), and, unless `ready` is false, reports it Running and Ready
+   * with `podIP`. Returns the Pod's name.
+   */
+  async createPod(
+    namespace: string,
+    session: { name: string; uid: string },
+    podIP: string,
+    opts: { pod?: string; apiVersion?: string; ready?: boolean } = {},
+  ): Promise<string> {
+    const name = opts.pod ?? `sbs-${session.name}`;
+    const ownerReferences = [
+      {
+        apiVersion: opts.apiVersion ?? API_VERSION,
+        kind: KIND,
+        name: session.name,
+        uid: session.uid,
+        controller: true,
+      },
+    ];
+    await this.kube.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name, labels: { [LABELS.session]: session.name }, ownerReferences },
+        spec: { containers: [{ name: 'sandbox', image: 'example.invalid/sandbox:1' }] },
+      },
+    });
+    if (opts.ready === false) return name;
+    const now = new Date();
+    const status: k8s.V1PodStatus = {
+      phase: 'Running',
+      podIP,
+      podIPs: [{ ip: podIP }],
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+    };
+    await this.kube.core.patchNamespacedPodStatus(
+      { namespace, name, body: { status } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    return name;
   }
 
   /** Writes the status subresource as the operator would. */

@@ -133,7 +133,10 @@ describe('a hostile tenant against the gateway process', () => {
     };
     await startGateway();
     // Tenant A: a session whose "pod" is the hostile agent. Tenant B: a real agent.
-    expect((await post(KEYS.a, '/v1/sessions', { name: 'evil' })).status).toBe(201);
+    const evil = await post(KEYS.a, '/v1/sessions', { name: 'evil' });
+    expect(evil.status).toBe(201);
+    const { uid } = (await evil.json()) as { uid: string };
+    await env.createPod(env.nsA.name, { name: 'evil', uid }, HOSTILE_IP);
     await env.patchStatus(env.nsA.name, 'evil', {
       conditions: [condition('True', REASONS.ready, 'test: ready')],
       podIP: HOSTILE_IP,

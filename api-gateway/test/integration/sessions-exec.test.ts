@@ -105,6 +105,7 @@ describe('gateway on a real API server with real agents', () => {
     const pending = a.exec('late', { command: 'echo released', waitSeconds: 30 });
     await new Promise((r) => setTimeout(r, 1500));
     const podIP = await env.startAgentFor(env.nsA.name, 'late', session.uid);
+    await env.createPod(env.nsA.name, session, podIP);
     await env.patchStatus(env.nsA.name, 'late', {
       conditions: [condition('True', REASONS.ready, 'now')],
       podIP,
