@@ -1,50 +1,17 @@
 // Checks of the rendered chart that kubeconform cannot make (it validates shapes, not intent):
 // the master key with and without masterKey.existingSecret, the admission policy, the sandbox
 // ResourceQuota, the operator's and the gateway's metrics ports, tracing settings, and the
-// monitoring objects.
+// monitoring objects; chart-checks/tenancy.mjs (imported below, its describe blocks register on
+// import) the tenant RBAC, the sandbox policy and the gateway's egress policy (issue 25).
 // Run by `make chart-lint` (node --test, HELM=<pinned helm>); each case renders with `helm template`.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
-import { parseAllDocuments } from 'yaml';
+import { chart, container, env, render, template } from './chart-render.mjs';
+import './chart-checks/tenancy.mjs';
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const chart = join(repo, 'charts/sandbox-platform');
-const helm = process.env.HELM ?? join(process.env.LOCALKUBE_DIR ?? join(repo, '.localkube'), 'bin/helm');
-const KEY = [
-  'apiKeys.keys[0].id=check',
-  `apiKeys.keys[0].sha256=${'0'.repeat(64)}`,
-  'apiKeys.keys[0].namespaces[0]=sandboxes',
-];
-
-/** `helm template` with these --set values; the process result (status, stdout, stderr). */
-function template(sets = []) {
-  const args = ['template', 'rel', chart, '-n', 'sandbox-system', '--kube-version', '1.35.8'];
-  for (const s of [...KEY, ...sets]) args.push('--set', s);
-  return spawnSync(helm, args, { encoding: 'utf8' });
-}
-
-/** The rendered objects (and the raw text), failing the test when helm fails. */
-function render(sets = []) {
-  const res = template(sets);
-  assert.equal(res.status, 0, `helm template failed:\n${res.stderr}`);
-  const objects = parseAllDocuments(res.stdout)
-    .map((d) => d.toJS())
-    .filter((o) => o && o.kind);
-  return {
-    text: res.stdout,
-    objects,
-    find: (kind, name) => objects.find((o) => o.kind === kind && (!name || o.metadata.name === name)),
-  };
-}
-
-const container = (deployment) => deployment.spec.template.spec.containers[0];
-const env = (deployment) =>
-  Object.fromEntries((container(deployment).env ?? []).map((e) => [e.name, e.value]));
 const masterKeyVolume = (deployment) =>
   deployment.spec.template.spec.volumes.find((v) => v.name === 'master-key');
 
@@ -99,7 +66,7 @@ describe('master key', () => {
 describe('admission of SandboxSessions in unserved namespaces', () => {
   it('a ValidatingAdmissionPolicy on creates, bound to every namespace but the sandbox namespaces', () => {
     const r = render(['sandboxNamespaces={sandboxes,team-b}', 'apiKeys.keys[0].namespaces[0]=sandboxes']);
-    const policy = r.find('ValidatingAdmissionPolicy');
+    const policy = r.find('ValidatingAdmissionPolicy', 'rel-sandbox-platform-served-namespaces');
     assert.equal(policy.spec.failurePolicy, 'Fail');
     assert.deepEqual(policy.spec.matchConstraints.resourceRules, [
       {
@@ -110,7 +77,7 @@ describe('admission of SandboxSessions in unserved namespaces', () => {
       },
     ]);
     assert.match(policy.spec.validations[0].messageExpression, /sandboxNamespaces/);
-    const binding = r.find('ValidatingAdmissionPolicyBinding');
+    const binding = r.find('ValidatingAdmissionPolicyBinding', policy.metadata.name);
     assert.equal(binding.spec.policyName, policy.metadata.name);
     assert.deepEqual(binding.spec.validationActions, ['Deny']);
     assert.deepEqual(binding.spec.matchResources.namespaceSelector.matchExpressions, [
@@ -120,8 +87,11 @@ describe('admission of SandboxSessions in unserved namespaces', () => {
 
   it('off with admission.refuseUnservedNamespaces=false', () => {
     const r = render(['admission.refuseUnservedNamespaces=false']);
-    assert.equal(r.find('ValidatingAdmissionPolicy'), undefined);
-    assert.equal(r.find('ValidatingAdmissionPolicyBinding'), undefined);
+    assert.equal(r.find('ValidatingAdmissionPolicy', 'rel-sandbox-platform-served-namespaces'), undefined);
+    assert.equal(
+      r.find('ValidatingAdmissionPolicyBinding', 'rel-sandbox-platform-served-namespaces'),
+      undefined,
+    );
   });
 });
 
@@ -270,11 +240,11 @@ describe('gateway metrics port', () => {
 });
 
 describe('default runtime class of sessions', () => {
-  it('is off by default (no env line) and maps operator.sandboxDefaults.runtimeClassName when set', () => {
+  it('is gvisor by default (secure by default, issue 25); empty leaves the env line out', () => {
     const name = 'rel-sandbox-platform-operator';
-    assert.equal('SANDBOX_DEFAULT_RUNTIME_CLASS_NAME' in env(render().find('Deployment', name)), false);
-    const d = render(['operator.sandboxDefaults.runtimeClassName=gvisor']).find('Deployment', name);
-    assert.equal(env(d).SANDBOX_DEFAULT_RUNTIME_CLASS_NAME, 'gvisor');
+    assert.equal(env(render().find('Deployment', name)).SANDBOX_DEFAULT_RUNTIME_CLASS_NAME, 'gvisor');
+    const d = render(['operator.sandboxDefaults.runtimeClassName=']).find('Deployment', name);
+    assert.equal('SANDBOX_DEFAULT_RUNTIME_CLASS_NAME' in env(d), false);
   });
 
   it('the schema refuses a name that is no DNS subdomain', () => {
@@ -296,7 +266,7 @@ describe('monitoring objects', () => {
     const kinds = render().objects.map((o) => o.kind);
     for (const kind of ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'])
       assert.ok(!kinds.includes(kind), kind);
-    assert.equal(render().find('ConfigMap'), undefined);
+    assert.equal(render().find('ConfigMap', 'rel-sandbox-platform-dashboard'), undefined);
   });
 
   it('a ServiceMonitor of the gateway metrics Service and a PodMonitor of the operator metrics port', () => {
@@ -444,7 +414,7 @@ describe('warm pools (docs/adr/0016)', () => {
   });
 
   it('refuses SandboxPools in unserved namespaces, as SandboxSessions', () => {
-    const policy = render().find('ValidatingAdmissionPolicy');
+    const policy = render().find('ValidatingAdmissionPolicy', 'rel-sandbox-platform-served-namespaces');
     assert.deepEqual(policy.spec.matchConstraints.resourceRules[0].resources, [
       'sandboxsessions',
       'sandboxpools',

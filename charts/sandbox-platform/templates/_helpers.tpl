@@ -51,6 +51,31 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .repository .tag -}}
 {{- end -}}
 
+{{/*
+An image reference as the image policy reads it (templates/sandbox-policy.yaml): name[:tag][@digest]
+with the gateway's former parser's exact rules (docs/adr/0028). The name's first segment is a
+registry host only when the name has more segments and it holds a '.' or ':' (localhost reads the
+same either way); path components are lowercase alphanumerics joined by '.', '_', '__' or dashes.
+RE2 syntax without backslashes: the same text is a CEL string in the policy and a Go regexp here.
+*/}}
+{{- define "sandbox-platform.imageNamePattern" -}}
+{{- $l := "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?" -}}
+{{- $host := printf "(%s([.]%s)+(:[0-9]{1,5})?|%s:[0-9]{1,5})" $l $l $l -}}
+{{- $c := "[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*" -}}
+{{- $n := "[a-z0-9]+((_|__|-+)[a-z0-9]+)*" -}}
+{{- printf "(%s|(%s|%s)(/%s)+)" $c $host $n $c -}}
+{{- end -}}
+
+{{/* A whole image reference: name, optional tag, optional digest. */}}
+{{- define "sandbox-platform.imageRefPattern" -}}
+{{- printf "^%s(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$" (include "sandbox-platform.imageNamePattern" .) -}}
+{{- end -}}
+
+{{/* An allowlist entry admitting every repository below a path: name/* */}}
+{{- define "sandbox-platform.imageBelowPattern" -}}
+{{- printf "^%s/[*]$" (include "sandbox-platform.imageNamePattern" .) -}}
+{{- end -}}
+
 {{/* Restricted-PSA container securityContext shared by the operator and gateway. */}}
 {{- define "sandbox-platform.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
@@ -77,6 +102,14 @@ seccompProfile:
 {{- end -}}
 {{- if and (not .Values.apiKeys.existingSecret) (eq (len .Values.apiKeys.keys) 0) -}}
 {{- fail "set apiKeys.keys (at least one key) or apiKeys.existingSecret: the gateway refuses to start without API keys" -}}
+{{- end -}}
+{{- range $ns, $_ := .Values.policy.namespaces -}}
+{{- if not (has $ns $.Values.sandboxNamespaces) -}}
+{{- fail (printf "policy.namespaces: namespace %q is not in sandboxNamespaces" $ns) -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.gateway.policy.imageAllowlist -}}
+{{- fail "gateway.policy.imageAllowlist is gone: images are allowed by the admission policy now, for kubectl and the gateway alike; move the entries to policy.images (or policy.namespaces.<ns>.images) (docs/adr/0028-policy-at-admission.md)" -}}
 {{- end -}}
 {{- range .Values.apiKeys.keys -}}
 {{- range .namespaces -}}
