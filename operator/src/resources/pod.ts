@@ -56,6 +56,7 @@ import {
 
 import { childMetadata, type SessionRef } from './metadata.js';
 import type { DefaultedResource, PodBuildOptions } from './pod-options.js';
+import { pickQuantity } from './quantity.js';
 import { workspaceSize } from './workspace-claim.js';
 
 /** Keeps a container without the agent alive, and exits at once on SIGTERM (KubernetesExec). */
@@ -177,18 +178,38 @@ function containerEnv(spec: SandboxSessionSpec, ref: SessionRef, agent: boolean)
 }
 
 /**
- * Per resource name: when the spec mentions neither a request nor a limit, both defaults apply;
- * when it mentions either, only the spec's values apply. Filling in a default next to a user value
- * could produce request > limit, which the API server rejects, and comparing quantities here would
- * duplicate the API server's parser.
+ * Requests and limits of the sandbox container, per defaulted resource (cpu, memory):
+ *
+ * - the spec names neither: both defaults;
+ * - the spec names both: the spec's (the API server refuses request > limit, with its message);
+ * - a request only: the limit is the larger of the default limit and the request;
+ * - a limit only: the request is the smaller of the default request and the limit.
+ *
+ * So a namespace whose ResourceQuota requires limits (or requests) admits a session that names
+ * only one side (issue 25: its Pod was refused "must specify limits.cpu" and the session stayed
+ * QuotaExceeded), and a filled-in side never makes request > limit: quantities are compared
+ * exactly (quantity.ts). A value that does not parse (the CRD's pattern makes that unlikely) gets
+ * no partner; the API server's validation then decides, with its own message.
  */
 export function resources(spec: SandboxSessionSpec, opts: PodBuildOptions): V1ResourceRequirements {
   const requests: Record<string, string> = stringValues(spec.resources?.requests);
   const limits: Record<string, string> = stringValues(spec.resources?.limits);
   for (const name of DEFAULTED) {
-    if (requests[name] === undefined && limits[name] === undefined) {
-      requests[name] = opts.defaultResources.requests[name];
-      limits[name] = opts.defaultResources.limits[name];
+    const request = requests[name];
+    const limit = limits[name];
+    const defaults = {
+      request: opts.defaultResources.requests[name],
+      limit: opts.defaultResources.limits[name],
+    };
+    if (request === undefined && limit === undefined) {
+      requests[name] = defaults.request;
+      limits[name] = defaults.limit;
+    } else if (limit === undefined && request !== undefined) {
+      const filled = pickQuantity('max', defaults.limit, request);
+      if (filled !== undefined) limits[name] = filled;
+    } else if (request === undefined && limit !== undefined) {
+      const filled = pickQuantity('min', defaults.request, limit);
+      if (filled !== undefined) requests[name] = filled;
     }
   }
   return { requests, limits };

@@ -7,8 +7,9 @@
  * - a Pod the quota refuses leaves its session Ready=False/QuotaExceeded with the API server's
  *   message and a Warning event, the operator keeps running (no crash loop) and logs a warning,
  *   and the session provisions on its own once the quota has room;
- * - a session asking for a memory request without a limit is refused by the quota's "must
- *   specify limits.memory" rule, with the same reason.
+ * - a session naming requests without limits (or limits without requests) gets its Pod under
+ *   that quota, which requires both (issue 25: it was refused "must specify limits.memory" and
+ *   stayed QuotaExceeded): the operator fills the missing side, never below the other one.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -139,12 +140,22 @@ describe('the chart sandbox ResourceQuota', () => {
     expect(await readPod(kube.core, ns.name, 'sbs-over')).toBeDefined();
   });
 
-  it('a memory request without a limit is refused by the quota ("must specify limits.memory")', async () => {
+  it('requests without limits, or limits without requests: the Pod is admitted, the missing side filled', async () => {
     await applyQuota(renderQuota());
-    await sessions.create('no-limit', { resources: { requests: { memory: '64Mi' } } });
-    const s = await sessions.waitFor('no-limit', quotaExceeded);
-    expect(ready(s)?.message).toMatch(
-      /failed quota: it-sandbox-platform-sandboxes: must specify limits\.memory/,
-    );
+    await sessions.create('requests-only', { resources: { requests: { cpu: '250m', memory: '2Gi' } } });
+    await sessions.create('limits-only', { resources: { limits: { cpu: '50m', memory: '512Mi' } } });
+    for (const name of ['requests-only', 'limits-only'])
+      await sessions.waitFor(name, readyIs('False', 'PodPending'), 60_000);
+    const resources = async (name: string) =>
+      (await readPod(kube.core, ns.name, `sbs-${name}`))?.spec?.containers[0]?.resources;
+    // Operator defaults of the suite: requests 100m / 256Mi, limits 1 / 1Gi.
+    expect(await resources('requests-only')).toEqual({
+      requests: { cpu: '250m', memory: '2Gi' },
+      limits: { cpu: '1', memory: '2Gi' },
+    });
+    expect(await resources('limits-only')).toEqual({
+      requests: { cpu: '50m', memory: '256Mi' },
+      limits: { cpu: '50m', memory: '512Mi' },
+    });
   });
 });

@@ -10,6 +10,7 @@ import {
 } from '../../../src/resources/pod.js';
 import { sessionRef } from '../../../src/resources/metadata.js';
 import type { PodBuildOptions } from '../../../src/resources/pod-options.js';
+import { compareQuantities, parseQuantity } from '../../../src/resources/quantity.js';
 import { session, withSpec } from '../../fixtures/sessions.js';
 
 const opts: PodBuildOptions = {
@@ -269,16 +270,52 @@ describe('resources', () => {
   it.each([
     ['no resources: both defaults', undefined, { cpu: '100m', memory: '256Mi' }, { cpu: '1', memory: '1Gi' }],
     [
-      'cpu request only: memory defaulted, cpu limit left to the cluster',
+      'cpu request above the default limit only: the limit is the request',
       { requests: { cpu: '2' } },
       { cpu: '2', memory: '256Mi' },
-      { memory: '1Gi' },
+      { cpu: '2', memory: '1Gi' },
     ],
     [
-      'memory limit only: request left to the API server (= limit)',
+      'cpu request below the default limit only: the default limit',
+      { requests: { cpu: '250m' } },
+      { cpu: '250m', memory: '256Mi' },
+      { cpu: '1', memory: '1Gi' },
+    ],
+    [
+      'memory request only, equal to the default limit in other units: the default limit',
+      { requests: { memory: '1073741824' } },
+      { cpu: '100m', memory: '1073741824' },
+      { cpu: '1', memory: '1Gi' },
+    ],
+    [
+      'memory request only, 2G (decimal) above 1Gi: the limit is the request',
+      { requests: { memory: '2G' } },
+      { cpu: '100m', memory: '2G' },
+      { cpu: '1', memory: '2G' },
+    ],
+    [
+      'memory limit only, above the default request: the default request',
       { limits: { memory: '4Gi' } },
-      { cpu: '100m' },
+      { cpu: '100m', memory: '256Mi' },
       { cpu: '1', memory: '4Gi' },
+    ],
+    [
+      'cpu limit only, below the default request: the request is the limit',
+      { limits: { cpu: '50m' } },
+      { cpu: '50m', memory: '256Mi' },
+      { cpu: '50m', memory: '1Gi' },
+    ],
+    [
+      'a cpu request as a number (1.5 cores) against the default limit 1: the limit is the request',
+      { requests: { cpu: 1.5 } },
+      { cpu: '1.5', memory: '256Mi' },
+      { cpu: '1.5', memory: '1Gi' },
+    ],
+    [
+      'both named: the spec values, even request > limit (the API server refuses that, with its message)',
+      { requests: { cpu: '2' }, limits: { cpu: '1' } },
+      { cpu: '2', memory: '256Mi' },
+      { cpu: '1', memory: '1Gi' },
     ],
     [
       'numbers become strings',
@@ -294,5 +331,39 @@ describe('resources', () => {
     ],
   ])('%s', (_name, specResources, requests, limits) => {
     expect(resources({ resources: specResources }, opts)).toEqual({ requests, limits });
+  });
+
+  it('never fills in a side that makes request > limit, whatever one side the spec names', () => {
+    const values = [
+      '1m',
+      '50m',
+      '100m',
+      '0.1',
+      '999m',
+      '1',
+      '1.0',
+      '2',
+      '1e3',
+      '128Mi',
+      '256Mi',
+      '1Gi',
+      '1G',
+      '4Gi',
+    ];
+    for (const name of ['cpu', 'memory'] as const) {
+      for (const v of values) {
+        for (const side of ['requests', 'limits'] as const) {
+          const r = resources({ resources: { [side]: { [name]: v } } }, opts);
+          const request = parseQuantity(r.requests?.[name] ?? '');
+          const limit = parseQuantity(r.limits?.[name] ?? '');
+          expect([name, side, v, request && limit && compareQuantities(request, limit) <= 0]).toEqual([
+            name,
+            side,
+            v,
+            true,
+          ]);
+        }
+      }
+    }
   });
 });
