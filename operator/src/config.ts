@@ -110,9 +110,13 @@ export const ENV_SCHEMA = {
       maxLength: 253,
       pattern: `^(${DNS_SUBDOMAIN})?$`,
       description:
-        'RuntimeClass of sessions whose spec.runtimeClassName is unset (e.g. gvisor, for a sandbox ' +
-        'kernel between untrusted code and the node); empty: the node default runtime. The ' +
-        'RuntimeClass must exist, or the Pods of those sessions are refused.',
+        'RuntimeClass of sessions whose spec.runtimeClassName is unset, and of warm Pods whose pool ' +
+        'template names none (e.g. gvisor, for a sandbox kernel between untrusted code and the node); ' +
+        'empty: the node default runtime. Applied only while it exists: the operator reads it ' +
+        '(get runtimeclasses) at start and every 60 s; while it does not exist those Pods get the ' +
+        "node's default runtime, with a warning logged once and the gauge " +
+        'sandbox_operator_default_runtime_class_available at 0. A failed read keeps the last verdict ' +
+        '(the default, before the first). An explicit spec.runtimeClassName is used as given.',
     },
     CONCURRENCY: {
       type: 'integer',
@@ -303,7 +307,10 @@ export interface OperatorConfig {
     readonly tmpSize: string;
     readonly runAsUser: number;
     readonly terminationGracePeriodSeconds: number;
-    /** SANDBOX_DEFAULT_RUNTIME_CLASS_NAME; undefined when empty. */
+    /**
+     * SANDBOX_DEFAULT_RUNTIME_CLASS_NAME; undefined when empty. Applied only while the RuntimeClass
+     * exists (kube/runtime-class.ts).
+     */
     readonly defaultRuntimeClassName?: string;
   };
   /** CONCURRENCY. */

@@ -31,6 +31,7 @@ import { QueuedEventRecorder } from './kube/events-recorder.js';
 import { LeaderElector } from './kube/leader-election.js';
 import { createLeaseStore } from './kube/lease-store.js';
 import { Resync } from './kube/resync.js';
+import { createRuntimeClassLookup, DefaultRuntimeClass } from './kube/runtime-class.js';
 import { SessionCache } from './kube/session-cache.js';
 import { SessionChangeFilter } from './kube/session-change-filter.js';
 import { createSessionStore } from './kube/session-store.js';
@@ -65,6 +66,20 @@ async function main(): Promise<void> {
   });
   const registry = new SessionRegistry();
   const metrics = new OperatorMetrics(registry);
+  // The default RuntimeClass applies only where it exists (kube/runtime-class.ts); every Pod build
+  // reads the current verdict through podOptions. A change makes warm Pods of templates naming no
+  // runtime outdated: every pool is queued (the pool controller is built below).
+  const built: { pools?: PoolController } = {};
+  const defaultRuntime = new DefaultRuntimeClass({
+    name: config.pod.defaultRuntimeClassName,
+    lookup: createRuntimeClassLookup(clients.node),
+    logger,
+    onChange: (available) => {
+      metrics.defaultRuntimeClassAvailable.set(available ? 1 : 0);
+      built.pools?.requeueAll();
+    },
+  });
+  const podOptions = defaultRuntime.podOptions(config.pod);
 
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
   // informers feed it); the queue is created held, and Workload.start releases it once every
@@ -98,13 +113,14 @@ async function main(): Promise<void> {
     kc,
     clients,
     namespaces: config.watchNamespaces,
-    podOptions: config.pod,
+    podOptions,
     signer: bindSigner(masterKey),
     bind: { port: config.pool.agentPort, timeoutMs: config.pool.bindTimeoutMs },
     backoff: config.backoff,
     registry: metrics.registry,
     logger,
   });
+  built.pools = pools;
   const deps: ControllerDeps = {
     // A session watch that stopped delivering (kube/watch-lag.ts) is not repaired in place (dot-i
     // cannot re-watch without exiting): stop gracefully, hand the Lease over, and let the restart
@@ -125,7 +141,7 @@ async function main(): Promise<void> {
     events,
     clock: systemClock,
     masterKey,
-    podOptions: config.pod,
+    podOptions,
     requeueFloorMs: config.requeueFloorMs,
     waitRequeueMs: config.waitRequeueMs,
     observer: metrics,
@@ -212,6 +228,8 @@ async function main(): Promise<void> {
         .then(() => supervisor.shutdown(signal));
     });
   }
+  // The first verdict on the default RuntimeClass comes before any Pod is built.
+  await defaultRuntime.start();
   await supervisor.run();
 }
 

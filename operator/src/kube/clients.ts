@@ -33,6 +33,8 @@ export interface KubeClients {
   readonly events: k8s.EventsV1Api;
   /** StorageClass reads (whether a workspace's class exists). */
   readonly storage: k8s.StorageV1Api;
+  /** RuntimeClass reads (whether the default RuntimeClass exists). */
+  readonly node: k8s.NodeV1Api;
   /** Plain JSON requests for the hot writes. */
   readonly json: JsonClient;
 }
@@ -64,6 +66,7 @@ export function createKubeClients(kc: k8s.KubeConfig, opts: KubeClientOptions): 
     coordination: new k8s.CoordinationV1Api(config),
     events: new k8s.EventsV1Api(config),
     storage: new k8s.StorageV1Api(config),
+    node: new k8s.NodeV1Api(config),
     json: createJsonClient({ server: cluster.server, auth, timeoutMs: opts.timeoutMs }),
   };
 }

@@ -78,6 +78,14 @@ export interface StorageClassLookup {
   exists(name: string): Promise<boolean | undefined>;
 }
 
+/**
+ * Whether a RuntimeClass exists (node.k8s.io/v1, cluster-scoped, read with `get` on
+ * runtimeclasses); rejects when the operator cannot tell (the read was refused or failed).
+ */
+export interface RuntimeClassLookup {
+  exists(name: string): Promise<boolean>;
+}
+
 /** A Kubernetes Event about a session. */
 export interface SessionEvent {
   readonly type: 'Normal' | 'Warning';

@@ -21,7 +21,7 @@ import { PoolClaims } from './claims.js';
 import { PoolIndex } from './pool-index.js';
 import { createPoolWriter, type PoolWriter } from './pool-kube.js';
 import { PoolMetrics } from './pool-metrics.js';
-import { templateHash, type PoolPodOptions } from './pool-pod.js';
+import { TemplateHashes, type PoolPodOptions } from './pool-pod.js';
 import { reconcilePool } from './pool-reconcile.js';
 import { projectPool, projectPoolPod, type PoolPodView, type PoolView } from './pool-view.js';
 import { RefillHold } from './refill-hold.js';
@@ -60,7 +60,7 @@ export class PoolController {
   readonly index = new PoolIndex();
   private readonly informers: Array<OwnedInformer<PoolView> | OwnedInformer<PoolPodView>> = [];
   private readonly queue: WorkQueue;
-  private readonly hashes = new Map<string, { generation: number; hash: string }>();
+  private readonly hashes = new TemplateHashes();
   private readonly podOptions: PoolPodOptions;
   private readonly hold = new RefillHold();
 
@@ -120,6 +120,14 @@ export class PoolController {
     for (const key of this.poolKeys()) this.queue.add(key);
   }
 
+  /**
+   * Queues every pool: their template hashes may have changed without a pool event (the default
+   * RuntimeClass started or stopped applying), so outdated warm Pods are replaced now.
+   */
+  requeueAll(): void {
+    for (const key of this.poolKeys()) this.queue.add(key);
+  }
+
   /** Stops the queue (in-flight passes finish) and the informers. */
   async stop(): Promise<void> {
     await this.queue.shutdown(5000);
@@ -127,14 +135,9 @@ export class PoolController {
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 
-  /** The template hash of a pool, computed once per generation. */
+  /** The template hash of a pool (cached: pool-pod.ts TemplateHashes). */
   private hashOf(pool: PoolView): string {
-    const key = `${pool.metadata.namespace}/${pool.metadata.name}/${pool.metadata.uid}`;
-    const cached = this.hashes.get(key);
-    if (cached?.generation === pool.metadata.generation) return cached.hash;
-    const hash = templateHash(pool, this.podOptions);
-    this.hashes.set(key, { generation: pool.metadata.generation, hash });
-    return hash;
+    return this.hashes.of(pool, this.podOptions);
   }
 
   private poolKeys(): string[] {
@@ -176,7 +179,7 @@ export class PoolController {
       onChange: (view, change) => {
         this.index.applyPool(view, change);
         if (change === 'deleted') {
-          this.hashes.delete(`${view.metadata.namespace}/${view.metadata.name}/${view.metadata.uid}`);
+          this.hashes.forget(view);
           this.hold.forget(`${view.metadata.namespace}/${view.metadata.name}`);
         }
         this.queue.add(`${view.metadata.namespace}/${view.metadata.name}`);

@@ -88,6 +88,35 @@ export function templateHash(pool: PoolView, opts: PoolPodOptions): string {
   return createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16);
 }
 
+/**
+ * Template hashes, computed once per pool generation and default RuntimeClass: the default applies
+ * only while it exists (kube/runtime-class.ts), so when that changes the warm Pods of a template
+ * naming no runtime are outdated and replaced.
+ */
+export class TemplateHashes {
+  private readonly hashes = new Map<string, { generation: number; runtime?: string; hash: string }>();
+
+  /** The pool's current template hash. */
+  of(pool: PoolView, opts: PoolPodOptions): string {
+    const key = hashKey(pool);
+    const runtime = opts.podOptions.defaultRuntimeClassName;
+    const cached = this.hashes.get(key);
+    if (cached?.generation === pool.metadata.generation && cached.runtime === runtime) return cached.hash;
+    const hash = templateHash(pool, opts);
+    this.hashes.set(key, { generation: pool.metadata.generation, runtime, hash });
+    return hash;
+  }
+
+  /** Drops a deleted pool's entry. */
+  forget(pool: PoolView): void {
+    this.hashes.delete(hashKey(pool));
+  }
+}
+
+function hashKey(pool: PoolView): string {
+  return `${pool.metadata.namespace}/${pool.metadata.name}/${pool.metadata.uid}`;
+}
+
 /** Builds a warm Pod named `name` of the pool, annotated with the template hash. */
 export function buildPoolPod(pool: PoolView, name: string, hash: string, opts: PoolPodOptions): V1Pod {
   const { namespace, name: poolName, uid } = pool.metadata;

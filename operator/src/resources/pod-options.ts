@@ -23,6 +23,10 @@ export interface PodBuildOptions {
   readonly runAsUser: number;
   /** Grace period of the sandbox Pod on deletion. */
   readonly terminationGracePeriodSeconds: number;
-  /** RuntimeClass of sessions whose spec names none (e.g. gvisor); undefined: the node's default runtime. */
+  /**
+   * RuntimeClass of sessions whose spec names none (e.g. gvisor); undefined: the node's default
+   * runtime. In the operator it is read at each build from the RuntimeClass check
+   * (kube/runtime-class.ts): the configured name while that RuntimeClass exists, else undefined.
+   */
   readonly defaultRuntimeClassName?: string;
 }

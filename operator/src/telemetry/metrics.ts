@@ -42,6 +42,11 @@ export class OperatorMetrics implements ReconcileObserver {
   readonly watchEvents: prom.Counter<'source'>;
   /** 1 while this process holds the leader Lease. */
   readonly leader: prom.Gauge;
+  /**
+   * 1 while the default RuntimeClass (SANDBOX_DEFAULT_RUNTIME_CLASS_NAME) exists and applies to
+   * sandbox Pods without one of their own; 0 when it does not exist, or none is set.
+   */
+  readonly defaultRuntimeClassAvailable: prom.Gauge;
   constructor(
     private readonly known: SessionRegistry,
     now: () => number = Date.now,
@@ -85,6 +90,14 @@ export class OperatorMetrics implements ReconcileObserver {
     this.leader = new prom.Gauge({
       name: 'sandbox_operator_leader',
       help: '1 while this process holds the leader Lease and reconciles.',
+      registers,
+    });
+    this.defaultRuntimeClassAvailable = new prom.Gauge({
+      name: 'sandbox_operator_default_runtime_class_available',
+      help:
+        '1 while the default RuntimeClass (SANDBOX_DEFAULT_RUNTIME_CLASS_NAME) exists and sandbox Pods ' +
+        "without one of their own run under it; 0 when it does not exist (they get the node's default " +
+        'runtime) or none is set.',
       registers,
     });
     new prom.Gauge({

@@ -6,7 +6,13 @@ import { describe, expect, it } from '@jest/globals';
 import { bindSigner } from '@sandbox-platform/api';
 
 import { buildPod } from '../../../src/resources/pod.js';
-import { buildPoolPod, poolPodName, templateHash, templateSpec } from '../../../src/pool/pool-pod.js';
+import {
+  buildPoolPod,
+  poolPodName,
+  TemplateHashes,
+  templateHash,
+  templateSpec,
+} from '../../../src/pool/pool-pod.js';
 import type { PoolView } from '../../../src/pool/pool-view.js';
 import { controllerDeps, FakeClock, MASTER_KEY } from '../../fakes/fakes.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
@@ -142,5 +148,60 @@ describe('templateSpec', () => {
       workspace: { sizeLimit: '2Gi' },
       execTransport: 'Agent',
     });
+  });
+});
+
+describe('warm Pods: requests without limits, and the default RuntimeClass', () => {
+  it('a template naming only requests gets limits no lower than them (a quota requiring limits admits it)', () => {
+    const pod = buildPoolPod(
+      pool({ resources: { requests: { cpu: '2', memory: '128Mi' } } }),
+      'warm-x',
+      'h',
+      opts,
+    );
+    expect(pod.spec!.containers[0]!.resources).toEqual({
+      requests: { cpu: '2', memory: '128Mi' },
+      limits: { cpu: '2', memory: '1Gi' },
+    });
+  });
+
+  it('follows the operator default when the template names no runtime; the template wins otherwise', () => {
+    const gvisor = { ...opts, podOptions: { ...podOptions, defaultRuntimeClassName: 'gvisor' } };
+    expect(buildPoolPod(pool(), 'warm-x', 'h', gvisor).spec!.runtimeClassName).toBe('gvisor');
+    expect(
+      buildPoolPod(pool({ runtimeClassName: 'kata' }), 'warm-x', 'h', gvisor).spec!.runtimeClassName,
+    ).toBe('kata');
+    expect(buildPoolPod(pool(), 'warm-x', 'h', opts).spec!.runtimeClassName).toBeUndefined();
+  });
+});
+
+describe('TemplateHashes', () => {
+  it('recomputes when the default RuntimeClass starts or stops applying, or the generation changes', () => {
+    let runtime: string | undefined = 'gvisor';
+    const live = {
+      ...opts,
+      podOptions: Object.defineProperty({ ...podOptions }, 'defaultRuntimeClassName', {
+        get: () => runtime,
+        enumerable: true,
+      }),
+    };
+    const hashes = new TemplateHashes();
+    const p = pool();
+    const withGvisor = hashes.of(p, live);
+    expect(withGvisor).toBe(
+      templateHash(p, { ...opts, podOptions: { ...podOptions, defaultRuntimeClassName: 'gvisor' } }),
+    );
+    runtime = undefined;
+    const without = hashes.of(p, live);
+    expect(without).not.toBe(withGvisor);
+    expect(without).toBe(templateHash(p, opts));
+    const next = {
+      ...p,
+      metadata: { ...p.metadata, generation: 2 },
+      spec: { ...p.spec, template: { image: 'b' } },
+    };
+    expect(hashes.of(next, live)).toBe(templateHash(next, opts));
+    hashes.forget(next);
+    expect(hashes.of(p, live)).toBe(without);
   });
 });
