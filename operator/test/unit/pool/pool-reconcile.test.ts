@@ -221,3 +221,30 @@ describe('reconcilePool', () => {
     expect(asked).toEqual(['team-a/warm', 'team-a/warm']);
   });
 });
+
+describe('reconcilePool with look-alike Pods (issue 25, ADR 0027)', () => {
+  it('counts, replaces and deletes only exact warm Pods: a Pod naming the pool under sandbox.dev/v0, or from another namespace, is neither counted nor touched', async () => {
+    const pool = pools.putPool('warm', { replicas: 1 });
+    const lookalike = (name: string, namespace: string, apiVersion: string) =>
+      pools.store({
+        metadata: {
+          name,
+          namespace,
+          uid: `u-${name}`,
+          resourceVersion: '900',
+          controller: { apiVersion, kind: 'SandboxPool', name: 'warm', uid: pool.metadata.uid },
+        },
+        pool: 'warm',
+        templateHash: templateHash(pool, opts),
+        phase: 'Running',
+        podIP: '198.18.9.9',
+        conditions: [{ type: 'Ready', status: 'True' }],
+        containers: [],
+      });
+    lookalike('warm-bogus', 'team-a', 'sandbox.dev/v0');
+    lookalike('warm-elsewhere', 'team-b', 'sandbox.dev/v1alpha1');
+    await run();
+    expect(pools.ops).toEqual(['createPod warm-0000000001', 'patchStatus warm']);
+    expect(status()).toMatchObject({ replicas: 1, ready: 0, available: 0 });
+  });
+});
