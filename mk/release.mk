@@ -24,3 +24,28 @@ set-version: node-deps ## Change the one version: make set-version VERSION=X.Y.Z
 
 generate: generate-version generate-openapi
 verify: verify-version verify-openapi
+
+# make release (docs/release.md): every artefact of the version in dist/, checked, with SHA256SUMS.
+# Cached by a hash of its inputs (release/release.sh): a second run with nothing changed rebuilds
+# nothing. The images come from mk/images.mk (imgbuild's layer cache), the venvs are made once.
+RELEASE_VENV := $(ROOT)/.cache/venv-release
+RELEASE_VENV_STAMP := $(RELEASE_VENV)/.stamp
+.PHONY: release release-venv release-install
+
+release-venv: $(RELEASE_VENV_STAMP)
+
+$(RELEASE_VENV_STAMP): release/requirements.txt
+	@echo "[release] creating $(RELEASE_VENV) (spdx-tools from PyPI)"
+	@rm -rf $(RELEASE_VENV) && $(SDK_PYTHON) -m venv $(RELEASE_VENV)
+	@$(RELEASE_VENV)/bin/pip install --quiet --disable-pip-version-check -r release/requirements.txt
+	@touch $@
+
+release: node-deps tools localkube sdk-venv release-venv $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Versioned artefacts in dist/: chart .tgz, images as OCI archives + SPDX SBOMs, npm and Python packages, krew archive + manifest, OpenAPI, SHA256SUMS
+	@IMAGES_DIR=$(IMAGES_DIR) HELM=$(abspath $(HELM)) LOCALKUBE_BIN=$(LOCALKUBE_BIN) RELEASE_VENV=$(RELEASE_VENV) \
+	  release/release.sh
+
+# For the e2e tier (the lead wires it into make test): the chart from dist/'s .tgz on the local
+# cluster, the images imported from dist/'s OCI archives, then helm test; the previous revision is
+# restored afterwards.
+release-install: release tools ## Upgrade the local platform to dist/'s packaged chart and OCI images, run helm test, roll back
+	test-e2e/specs/platform/release-install.sh

@@ -3,6 +3,7 @@
 # hatchling from PyPI), the wheel installed into a clean venv (import, version, py.typed), mypy
 # --strict, and pytest (unit tests; with --live also the live tests, which then must not skip)
 # against the installed wheel. Tools come from the venv mk/sdk.mk makes ($SDK_VENV).
+#   SDK_DIST_DEST  also keep the wheel and the sdist in this directory (make release)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pkg="$root/sdk/python"
@@ -15,6 +16,14 @@ say "python -m build"
 "$venv/bin/python" -m build --outdir "$work/dist" "$pkg" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
 wheel="$(ls "$work"/dist/*.whl)"
 say "built $(cd "$work/dist" && ls | tr '\n' ' ')"
+for a in "$wheel" "$work"/dist/*.tar.gz; do
+  "$venv/bin/python" -c 'import sys, tarfile, zipfile
+a = sys.argv[1]
+names = zipfile.ZipFile(a).namelist() if a.endswith(".whl") else tarfile.open(a).getnames()
+sys.exit(not any(n.endswith("/LICENSE") or n.endswith("licenses/LICENSE") for n in names))' "$a" \
+    || { say "LICENSE missing from $(basename "$a")"; exit 1; }
+done
+if [ -n "${SDK_DIST_DEST:-}" ]; then mkdir -p "$SDK_DIST_DEST" && cp "$work"/dist/* "$SDK_DIST_DEST/"; fi
 "$venv/bin/python" -c 'import sys, zipfile; sys.exit(not any(n.endswith("sandbox_platform/py.typed") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel" \
   || { say "py.typed missing from the wheel"; exit 1; }
 
