@@ -1,8 +1,11 @@
 /**
  * winston behind the logger interface fastify accepts as `loggerInstance` (pino's call shapes:
- * `log.info(msg)`, `log.info(obj, msg)`, `log.child(bindings)`). Logs are structured JSON with
- * key/values (session, namespace, reason); never secrets: request headers are not logged.
+ * `log.info(msg)`, `log.info(obj, msg)`, `log.child(bindings)`). Lines have the platform's one
+ * shape (@sandbox-platform/api formatLogLine: `time`, `level`, `msg`, `service:
+ * sandbox-api-gateway`, `trace_id`/`span_id` of a traced request, then key/values such as
+ * session, namespace, reason, reqId); never secrets: request headers are not logged.
  */
+import { formatLogLine, logMessageText } from '@sandbox-platform/api';
 import type { FastifyBaseLogger } from 'fastify';
 import winston from 'winston';
 import TransportStream from 'winston-transport';
@@ -69,13 +72,22 @@ export class BatchedLineTransport extends TransportStream {
 export function createWinston(level: Level, sink: LineSink = process.stdout): winston.Logger {
   return winston.createLogger({
     level,
-    format: winston.format.combine(
-      winston.format.timestamp(),
-      winston.format.errors({ stack: true }),
-      winston.format.json(),
-    ),
+    format: winston.format.combine(winston.format.errors({ stack: true }), winston.format(oneLine)()),
     transports: [new BatchedLineTransport(sink)],
   });
+}
+
+/** winston's key of the formatted line (triple-beam's MESSAGE), what its transports write. */
+const MESSAGE = Symbol.for('message');
+
+/** Formats a winston entry as the platform's log line. */
+function oneLine(info: winston.Logform.TransformableInfo): winston.Logform.TransformableInfo {
+  const { level, message, ...fields } = info;
+  info[MESSAGE] = formatLogLine(
+    { service: 'sandbox-api-gateway', level, msg: logMessageText(message) },
+    fields,
+  );
+  return info;
 }
 
 /** Writes the pending lines of a logger's batching transports (at exit). */

@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 
 import * as k8s from '@kubernetes/client-node';
-import { readMasterKeyFile } from '@sandbox-platform/api';
+import { formatLogLine, readMasterKeyFile } from '@sandbox-platform/api';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 
 import { buildApp } from './app.js';
@@ -129,7 +129,10 @@ main().catch((err: unknown) => {
   // The logger may not exist yet (bad config): write one JSON line to stderr and exit non-zero.
   const error = err instanceof Error ? serializeError(err) : { message: String(err) };
   process.stderr.write(
-    JSON.stringify({ level: 'error', message: 'api-gateway failed to start', err: error }) + '\n',
+    formatLogLine(
+      { service: 'sandbox-api-gateway', level: 'error', msg: 'api-gateway failed to start' },
+      { err: error },
+    ) + '\n',
   );
   process.exit(1);
 });

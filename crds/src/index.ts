@@ -9,6 +9,7 @@ export * from './ownership.js';
 export * from './telemetry-server.js';
 export * from './otel-config.js';
 export * from './version.js';
+export * from './log-line.js';
 export type * from './generated/types.js';
 export { sandboxSessionSchema } from './generated/schema.js';
 export type * from './generated/pool-types.js';

@@ -5,7 +5,7 @@
 import { getHeapStatistics } from 'node:v8';
 
 import * as k8s from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION, bindSigner, readMasterKeyFile } from '@sandbox-platform/api';
+import { GROUP, PLURAL, VERSION, bindSigner, formatLogLine, readMasterKeyFile } from '@sandbox-platform/api';
 
 import { ConfigError, loadConfig, type OperatorConfig } from './config.js';
 import { systemClock } from './controller/clock.js';
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     : undefined;
   const logger = createLogger(
     config.logLevel,
-    { component: 'sandbox-operator', identity: config.identity },
+    { identity: config.identity },
     { context: tracing && (() => tracing.logFields()) },
   );
   const masterKey = readMasterKeyFile(config.masterKeyFile);
@@ -305,7 +305,7 @@ main().catch((err: unknown) => {
   // problem, never a secret value.
   const code = err instanceof ConfigError ? 2 : 1;
   process.stderr.write(
-    `${JSON.stringify({ level: 'error', message: 'operator failed to start', ...errorFields(err) })}\n`,
+    `${formatLogLine({ service: 'sandbox-operator', level: 'error', msg: 'operator failed to start' }, errorFields(err))}\n`,
   );
   process.exit(code);
 });

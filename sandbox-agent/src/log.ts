@@ -1,7 +1,10 @@
 /**
- * Structured logs: one JSON object per line on stdout, for the node's log collector. Callers pass
- * only metadata (ids, sizes, durations, status codes): never the token, command text or output.
+ * Structured logs: one JSON object per line on stdout, for the node's log collector, in the
+ * platform's one shape (@sandbox-platform/api formatLogLine: `time`, `level`, `msg`, `service:
+ * sandbox-agent`, `trace_id`/`span_id` of a traced call, then the fields). Callers pass only
+ * metadata (ids, sizes, durations, status codes): never the token, command text or output.
  */
+import { formatLogLine } from '@sandbox-platform/api';
 
 /** Log levels, most verbose first; `silent` turns logging off (tests). */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -32,7 +35,7 @@ export function createLogger(level: LogLevel, sink: LogSink = writeStdout): Logg
   const threshold = LOG_LEVELS.indexOf(level);
   const emit = (at: LogLevel, msg: string, fields?: LogFields): void => {
     if (LOG_LEVELS.indexOf(at) < threshold) return;
-    sink(`${JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields })}\n`);
+    sink(`${formatLogLine({ service: 'sandbox-agent', level: at, msg }, fields)}\n`);
   };
   return {
     debug: (msg, fields) => emit('debug', msg, fields),

@@ -69,10 +69,11 @@ describe('server.ts as a process', () => {
     const { code, stderr } = await exited(child);
     expect(code).toBe(1);
     const line = JSON.parse(stderr.trim().split('\n').at(-1)!) as {
-      message: string;
+      msg: string;
+      service: string;
       err: { message: string };
     };
-    expect(line.message).toBe('api-gateway failed to start');
+    expect([line.msg, line.service]).toEqual(['api-gateway failed to start', 'sandbox-api-gateway']);
     expect(line.err.message).toMatch(/GATEWAY_PORT must be integer/);
   });
 

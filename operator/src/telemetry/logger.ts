@@ -1,8 +1,11 @@
 /**
- * winston JSON logger: one JSON object per line on stdout with `level`, `message`, `time` and the
- * structured fields (`namespace`, `session`, `reason`, ...). Secret values are never passed in;
- * as a second line of defence, fields whose name suggests a secret are replaced by "[redacted]".
+ * winston JSON logger: one JSON object per line on stdout in the platform's one line shape
+ * (@sandbox-platform/api formatLogLine: `time`, `level`, `msg`, `service: sandbox-operator`, `trace_id`/
+ * `span_id` while tracing, then the structured fields `namespace`, `session`, `reason`, ...).
+ * Secret values are never passed in; as a second line of defence, fields whose name suggests a
+ * secret are replaced by "[redacted]".
  */
+import { formatLogLine, logMessageText } from '@sandbox-platform/api';
 import winston from 'winston';
 
 import { apiErrorInfo } from '../kube/errors.js';
@@ -14,6 +17,8 @@ export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const SECRET_FIELD = /token|secret.?data|master.?key|password|authorization/i;
+/** winston's key of the formatted line (triple-beam's MESSAGE), what its transports write. */
+const MESSAGE = Symbol.for('message');
 
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
@@ -29,16 +34,20 @@ export interface LoggerOptions {
 /** Creates the process logger writing JSON lines to stdout. */
 export function createLogger(level: LogLevel, base: LogFields = {}, opts: LoggerOptions = {}): Logger {
   const { context } = opts;
-  const stamp = context
-    ? (info: winston.Logform.TransformableInfo) =>
-        Object.assign(redact(info), { time: new Date().toISOString() }, context())
-    : (info: winston.Logform.TransformableInfo) =>
-        Object.assign(redact(info), { time: new Date().toISOString() });
+  const line = (info: winston.Logform.TransformableInfo): winston.Logform.TransformableInfo => {
+    const { level: at, message, ...fields } = redact(info);
+    const all = context ? { ...fields, ...context() } : fields;
+    info[MESSAGE] = formatLogLine(
+      { service: 'sandbox-operator', level: at, msg: logMessageText(message) },
+      all,
+    );
+    return info;
+  };
   const logger = winston.createLogger({
     level,
     levels: { error: 0, warn: 1, info: 2, debug: 3 },
     defaultMeta: base,
-    format: winston.format.combine(winston.format(stamp)(), winston.format.json()),
+    format: winston.format(line)(),
     transports: [
       opts.stream ? new winston.transports.Stream({ stream: opts.stream }) : new winston.transports.Console(),
     ],

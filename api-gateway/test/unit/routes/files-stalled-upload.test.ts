@@ -132,14 +132,14 @@ describe('stalled uploads to an agent that reads them', () => {
     return lines.join('').split('\n').filter(Boolean);
   };
   /** The lines that say how a request that got no answer of its own ended. */
-  const endings = (): string[] => logged().filter((l) => /"message":"request (failed|abandoned)/.test(l));
+  const endings = (): string[] => logged().filter((l) => /"msg":"request (failed|abandoned)/.test(l));
 
   it('one stalled upload ends in 408, logged as abandoned by the caller, not as an upstream error', async () => {
     const answer = await stalledPut('a.bin');
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(received.get('/v1/files/a.bin')).toBe(SENT);
     await until(() => endings().length === 1);
-    expect(endings()[0]).toMatch(/"level":"debug".*"message":"request abandoned by the caller"/);
+    expect(endings()[0]).toMatch(/"level":"debug".*"msg":"request abandoned by the caller"/);
     expect(logged().filter((l) => /"level":"(warn|error)"|upstream-error/.test(l))).toEqual([]);
   });
 

@@ -261,7 +261,7 @@ describe('gateway tracing', () => {
     const line = lines
       .join('')
       .split('\n')
-      .find((l) => l.includes('"message":"exec"'));
+      .find((l) => l.includes('"msg":"exec"'));
     expect(line).toBeDefined();
     expect(JSON.parse(line!)).toMatchObject({
       trace_id: request.spanContext().traceId,
@@ -381,7 +381,7 @@ describe('gateway tracing', () => {
     const line = lines
       .join('')
       .split('\n')
-      .find((l) => l.includes('"message":"exec"'));
+      .find((l) => l.includes('"msg":"exec"'));
     expect(JSON.parse(line!)).not.toHaveProperty('trace_id');
   });
 

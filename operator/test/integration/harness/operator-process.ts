@@ -127,7 +127,9 @@ export class OperatorProcess {
     this.partial = parts.pop() ?? '';
     for (const part of parts) {
       try {
-        this.lines.push(JSON.parse(part) as LogLine);
+        // The platform's line shape names the text `msg`; tests match it as `message`.
+        const line = JSON.parse(part) as LogLine & { msg?: string };
+        this.lines.push({ ...line, message: line.msg });
       } catch {
         this.lines.push({ message: part });
       }

@@ -125,7 +125,7 @@ describe('reconcile spans', () => {
     expect(outside).not.toHaveProperty('trace_id');
     const phase = exporter.getFinishedSpans()[0]!;
     expect(inside).toMatchObject({
-      message: 'inside',
+      msg: 'inside',
       trace_id: phase.spanContext().traceId,
       span_id: phase.spanContext().spanId,
     });
