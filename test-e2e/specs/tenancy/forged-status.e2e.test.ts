@@ -151,9 +151,10 @@ describe('a forged status.podIP does not reach another tenant Pod', () => {
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       let execStatus = 0;
       try {
-        await gatewayClient('e2e').exec(A, { command: 'id' }, { timeoutMs: 10_000 });
+        await gatewayClient('e2e').exec(A, { command: 'id', waitSeconds: 1 }, { timeoutMs: 30_000 });
       } catch (e) {
         execStatus = (e as { status?: number }).status ?? -1;
+        if (execStatus === -1) process.stdout.write(`exec as A: ${String(e)}\n`);
       }
       expect(execStatus).toBe(503);
       expect(await connections()).toEqual([]);

@@ -48,12 +48,13 @@ export function kubectlAs(user: string, args: string[], input?: string): Promise
 }
 
 /**
- * A recording server (python3 of the sandbox image): prints `CONNECT <peer>` for every TCP
+ * A recording server (python3 of the sandbox image, deaf to SIGTERM): prints `CONNECT <peer>` for every TCP
  * connection it accepts (its readiness probe is an exec of `test -f`, so the kubelet never connects) and `REQUEST <method> <path>` for every HTTP request, then answers 200 {}
  * so that a caller that was fooled goes on talking to it.
  */
 const RECORDER = `
-import http.server, socketserver, sys
+import http.server, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 class H(http.server.BaseHTTPRequestHandler):
     def handle_one_request(self):
         super().handle_one_request()
@@ -116,7 +117,9 @@ export function plantedPod(o: PlantOptions): k8s.V1Pod {
     },
     spec: {
       automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 1,
+      // As an attacker would: the Pod outlives a deletion (the garbage collector deletes a Pod whose
+      // owner reference names no object of its namespace) by ignoring SIGTERM for 5 minutes.
+      terminationGracePeriodSeconds: 300,
       securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
       containers: [
         {
