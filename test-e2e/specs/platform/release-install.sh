@@ -3,9 +3,11 @@
 # (make platform-up), with dist/ from `make release`:
 #   1. dist/SHA256SUMS verifies; the images are imported from dist/images/*.oci.tar into the
 #      cluster's containerd (test-e2e/images/scripts/import.sh: `ctr images import`);
-#   2. the release is upgraded to the packaged chart dist/charts/sandbox-platform-V.tgz (values
-#      reused; its defaults tag every image V = appVersion): the operator, the gateway and the
-#      default sandbox image run V;
+#   2. the release is upgraded to the packaged chart dist/charts/sandbox-platform-V.tgz with
+#      --reset-then-reuse-values (the packaged chart's defaults, which tag every image V =
+#      appVersion, under the values given at install; plain --reuse-values would keep the old
+#      chart's defaults, tag dev included): the operator, the gateway and the default sandbox
+#      image run V;
 #   3. `helm test` passes (readiness of both, one exec in a throwaway session with the e2e key);
 #   4. the previous revision is restored (rollback), so the specs after this one see the
 #      platform as `make platform-up` left it.
@@ -49,7 +51,7 @@ restore() {
 trap 'restore; if [ "$failed" -ne 0 ]; then exit 1; fi' EXIT
 
 echo "== helm upgrade to $(basename "$chart")"
-if h upgrade "$rel" "$chart" -n "$pns" --reuse-values \
+if h upgrade "$rel" "$chart" -n "$pns" --reset-then-reuse-values \
   --set tests.exec.apiKeySecret="$test_key_secret" --set tests.exec.namespace="$ns" --wait --timeout 5m >/dev/null; then
   ok "helm upgrade to the packaged chart"
 else
