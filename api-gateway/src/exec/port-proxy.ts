@@ -3,8 +3,11 @@
  * `<pod IP>:<port>` and the answer streams back, both with backpressure. What crosses is filtered:
  * hop-by-hop headers (RFC 9110 7.6.1, plus whatever `Connection` names) are dropped both ways, and
  * the caller's credentials for the gateway (Authorization, the namespace header) never reach the
- * sandbox's server. Time is bounded: a connect deadline, and a deadline for the whole exchange
- * (the sandbox is hostile: a server that never ends its answer is cut).
+ * sandbox's server, nor do cookies either way unless the configuration forwards them (every
+ * sandbox's port route shares the gateway's origin: one sandbox's cookie would reach the others).
+ * A GET or HEAD with a body is refused (its body would be left on the upstream connection and
+ * read as the next request). Time is bounded: a connect deadline, and a deadline for the whole
+ * exchange (the sandbox is hostile: a server that never ends its answer is cut).
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -28,6 +31,33 @@ const HOP_BY_HOP = new Set([
 /** The gateway's own request headers: the API key and the namespace choice stay in the gateway. */
 export const NAMESPACE_HEADER = 'x-sandbox-namespace';
 const GATEWAY_ONLY = new Set(['authorization', NAMESPACE_HEADER]);
+/** The same, plus the caller's cookies (cookies not forwarded). */
+const GATEWAY_ONLY_AND_COOKIES = new Set([...GATEWAY_ONLY, 'cookie']);
+/** Answer headers dropped when cookies are not forwarded. */
+const SET_COOKIE = new Set(['set-cookie']);
+/** Methods that take no body on the port route. */
+const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
+
+/** True when the request announces a body (a non-zero length, or any transfer coding). */
+export function announcesBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length'];
+  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
+}
+
+/** The invalid-request (400) problem of a GET or HEAD that announces a body, else undefined. */
+function bodyOnBodylessMethod(
+  method: string | undefined,
+  headers: IncomingHttpHeaders,
+): ProblemError | undefined {
+  if (!BODYLESS_METHODS.has(method ?? '') || !announcesBody(headers)) return undefined;
+  return new ProblemError('invalid-request', `a ${method} request to a sandbox port takes no body`);
+}
+
+/** Throws invalid-request (400) for a GET or HEAD that announces a body. */
+export function refuseBodyOnBodylessMethod(method: string | undefined, headers: IncomingHttpHeaders): void {
+  const problem = bodyOnBodylessMethod(method, headers);
+  if (problem) throw problem;
+}
 
 /** Headers without hop-by-hop ones (and those the Connection header names) and `drop`. */
 export function forwardable(
@@ -61,7 +91,10 @@ export interface PortProxyOptions {
   timeoutMs: number;
   /** Most request body bytes forwarded (413 beyond when declared; cut beyond when streamed). */
   maxBodyBytes: number;
+  /** The caller's API key's pool (exec/port-upstreams.ts). */
   agent: http.Agent;
+  /** Forward Cookie and Set-Cookie (GATEWAY_PORT_PROXY_FORWARD_COOKIES). */
+  forwardCookies: boolean;
 }
 
 /** Fails once more than `limit` bytes went through (bodies without a declared length). */
@@ -83,6 +116,8 @@ class BodyLimit extends Transform {
  * once the answer's head is out, failures cut the connection instead.
  */
 export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortProxyOptions): Promise<void> {
+  const bodyOnBodyless = bodyOnBodylessMethod(req.method, req.headers);
+  if (bodyOnBodyless) return Promise.reject(bodyOnBodyless);
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > o.maxBodyBytes) {
     return Promise.reject(
@@ -92,14 +127,11 @@ export function proxyToPort(req: IncomingMessage, res: ServerResponse, o: PortPr
       ),
     );
   }
-  const headers = forwardable(req.headers, GATEWAY_ONLY);
+  const headers = forwardable(req.headers, o.forwardCookies ? GATEWAY_ONLY : GATEWAY_ONLY_AND_COOKIES);
   headers.host = o.podIP.includes(':') ? `[${o.podIP}]:${o.port}` : `${o.podIP}:${o.port}`;
   headers['x-forwarded-prefix'] = o.prefix;
   if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;
-  const bodyless =
-    req.method === 'GET' ||
-    req.method === 'HEAD' ||
-    (declared === undefined && !req.headers['transfer-encoding']);
+  const bodyless = BODYLESS_METHODS.has(req.method ?? '') || !announcesBody(req.headers);
   return exchange(req, res, o, { headers, bodyless, deadlineAt: Date.now() + o.timeoutMs, retry: bodyless });
 }
 
@@ -116,14 +148,21 @@ function exchange(
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     let answered = false;
-    const upstream = http.request({
-      host: o.podIP,
-      port: o.port,
-      method: req.method,
-      path: o.path,
-      headers: a.headers,
-      agent: o.agent,
-    });
+    let upstream: http.ClientRequest;
+    try {
+      upstream = http.request({
+        host: o.podIP,
+        port: o.port,
+        method: req.method,
+        path: o.path,
+        headers: a.headers,
+        agent: o.agent,
+      });
+    } catch (err) {
+      // node refuses a path or header it would have to send unescaped (never a 500 for the caller's input).
+      reject(new ProblemError('invalid-request', 'the request cannot be forwarded as it is', { cause: err }));
+      return;
+    }
     const stop = (): void => {
       clearTimeout(connectTimer);
       clearTimeout(deadline);
@@ -173,7 +212,10 @@ function exchange(
     });
     upstream.once('response', (answer) => {
       answered = true;
-      res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
+      res.writeHead(
+        answer.statusCode ?? 502,
+        forwardable(answer.headers, o.forwardCookies ? undefined : SET_COOKIE),
+      );
       answer.pipe(res);
       answer.once('end', () => {
         stop();

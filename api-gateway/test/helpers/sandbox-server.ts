@@ -9,6 +9,8 @@ import { WebSocketServer } from 'ws';
 
 export interface SandboxServer {
   port: number;
+  /** The HTTP server (tests watch its connections). */
+  server: http.Server;
   close(): Promise<void>;
 }
 
@@ -19,6 +21,7 @@ export async function startSandboxServer(handler: http.RequestListener): Promise
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as AddressInfo).port,
+    server,
     close: async () => {
       wss.close();
       server.closeAllConnections();

@@ -2,30 +2,34 @@
  * `/v1/sessions/{name}/ports/{port}/...`: HTTP and WebSocket requests to a server in a sandbox (a
  * dev server, a notebook, a preview of an app), through the gateway with the same API-key auth and
  * tenant checks as every route. The rest of the path and the query go to `<pod IP>:<port>` as
- * they are; the session's namespace is the key's default or the `X-Sandbox-Namespace` header
- * (the query belongs to the sandbox's server). Only ports in GATEWAY_PROXY_PORT_MIN..MAX are
- * proxied (the chart's NetworkPolicy admits the gateway on exactly that range), never the agent's.
- * The API key and hop-by-hop headers are never forwarded (exec/port-proxy.ts); answers stream
- * back with backpressure, bounded in time. WebSocket upgrades are bridged message by message with
- * bounded buffers (exec/ws-bridge.ts).
+ * they were received (percent-encoding kept: `%2F` stays an escaped slash); the session's
+ * namespace is the key's default or the `X-Sandbox-Namespace` header (the query belongs to the
+ * sandbox's server). Only ports in GATEWAY_PROXY_PORT_MIN..MAX are proxied (the chart's
+ * NetworkPolicy admits the gateway on exactly that range), never the agent's, and only for
+ * sessions on the Agent transport (KubernetesExec: 501). The API key, hop-by-hop headers and, by
+ * default, cookies are never forwarded; a GET or HEAD with a body is refused (exec/port-proxy.ts);
+ * answers stream back with backpressure, bounded in time. Upstream connections come from the
+ * caller's API key's own pool, with an idle timeout (exec/port-upstreams.ts). WebSocket upgrades
+ * are checked for their Origin (routes/ws-origin.ts) and bridged message by message with bounded
+ * buffers (exec/ws-bridge.ts).
  *
  * Browsers cannot send the Authorization header on navigation or WebSocket: signed, expiring
  * preview URLs are not implemented (docs/gateway.md).
  */
-import http from 'node:http';
-
 import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
 
 import { ProblemError } from '../../errors.js';
-import { NAMESPACE_HEADER, proxyToPort } from '../../exec/port-proxy.js';
+import { NAMESPACE_HEADER, proxyToPort, refuseBodyOnBodylessMethod } from '../../exec/port-proxy.js';
+import { PortUpstreams } from '../../exec/port-upstreams.js';
 import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
 import { bridgeSockets } from '../../exec/ws-bridge.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecTarget } from '../../sessions/model.js';
 import { traceOption } from '../../tracing/request-trace.js';
 import { dnsLabel, problemResponses } from '../common-schemas.js';
+import { checkOrigin } from '../ws-origin.js';
 
 type PortRoute = { Params: { name: string; port: string; '*'?: string } };
 
@@ -35,10 +39,26 @@ export const PORT_PROXY_TIMEOUT_MS = 300_000;
 const WS_MAX_BUFFERED_BYTES = 1024 * 1024;
 /** Largest WebSocket message relayed from the sandbox (the gateway's own limit from callers too). */
 const WS_MAX_MESSAGE_BYTES = 1024 * 1024;
-/** Connections kept to sandbox servers (all sessions together). */
-const MAX_PROXY_SOCKETS = 512;
 
 const PORT = /^[0-9]{1,5}$/;
+/** Path segments of the route before the sandbox's path: '', v1, sessions, name, ports, port. */
+const PREFIX_SEGMENTS = 6;
+
+/**
+ * The path and query for the sandbox's server, from the URL as received (never the router's
+ * decoded parameter: `%2F`, `%3F` or `%25` must keep their meaning).
+ */
+export function rawUpstreamPath(rawUrl: string): string {
+  const q = rawUrl.indexOf('?');
+  const path = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
+  const query = q >= 0 ? rawUrl.slice(q) : '';
+  let at = -1;
+  for (let i = 0; i < PREFIX_SEGMENTS; i++) {
+    at = path.indexOf('/', at + 1);
+    if (at < 0) return `/${query}`;
+  }
+  return `${path.slice(at)}${query}`;
+}
 
 const schema = {
   summary: 'HTTP or WebSocket request to a port of the session (proxied to the server listening there)',
@@ -55,17 +75,16 @@ const schema = {
       '*': { type: 'string', description: 'Path for the server' },
     },
   },
-  response: problemResponses(404, 410, 413, 501, 502, 503, 504),
+  response: problemResponses(404, 410, 413, 429, 501, 502, 503, 504),
 } as const;
 
 export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
   const { min, max } = app.config.proxyPorts;
-  // Kept-alive connections to sandbox servers; a reuse that races the server's close is retried
-  // once for bodyless requests (exec/port-proxy.ts). No socket timeout: it would also cut a slow
-  // answer that streams (the exchange's deadline bounds it instead).
-  const agent = new http.Agent({ keepAlive: true, maxTotalSockets: MAX_PROXY_SOCKETS });
+  // Kept-alive connections to sandbox servers, one pool per API key; a reuse that races the
+  // server's close is retried once for bodyless requests (exec/port-proxy.ts).
+  const upstreamPools = new PortUpstreams(app.config.portProxy);
   app.addHook('onClose', (_i, hookDone) => {
-    agent.destroy();
+    upstreamPools.close();
     hookDone();
   });
   /** Targets resolved in preHandler, for the handler. */
@@ -94,10 +113,8 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
   };
 
   /** Path and query for the sandbox's server. */
-  const upstreamPath = (request: FastifyRequest<PortRoute>): string => {
-    const q = request.raw.url?.indexOf('?') ?? -1;
-    return `/${request.params['*'] ?? ''}${q >= 0 ? request.raw.url!.slice(q) : ''}`;
-  };
+  const upstreamPath = (request: FastifyRequest<PortRoute>): string =>
+    rawUpstreamPath(request.raw.url ?? '/');
   const prefix = (request: FastifyRequest<PortRoute>): string =>
     `/v1/sessions/${request.params.name}/ports/${request.params.port}`;
 
@@ -105,7 +122,15 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
     const header = request.headers[NAMESPACE_HEADER];
     const namespace = resolveNamespace(request.principal, typeof header === 'string' ? header : undefined);
     const port = portOf(request.params.port);
+    if (request.ws) checkOrigin(request, app.config.allowedOrigins);
+    else refuseBodyOnBodylessMethod(request.method, request.headers);
     const target = await app.execs.resolveTarget(namespace, request.params.name, 0, traceOption(request));
+    if (target.transport !== 'Agent') {
+      throw new ProblemError(
+        'not-supported',
+        `session ${target.name} uses execTransport ${target.transport}: ports need the Agent transport`,
+      );
+    }
     const podIP = app.interactive?.podIP(target) ?? target.podIP;
     targets.set(request, { target, port, podIP });
     app.activity.touch(request.traceContext ? { ...target, trace: request.traceContext } : target);
@@ -131,7 +156,8 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
         connectTimeoutMs: app.config.exec.connectTimeoutMs,
         timeoutMs: PORT_PROXY_TIMEOUT_MS,
         maxBodyBytes: app.config.maxFileBytes,
-        agent,
+        agent: upstreamPools.poolFor(request.principal.keyId),
+        forwardCookies: app.config.portProxy.forwardCookies,
       });
     } catch (err) {
       const problem =
@@ -156,17 +182,21 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
       .split(',')
       .map((p) => p.trim())
       .filter(Boolean);
+    // One of the key's WebSocket places, given back when the upstream socket closes.
+    const release = upstreamPools.acquireWebSocket(request.principal.keyId);
     try {
       const upstream = await dialWebSocket(`ws://${host}:${t.port}${upstreamPath(request)}`, {
         protocols,
         timeoutMs: app.config.exec.connectTimeoutMs + 10_000,
         maxPayload: WS_MAX_MESSAGE_BYTES,
       });
+      upstream.once('close', release);
       upstreams.set(request, upstream);
       request.raw.socket.once('close', () => {
         if (upstreams.get(request) === upstream) upstream.close(1001, 'client left');
       });
     } catch (err) {
+      release();
       if (err instanceof UpgradeRefusedError) {
         throw new ProblemError(
           'upstream-error',

@@ -2,7 +2,8 @@
  * GET /v1/sessions/{name}/pty: a terminal (`bash -i` on a PTY in the sandbox) over WebSocket,
  * bridged to the agent's own `/v1/pty` (ADR 0018). Everything that can be refused is refused
  * before the caller's upgrade is answered, as HTTP problem+json: the API key and tenant checks,
- * the session's readiness and transport, and the agent's own answer (the gateway opens the agent's
+ * the upgrade's Origin (routes/ws-origin.ts), the session's readiness and transport, and the
+ * agent's own answer (the gateway opens the agent's
  * WebSocket first: 409 too-many-terminals, 503 pty-unavailable pass through). Then messages flow
  * as the agent defines them: binary frames are terminal bytes both ways, text frames are JSON
  * control messages (`resize` from the client, validated here against the wire schema; one `exit`
@@ -32,6 +33,7 @@ import { activitySubject } from '../../service/exec-service.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { traceOption } from '../../tracing/request-trace.js';
 import { nameParams, namespaceQuery, problemResponses } from '../common-schemas.js';
+import { checkOrigin } from '../ws-origin.js';
 
 type PtyRoute = { Params: { name: string }; Querystring: PtyQuery & { namespace?: string } };
 
@@ -80,6 +82,7 @@ export default function ptyRoutes(app: FastifyInstance, _opts: unknown, done: (e
     schema,
     preHandler: async (request) => {
       const namespace = resolveNamespace(request.principal, request.query.namespace);
+      if (request.ws) checkOrigin(request, app.config.allowedOrigins);
       const at = { namespace, name: request.params.name };
       const target = await app.processes.target(at, traceOption(request));
       if (!request.ws)
