@@ -1,6 +1,7 @@
 // Rendered-chart checks of the tenant boundary (issue 25; docs/adr/0028-policy-at-admission.md):
-// the aggregated tenant ClusterRoles, the sandbox policy (ValidatingAdmissionPolicy, its parameter
-// ConfigMaps and bindings per sandbox namespace), the gateway's egress NetworkPolicy and Pod reads,
+// the aggregated tenant ClusterRoles, the sandbox policy (one ValidatingAdmissionPolicy with the
+// parameters of each sandbox namespace rendered into it, and its binding), the gateway's egress
+// NetworkPolicy and Pod reads,
 // the operator's RuntimeClass reads. Imported by chart-checks.test.mjs (the file `make chart-lint`
 // runs); the API server's behaviour with these objects is tested in
 // test-e2e/test/integration/control-plane/sandbox-policy.test.ts and tenant-rbac.test.ts.
@@ -73,12 +74,17 @@ describe('tenant RBAC: aggregated to the built-in roles, never status', () => {
 });
 
 describe('sandbox policy at admission', () => {
-  const params = (r, ns) => r.find('ConfigMap', `rel-sandbox-platform-policy-${ns}`);
+  /** The parameters of a namespace, as rendered into the policy's `params` variable. */
+  const params = (r, ns) => {
+    const policy = r.find('ValidatingAdmissionPolicy', POLICY);
+    const v = policy?.spec.variables.find((x) => x.name === 'params');
+    return v && { data: JSON.parse(v.expression.replace(/\[request\.namespace\]$/, ''))[ns] };
+  };
 
   it('one policy on session creates and pool creates/updates, reason Forbidden on every rule', () => {
     const policy = render().find('ValidatingAdmissionPolicy', POLICY);
     assert.equal(policy.spec.failurePolicy, 'Fail');
-    assert.deepEqual(policy.spec.paramKind, { apiVersion: 'v1', kind: 'ConfigMap' });
+    assert.equal(policy.spec.paramKind, undefined, 'no paramKind: see the template (kubernetes#130887)');
     assert.deepEqual(
       policy.spec.matchConstraints.resourceRules.map((x) => [x.resources, x.operations]),
       [
@@ -93,19 +99,41 @@ describe('sandbox policy at admission', () => {
     }
   });
 
-  it('per sandbox namespace: parameters in the release namespace and a binding that fails closed', () => {
+  it('one binding for the sandbox namespaces; each has its parameters in the policy, looked up by namespace', () => {
     const r = render(['sandboxNamespaces={sandboxes,team-b}']);
-    for (const ns of ['sandboxes', 'team-b']) {
-      const cm = params(r, ns);
-      assert.equal(cm.metadata.namespace, 'sandbox-system', 'tenants cannot edit the release namespace');
-      const b = r.find('ValidatingAdmissionPolicyBinding', `${POLICY}-${ns}`);
-      assert.deepEqual(b.spec, {
-        policyName: POLICY,
-        validationActions: ['Deny'],
-        paramRef: { name: cm.metadata.name, namespace: 'sandbox-system', parameterNotFoundAction: 'Deny' },
-        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
-      });
-    }
+    const b = r.find('ValidatingAdmissionPolicyBinding', POLICY);
+    assert.deepEqual(b.spec, {
+      policyName: POLICY,
+      validationActions: ['Deny'],
+      matchResources: {
+        namespaceSelector: {
+          matchExpressions: [
+            { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['sandboxes', 'team-b'] },
+          ],
+        },
+      },
+    });
+    const v = r.find('ValidatingAdmissionPolicy', POLICY).spec.variables.find((x) => x.name === 'params');
+    assert.match(v.expression, /^\{.*\}\[request\.namespace\]$/s);
+    assert.deepEqual(Object.keys(JSON.parse(v.expression.replace(/\[request\.namespace\]$/, ''))), [
+      'sandboxes',
+      'team-b',
+    ]);
+    assert.equal(r.find('ConfigMap', 'rel-sandbox-platform-policy-sandboxes'), undefined);
+  });
+
+  it('values reach the CEL as JSON string literals (valid CEL), and the schema keeps tolerations to label syntax', () => {
+    const data = params(
+      renderWith({ policy: { images: ['registry.example.com/a-b/c_d:1.0'] } }),
+      'sandboxes',
+    ).data;
+    assert.equal(
+      data.images,
+      'localhost/sandbox-platform/sandbox-agent:dev,registry.example.com/a-b/c_d:1.0',
+    );
+    const quote = templateWith({ policy: { tolerations: [{ key: 'a"b', operator: 'Exists' }] } });
+    assert.notEqual(quote.status, 0);
+    assert.match(quote.stderr, /tolerations\/0\/key/);
   });
 
   it('the defaults: the default image only, gvisor, no scheduling fields, 4 CPU and 8Gi, default pools allowed', () => {
