@@ -48,7 +48,11 @@ export const ANNOTATIONS = {
 
 /** Condition types. There is deliberately no Running condition: running is desired state. */
 export const CONDITIONS = {
-  /** True only when the Pod is Running, PodReady, has an IP, and the token Secret exists. */
+  /**
+   * True only when the Pod is Running, PodReady and has an IP, and the token Secret exists (a Pod
+   * created for the session mounts it) or the Pod is a warm Pod whose agent accepted the session's
+   * bind (it never mounts the Secret, which is created alongside: docs/adr/0016).
+   */
   ready: 'Ready',
   /** Mirrors the Pod's PodScheduled condition; absent while there is no Pod. */
   podScheduled: 'PodScheduled',
@@ -104,6 +108,19 @@ export const REASONS = {
    * as the claim binds.
    */
   workspaceNotBound: 'WorkspaceNotBound',
+  /**
+   * An entry of spec.env names a Secret, or a key of a Secret, that does not exist in the
+   * session's namespace; the message names the Secret and key (never a value). Nothing is created
+   * or claimed meanwhile; the operator looks again every few seconds, so the session provisions
+   * once the Secret has the key.
+   */
+  secretNotFound: 'SecretNotFound',
+  /**
+   * A value read from a Secret for spec.env cannot be exported: the values read from Secrets
+   * exceed SECRET_ENV_MAX_TOTAL_BYTES together, or one is not UTF-8 text or holds a NUL byte. The
+   * message names the Secret and key (never a value). Looked at again like SecretNotFound.
+   */
+  secretValueInvalid: 'SecretValueInvalid',
 } as const;
 
 export type ReadyReason = (typeof REASONS)[keyof typeof REASONS];
@@ -147,6 +164,10 @@ export const EVENT_REASONS = {
   storageClassNotFound: REASONS.storageClassNotFound,
   /** Warning: the workspace claim stayed unbound past the operator's bind timeout. */
   workspaceNotBound: REASONS.workspaceNotBound,
+  /** Warning: a Secret (or key) that spec.env references does not exist in the namespace. */
+  secretNotFound: REASONS.secretNotFound,
+  /** Warning: a value spec.env reads from a Secret cannot be exported (too large, not text). */
+  secretValueInvalid: REASONS.secretValueInvalid,
 } as const;
 
 /** Summary phase for the printer column only (derived from the conditions). */
@@ -163,6 +184,21 @@ export const PHASES = {
  * 64 entries of 32 KiB each would otherwise be allowed, held by etcd and every cache).
  */
 export const ENV_MAX_TOTAL_BYTES = 32768;
+
+/**
+ * Largest total size of the values spec.env reads from Secrets, in bytes (UTF-8): the operator
+ * refuses more (Ready=False, SecretValueInvalid). The same bound as plain values (the CRD's
+ * ENV_MAX_TOTAL_BYTES), so a session's env stays well under the kernel's limits on a process's
+ * environment and a bind stays small.
+ */
+export const SECRET_ENV_MAX_TOTAL_BYTES = 32768;
+
+/**
+ * Env var carrying spec.startup.command into the agent of a Pod created for its session (a warm
+ * Pod gets it in its bind instead). The agent's own setting: its shell never sees it (SANDBOX_AGENT_*
+ * are stripped), and it holds no secret (the command is in the CR for anyone who may read it).
+ */
+export const STARTUP_COMMAND_ENV = 'SANDBOX_AGENT_STARTUP_COMMAND';
 
 /** Port the in-pod agent listens on. */
 export const AGENT_PORT = 8090;

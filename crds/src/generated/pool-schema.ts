@@ -80,7 +80,7 @@ export const sandboxPoolSchema = {
               type: 'array',
               maxItems: 64,
               description:
-                'Extra environment variables of the sandbox container (plain values only); at most 32768 bytes in total (every name and value, UTF-8).',
+                "Extra environment variables of the warm Pods' shells (plain values only: a warm Pod never mounts or reads a tenant Secret; a session's own env, Secret references included, arrives in its bind and wins over these); at most 32768 bytes in total (every name and value, UTF-8).",
               'x-kubernetes-list-type': 'map',
               'x-kubernetes-list-map-keys': ['name'],
               'x-kubernetes-validations': [

@@ -69,9 +69,17 @@ export const sandboxSessionSchema = {
           message: 'spec.poolRef is immutable',
         },
         {
-          rule: "!has(self.poolRef) || (!has(self.image) && !has(self.env) && !has(self.resources) && !has(self.runtimeClassName) && !has(self.nodeSelector) && !has(self.tolerations) && !has(self.workspace.persistentVolumeClaim) && self.execTransport == 'Agent' && self.imagePullPolicy == 'IfNotPresent')",
+          rule: "!has(self.poolRef) || (!has(self.image) && !has(self.resources) && !has(self.runtimeClassName) && !has(self.nodeSelector) && !has(self.tolerations) && !has(self.workspace.persistentVolumeClaim) && self.execTransport == 'Agent' && self.imagePullPolicy == 'IfNotPresent')",
           message:
-            "with spec.poolRef the pool's template shapes the Pod: leave image, imagePullPolicy, env, resources, runtimeClassName, nodeSelector, tolerations and workspace.persistentVolumeClaim unset and execTransport Agent (a pooled Pod is always the Agent transport on an emptyDir workspace)",
+            "with spec.poolRef the pool's template shapes the Pod: leave image, imagePullPolicy, resources, runtimeClassName, nodeSelector, tolerations and workspace.persistentVolumeClaim unset and execTransport Agent (a pooled Pod is always the Agent transport on an emptyDir workspace; env and startup are delivered at bind time)",
+        },
+        {
+          rule: 'has(self.startup) == has(oldSelf.startup) && (!has(self.startup) || self.startup == oldSelf.startup)',
+          message: 'spec.startup is immutable',
+        },
+        {
+          rule: "!has(self.startup) || self.execTransport == 'Agent'",
+          message: 'spec.startup needs execTransport Agent: the in-pod agent runs the startup command',
         },
         {
           rule: "!has(self.shutdownPolicy) || self.shutdownPolicy != 'Suspend' || (has(self.workspace) && has(self.workspace.persistentVolumeClaim))",
@@ -97,7 +105,7 @@ export const sandboxSessionSchema = {
           type: 'array',
           maxItems: 64,
           description:
-            'Extra environment variables of the sandbox container (plain values only); at most 32768 bytes in total (every name and value, UTF-8).',
+            "Extra environment variables of the session's shell, processes and terminals: a plain value, or valueFrom.secretKeyRef naming a key of a Secret of the session's own namespace (there is no namespace field: another namespace's Secret cannot be named). At most 32768 bytes in total (every name and plain value, UTF-8); the values read from Secrets at most 32768 bytes together. A pooled session gets them in the signed bind (the values never appear in the Pod spec); a Pod created for the session gets plain values as env and Secret values through the kubelet (secretKeyRef). A Secret or key that does not exist: Ready=False, reason SecretNotFound (docs/adr/0016).",
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['name'],
           'x-kubernetes-validations': [
@@ -110,6 +118,12 @@ export const sandboxSessionSchema = {
           items: {
             type: 'object',
             required: ['name'],
+            'x-kubernetes-validations': [
+              {
+                rule: '!(has(self.value) && has(self.valueFrom))',
+                message: 'an env entry has a value or valueFrom, not both',
+              },
+            ],
             properties: {
               name: {
                 type: 'string',
@@ -126,6 +140,48 @@ export const sandboxSessionSchema = {
               value: {
                 type: 'string',
                 maxLength: 32768,
+              },
+              valueFrom: {
+                type: 'object',
+                required: ['secretKeyRef'],
+                description: "Where the value comes from (a key of a Secret of the session's namespace).",
+                properties: {
+                  secretKeyRef: {
+                    type: 'object',
+                    required: ['name', 'key'],
+                    description:
+                      "A key of a Secret in the session's own namespace. The operator reads it (pooled sessions: into the signed bind; sessions with their own Pod: the kubelet, through the Pod's secretKeyRef).",
+                    'x-kubernetes-validations': [
+                      {
+                        rule: '!has(self.__namespace__)',
+                        message:
+                          'secretKeyRef.namespace is not allowed: a session reads only Secrets of its own namespace',
+                      },
+                    ],
+                    properties: {
+                      name: {
+                        type: 'string',
+                        minLength: 1,
+                        maxLength: 253,
+                        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        description: 'Name of the Secret (same namespace as the session).',
+                      },
+                      key: {
+                        type: 'string',
+                        minLength: 1,
+                        maxLength: 253,
+                        pattern: '^[-._a-zA-Z0-9]+$',
+                        description: "Key of the Secret's data.",
+                      },
+                      namespace: {
+                        type: 'string',
+                        maxLength: 63,
+                        description:
+                          'Not allowed (always refused); a session reads only Secrets of its own namespace.',
+                      },
+                    },
+                  },
+                },
               },
             },
           },
@@ -350,11 +406,25 @@ export const sandboxSessionSchema = {
           description:
             'How the gateway runs commands: Agent (HTTP to the in-pod agent on port 8090) or KubernetesExec (pods/exec through the API server, for images without the agent).',
         },
+        startup: {
+          type: 'object',
+          required: ['command'],
+          description:
+            "A command the agent starts as a background process at every start of the session: a Pod created for it, a warm Pod bound to it, a resume (each gets a new Pod), a restarted agent container. Its output is read like any background process (GET /v1/sessions/<name>/processes lists it), so a dev server comes back after a suspension. Runs with the session's env in /workspace.",
+          properties: {
+            command: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 16384,
+              description: 'bash source, run as `bash -c` would (a background process of the agent).',
+            },
+          },
+        },
         poolRef: {
           type: 'object',
           required: ['name'],
           description:
-            "Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field.",
+            "Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. spec.env (plain values and Secret references) and spec.startup are delivered to the warm Pod in its signed bind, after the template's env. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field (env and startup do not count).",
           properties: {
             name: {
               type: 'string',

@@ -13,13 +13,35 @@ export interface SandboxSessionSpec {
    */
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /**
-   * Extra environment variables of the sandbox container (plain values only); at most 32768 bytes in total (every name and value, UTF-8).
+   * Extra environment variables of the session's shell, processes and terminals: a plain value, or valueFrom.secretKeyRef naming a key of a Secret of the session's own namespace (there is no namespace field: another namespace's Secret cannot be named). At most 32768 bytes in total (every name and plain value, UTF-8); the values read from Secrets at most 32768 bytes together. A pooled session gets them in the signed bind (the values never appear in the Pod spec); a Pod created for the session gets plain values as env and Secret values through the kubelet (secretKeyRef). A Secret or key that does not exist: Ready=False, reason SecretNotFound (docs/adr/0016).
    *
    * @maxItems 64
    */
   env?: {
     name: string;
     value?: string;
+    /**
+     * Where the value comes from (a key of a Secret of the session's namespace).
+     */
+    valueFrom?: {
+      /**
+       * A key of a Secret in the session's own namespace. The operator reads it (pooled sessions: into the signed bind; sessions with their own Pod: the kubelet, through the Pod's secretKeyRef).
+       */
+      secretKeyRef: {
+        /**
+         * Name of the Secret (same namespace as the session).
+         */
+        name: string;
+        /**
+         * Key of the Secret's data.
+         */
+        key: string;
+        /**
+         * Not allowed (always refused); a session reads only Secrets of its own namespace.
+         */
+        namespace?: string;
+      };
+    };
   }[];
   /**
    * CPU and memory requests and limits of the sandbox container. Defaults come from the operator.
@@ -101,7 +123,16 @@ export interface SandboxSessionSpec {
    */
   execTransport?: 'Agent' | 'KubernetesExec';
   /**
-   * Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field.
+   * A command the agent starts as a background process at every start of the session: a Pod created for it, a warm Pod bound to it, a resume (each gets a new Pod), a restarted agent container. Its output is read like any background process (GET /v1/sessions/<name>/processes lists it), so a dev server comes back after a suspension. Runs with the session's env in /workspace.
+   */
+  startup?: {
+    /**
+     * bash source, run as `bash -c` would (a background process of the agent).
+     */
+    command: string;
+  };
+  /**
+   * Bind a warm Pod of this SandboxPool (same namespace) at creation instead of starting one (docs/adr/0016); when the pool has none available, the Pod is created cold from the pool's template, and when the pool does not exist, from this spec. The pool's template shapes the Pod: the Pod-shaping fields must be unset, and spec.workspace.sizeLimit is not used. spec.env (plain values and Secret references) and spec.startup are delivered to the warm Pod in its signed bind, after the template's env. status.podName names the Pod. Without poolRef, the namespace's default pool (spec.namespaceDefault) is used for sessions that set no Pod-shaping field (env and startup do not count).
    */
   poolRef?: {
     /**

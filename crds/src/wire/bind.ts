@@ -9,8 +9,24 @@
  * those bytes first, and only then parses and validates the text with {@link bindPayloadSchema}.
  */
 
-/** Longest payload text accepted (it holds three short identities and a 64-character token). */
-export const MAX_BIND_PAYLOAD_LENGTH = 2048;
+/**
+ * Longest payload text accepted, in characters. Besides three short identities and a 64-character
+ * token it carries the session's env (plain values up to 32 KiB, Secret values up to 32 KiB: the
+ * CRD and the operator bound those) and its startup command (16 KiB), each of which JSON may spell
+ * with up to 6 characters per character (control characters as \uXXXX).
+ */
+export const MAX_BIND_PAYLOAD_LENGTH = 512 * 1024;
+
+/**
+ * Largest `POST /v1/bind` body the agent reads (the route's bound) and the operator sends (it
+ * checks before signing: a bind over it is a condition of the session, never a truncated body).
+ * The payload text inside is escaped once more (`"` and `\` doubled) and non-ASCII characters
+ * take up to 3 bytes each.
+ */
+export const MAX_BIND_BODY_BYTES = 2 * 1024 * 1024;
+
+/** Most env entries a bind carries (spec.env's maxItems). */
+export const MAX_BIND_ENV_ENTRIES = 64;
 
 const identity = (what: string) =>
   ({
@@ -60,6 +76,34 @@ export const bindPayloadSchema = {
       type: 'string',
       pattern: '^[0-9a-f]{64}$',
       description: 'The session token (hex HMAC-SHA256); the only bearer token accepted from then on',
+    },
+    env: {
+      type: 'array',
+      maxItems: MAX_BIND_ENV_ENTRIES,
+      description:
+        "The session's env (spec.env, Secret references resolved by the operator), exported in the session's shell, processes and terminals after the template's; never in the agent's own environment",
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'value'],
+        properties: {
+          name: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 128,
+            // spec.env's name rule: a shell variable name, SANDBOX_* reserved for the platform.
+            pattern: '^(?!SANDBOX_)[A-Za-z_][A-Za-z0-9_]*$',
+          },
+          value: { type: 'string', maxLength: 32768, pattern: '^[^\\u0000]*$' },
+        },
+      },
+    },
+    startup: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['command'],
+      description: 'spec.startup: the agent starts the command as a background process once bound',
+      properties: { command: { type: 'string', minLength: 1, maxLength: 16384 } },
     },
   },
 } as const;

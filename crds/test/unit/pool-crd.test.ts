@@ -12,7 +12,6 @@ import { sandboxSessionSchema } from '../../src/generated/schema.js';
 const SHAPING = [
   'image',
   'imagePullPolicy',
-  'env',
   'resources',
   'runtimeClassName',
   'nodeSelector',
@@ -28,6 +27,22 @@ describe('the pool template', () => {
 
   it.each(SHAPING)('declares %s exactly as the session spec does', (field) => {
     expect(template[field]).toEqual(session[field]);
+  });
+
+  it('declares env as the session spec does, with plain values only (a warm Pod never reads a Secret)', () => {
+    type EnvSchema = {
+      description: string;
+      items: { properties: Record<string, unknown>; 'x-kubernetes-validations'?: unknown };
+    };
+    const { description: _t, ...poolEnv } = template.env as EnvSchema;
+    const { description: _s, ...sessionEnv } = session.env as EnvSchema;
+    const { valueFrom, ...plainProperties } = sessionEnv.items.properties;
+    expect(valueFrom).toBeDefined();
+    expect(poolEnv.items.properties).toEqual(plainProperties);
+    expect(Object.keys(poolEnv.items.properties)).toEqual(['name', 'value']);
+    const { items: _pi, ...poolRest } = poolEnv;
+    const { items: _si, ...sessionRest } = sessionEnv;
+    expect(poolRest).toEqual(sessionRest);
   });
 
   it('declares the workspace size exactly as the session spec does, and no persistent workspace', () => {

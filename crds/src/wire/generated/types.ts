@@ -480,6 +480,21 @@ export interface BindPayload {
    * The session token (hex HMAC-SHA256); the only bearer token accepted from then on
    */
   token: string;
+  /**
+   * The session's env (spec.env, Secret references resolved by the operator), exported in the session's shell, processes and terminals after the template's; never in the agent's own environment
+   *
+   * @maxItems 64
+   */
+  env?: {
+    name: string;
+    value: string;
+  }[];
+  /**
+   * spec.startup: the agent starts the command as a background process once bound
+   */
+  startup?: {
+    command: string;
+  };
 }
 
 /**
