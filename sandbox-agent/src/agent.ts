@@ -14,6 +14,7 @@ import { FileStore } from './files/file-store.js';
 import { LivenessCheck } from './http/liveness.js';
 import { createAgentServer } from './http/server.js';
 import { openBindState } from './bind/bind-state.js';
+import { SessionStart } from './bind/session-start.js';
 import { createLogger, errorMessage, type LogSink } from './log.js';
 import { ProcessTable } from './processes/process-table.js';
 import { Terminals } from './pty/terminals.js';
@@ -56,12 +57,14 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const logger = createLogger(config.logLevel, options.logSink);
   const files = await FileStore.open(config.workspace);
   const env = shellEnvironment(options.baseEnv ?? process.env, files.workspace);
+  // One record, shared by reference: every spawn reads it, and a warm Pod's bind extends it.
+  const sessionEnv: Record<string, string> = { ...config.sessionEnv };
   const stdinPipes = await StdinPipes.open(options.tempDir ?? tmpdir(), env);
   const shell = new PersistentShell({
     bashPath: config.bashPath,
     workspace: files.workspace,
     env,
-    sessionEnv: config.sessionEnv,
+    sessionEnv,
     outputCapBytes: config.outputCapBytes,
     maxQueuedCommands: config.maxQueuedCommands,
     respawnRetryMs: options.shell?.respawnRetryMs,
@@ -72,7 +75,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     bashPath: config.bashPath,
     workspace: files.workspace,
     env,
-    sessionEnv: config.sessionEnv,
+    sessionEnv,
     logger,
   };
   const processes = new ProcessTable({
@@ -92,8 +95,15 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     await stdinPipes.close();
     throw err;
   });
-  // A warm Pod's agent: no token until its one bind (docs/adr/0016-warm-pools.md).
-  const bind = config.bind && (await openBindState(config.bind, logger));
+  const start = new SessionStart({ sessionEnv, shell, processes, logger });
+  // A warm Pod's agent: no token until its one bind, which also starts the session: its env and
+  // startup command (docs/adr/0016-warm-pools.md). A Pod created for its session starts it below.
+  const bind =
+    config.bind &&
+    (await openBindState(config.bind, logger, (bound) => {
+      void start.applyEnv(bound.env);
+      void start.startup(bound.startup);
+    }));
   const server = createAgentServer({
     token: config.token,
     bind,
@@ -124,6 +134,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   logger.info('agent listening', { host: config.host, port, workspace: files.workspace });
+  if (!config.bind) void start.startup(config.startupCommand);
   return {
     port,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,

@@ -6,13 +6,23 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 
-import { AGENT_PORT, SESSION_ENV_PREFIX, TOKEN_ENV, TOKEN_FILE, WORKSPACE_DIR } from '@sandbox-platform/api';
+import {
+  AGENT_PORT,
+  SESSION_ENV_PREFIX,
+  STARTUP_COMMAND_ENV,
+  TOKEN_ENV,
+  TOKEN_FILE,
+  WORKSPACE_DIR,
+} from '@sandbox-platform/api';
 
 import { bindConfigFrom, bindConfigProblems, type BindConfig } from './bind/bind-config.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { ENV_NAME } from './shell/wrapper.js';
 
 const MIB = 1024 * 1024;
+
+/** Longest startup command (spec.startup.command's maxLength). */
+export const MAX_STARTUP_COMMAND_LENGTH = 16384;
 
 /** Shortest accepted token: derived tokens are 64 hex characters; anything this short is a mistake. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -55,6 +65,11 @@ export interface AgentConfig {
    * environment. From the `SANDBOX_ENV_<name>` variables (see {@link ENV}.sessionEnvPrefix).
    */
   sessionEnv: Readonly<Record<string, string>>;
+  /**
+   * spec.startup.command of the session a Pod was created for: started as a background process
+   * once the agent listens (docs/adr/0016). A warm Pod's agent gets it in its bind instead.
+   */
+  startupCommand?: string;
   /** Most exec calls waiting for the shell; more are answered 503 (each holds its request body). */
   maxQueuedCommands: number;
   /**
@@ -141,6 +156,8 @@ export const ENV = {
    * environment at start.
    */
   sessionEnvPrefix: SESSION_ENV_PREFIX,
+  /** spec.startup.command (set by the operator's Pod builder; unset: no startup command). */
+  startupCommand: STARTUP_COMMAND_ENV,
 } as const;
 
 /** Thrown when the configuration is invalid; the message lists every problem. */
@@ -190,6 +207,13 @@ function validate(c: AgentConfig): string[] {
     check(isIntIn(c[key], 0, 3_600_000), `${key} must be an integer in 0..3600000`);
   }
   check(c.bashPath.length > 0, 'bashPath must not be empty');
+  if (c.startupCommand !== undefined) {
+    check(!c.startupCommand.includes('\0'), 'startupCommand must not contain NUL');
+    check(
+      c.startupCommand.length <= MAX_STARTUP_COMMAND_LENGTH,
+      `startupCommand is at most ${MAX_STARTUP_COMMAND_LENGTH} characters`,
+    );
+  }
   for (const name of Object.keys(c.sessionEnv)) {
     check(ENV_NAME.test(name), `session env name "${name}" is not a valid variable name`);
     check(!c.sessionEnv[name]?.includes('\0'), `session env ${name} must not contain NUL`);
@@ -233,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentConfig {
     ptyHelperPath: env[ENV.ptyHelperPath] || undefined,
     logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
     sessionEnv: sessionEnvFrom(env),
+    startupCommand: env[ENV.startupCommand] || undefined,
   };
   // A warm Pod's agent has no token until its bind (docs/adr/0016); it reads none.
   const bind = bindConfigFrom(env, problems);

@@ -5,13 +5,18 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+import { MAX_BIND_BODY_BYTES } from '@sandbox-platform/api';
+
 import { readJson } from '../http/body.js';
 import { HttpProblem, sendJson } from '../http/problem.js';
 import { validated } from '../http/validate.js';
 import { BindRefusedError, isBindRequest, type BindState } from './bind-state.js';
 
-/** Largest bind body read (the payload text is bounded by its schema; this leaves room for JSON). */
-export const BIND_BODY_MAX_BYTES = 8 * 1024;
+/**
+ * Largest bind body read: the wire contract's bound (the payload carries the session's env and
+ * startup command; the operator never sends more).
+ */
+export const BIND_BODY_MAX_BYTES = MAX_BIND_BODY_BYTES;
 
 /** The token every bearer-authenticated route accepts now: the bound session's, or the agent's own. */
 export function currentToken(deps: { token: string; bind?: BindState }): string {

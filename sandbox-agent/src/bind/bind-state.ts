@@ -11,8 +11,14 @@
  * key (the sandbox's own user can write it) is refused, and the agent stays unbound, serving
  * nobody: tampering can only break the tamperer's own session.
  *
+ * The bind also carries the session's env (Secret values resolved by the operator) and startup
+ * command: they are handed to the session's start (onBound, session-start.ts) only once the bind
+ * is accepted and kept. A refused bind, or one that could not be kept, leaves nothing behind: no
+ * value is applied, written or logged. The kept file holds them (as it holds the token), readable
+ * only by the session's own user, in memory, gone with the Pod.
+ *
  * Every refusal is the same 401 to the caller (no oracle for which check failed); the agent logs
- * the cause, never the token.
+ * the cause, never the token nor any value.
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -54,6 +60,21 @@ export interface BindStateOptions {
   /** Where the accepted bind is kept (an emptyDir of the Pod). */
   readonly stateFile: string;
   readonly logger: Logger;
+  /**
+   * Called once the agent is bound (a fresh bind, or one restored after a restart), with the
+   * session's env and startup command: the session starts (session-start.ts). Not called for a
+   * refused bind, nor one that could not be kept: nothing of it is applied then.
+   */
+  readonly onBound?: (bound: BoundSession) => void;
+}
+
+/** What a bind hands the session's start: never the token. */
+export interface BoundSession {
+  readonly session: Identity;
+  /** spec.env, Secret references resolved by the operator (empty when none). */
+  readonly env: readonly { readonly name: string; readonly value: string }[];
+  /** spec.startup.command, when the session has one. */
+  readonly startup?: string;
 }
 
 /** Why a bind was refused (logged; the caller only sees 401). */
@@ -69,9 +90,8 @@ export class BindRefusedError extends Error {
 }
 
 /** The bound session and its token, once bound. */
-interface Bound {
+interface Bound extends BoundSession {
   readonly token: string;
-  readonly session: Identity;
 }
 
 /** One agent's bind state. */
@@ -112,9 +132,13 @@ export class BindState {
     this.opts.logger.info('bound to a session', {
       namespace: bound.session.namespace,
       session: bound.session.name,
+      // Counts only: the names and values of the env are never logged.
+      env: bound.env.length,
+      startup: bound.startup !== undefined,
       // The check and the write, for the claim's latency (docs/adr/0016, "Claim latency").
       durationMs: Math.round((performance.now() - started) * 100) / 100,
     });
+    this.started(bound);
     return { bound: true, session: bound.session };
   }
 
@@ -143,7 +167,9 @@ export class BindState {
         file: this.opts.stateFile,
         error: err instanceof BindRefusedError ? err.reason : errorMessage(err),
       });
+      return;
     }
+    this.started(this.bound);
   }
 
   /** Verifies the signature, then the payload's shape and the Pod it names. */
@@ -164,7 +190,18 @@ export class BindState {
     )
       throw this.refuse('other-pod');
     const { namespace, name, uid } = payload.session;
-    return { token: payload.token, session: { namespace, name, uid } };
+    const env = (payload.env ?? []).map(({ name: n, value }) => ({ name: n, value }));
+    const bound: Bound = { token: payload.token, session: { namespace, name, uid }, env };
+    return payload.startup ? { ...bound, startup: payload.startup.command } : bound;
+  }
+
+  /** Hands the bound session to its start (session-start.ts); a failure there never unbinds. */
+  private started(bound: Bound): void {
+    try {
+      this.opts.onBound?.({ session: bound.session, env: bound.env, startup: bound.startup });
+    } catch (err) {
+      this.opts.logger.error('cannot start the bound session', { error: errorMessage(err) });
+    }
   }
 
   private refuse(reason: BindRefusal): BindRefusedError {
@@ -201,13 +238,21 @@ export class BindState {
   }
 }
 
-/** The bind state of a warm Pod's agent, restored from an earlier run's file if there is one. */
-export async function openBindState(config: BindConfig, logger: Logger): Promise<BindState> {
+/**
+ * The bind state of a warm Pod's agent, restored from an earlier run's file if there is one
+ * (`onBound` then runs at once: the restarted agent starts its session again).
+ */
+export async function openBindState(
+  config: BindConfig,
+  logger: Logger,
+  onBound?: (bound: BoundSession) => void,
+): Promise<BindState> {
   const state = new BindState({
     verifyKey: bindVerifyKey(config.key),
     pod: config.pod,
     stateFile: config.stateFile,
     logger,
+    onBound,
   });
   await state.restore();
   if (!state.status()) state.warmUp();
