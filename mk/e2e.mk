@@ -12,13 +12,14 @@ test-integration: node-deps localkube tools ## Integration tests of every worksp
 	if [ -n "$$failed" ]; then echo "test-integration: failed in:$$failed" >&2; exit 1; fi
 
 .PHONY: test-e2e
-test-e2e: node-deps ## e2e: local cluster + the chart installed (platform-up), the specs, helm upgrade/uninstall checks, cluster lifecycle checks
+test-e2e: node-deps ## e2e: local cluster + the chart installed (platform-up), the specs, the release artefacts installed with helm test, helm upgrade/uninstall checks, cluster lifecycle checks
 ifeq ($(E2E_KUBECONFIG),)
 	$(MAKE) platform-up
 	@# Every part runs even when an earlier one fails, so one report shows every failure.
 	@rc=0; \
 	(set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
 	(set -a; . $(PLATFORM_ENV); set +a; $(MAKE) --no-print-directory sdk-e2e) || rc=1; \
+	$(MAKE) --no-print-directory release-install || rc=1; \
 	test-e2e/specs/platform/helm-lifecycle.sh || rc=1; \
 	test-e2e/specs/cluster/cluster-lifecycle.sh || rc=1; \
 	exit $$rc
