@@ -1,27 +1,36 @@
 /**
  * e2e: isolation you can prove. From inside a session (exec through the gateway), every lateral
- * target is tried with a real TCP connection bounded by 3 s, and must be refused or time out:
- * another session's agent (same tenant and another tenant), every port the gateway and operator
- * pods declare (API and probes, and their metrics ports), the API server (its host address and the
- * `kubernetes` Service), the kubelet, and stand-ins for a cloud metadata service and for a DNS
- * server outside the cluster. The gateway still reaches the
- * agent, names resolve through the cluster DNS, and an egress CIDR allowed by the chart's values
- * is reachable until the value is removed again (helm upgrade).
+ * target is tried with a real TCP connection bounded by 3 s, and must fail as a NetworkPolicy makes
+ * it fail (timed out, refused or reset): the agent of every kind of sandbox Pod (the platform's
+ * default runtime in the same and in another tenant, one asking for gVisor, one asking for runc,
+ * one suspended and resumed, a warm pool Pod), listeners on the port range the sandbox ingress
+ * policy opens to the gateway (1024, 8000, 65535), every port the gateway and operator pods
+ * declare, the API server (its host address and the `kubernetes` Service), the kubelet, and
+ * stand-ins for a cloud metadata service and a DNS server outside the cluster (TCP, and UDP).
+ *
+ * Every cell has a positive control run in the same test: the same probe from a place the policy
+ * admits (the gateway's position for sandbox Pods, the node otherwise) must connect, so a dead
+ * target, a missing tool or a missing route makes the cell inconclusive, which fails like an open
+ * cell (matrix.ts). The gateway still reaches the agents, names resolve through the cluster DNS, and
+ * an egress CIDR allowed by the chart's values is reachable until the value is removed again.
  *
  * With the enforcer switched off (`make test-isolation-unenforced`: localkube
- * --network-policy=false) the same matrix FAILS: every cell opens.
+ * --network-policy=false) the same matrix FAILS with every cell open (unenforced-check.ts checks).
  *
- * Needs the chart installed (`make platform-up`) and platform.env; stand-ins (network namespace
- * lk-e2e-isolation) and the helm upgrade only on the local cluster, as root.
+ * Needs the chart installed (`make platform-up`) and platform.env. The stand-ins (network namespace
+ * lk-e2e-isolation) and the helm upgrade need the local cluster and root: elsewhere they are NOT
+ * RUN (e2e summary); on the local cluster a stand-in that cannot start fails the tests using it.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import * as k8s from '@kubernetes/client-node';
-import { AGENT_PORT, type SandboxSession } from '@sandbox-platform/api';
+import type * as k8s from '@kubernetes/client-node';
+import type { SandboxSession } from '@sandbox-platform/api';
 
 import {
+  apiStatus,
+  isNotFound,
   kubeClients,
   predicate,
   REPO_ROOT,
@@ -31,134 +40,212 @@ import {
   podReady,
 } from '../../src/framework/index.js';
 import {
+  describeOnLocal,
+  itOnLocal,
+  notRun,
+  NOT_LOCAL_REASON,
+  onLocalCluster,
+} from '../../src/framework/not-run.js';
+import { deletePool } from '../support/custom-objects.js';
+import {
+  controlPlaneTargets,
+  podPortTargets,
+  resumedSession,
+  sandboxTargets,
+  startListeners,
+  warmPoolPod,
+  type SandboxTarget,
+} from './lateral.js';
+import {
+  failures,
+  formatMatrix,
+  parseProbes,
+  runMatrix,
+  verdict,
+  type CellResult,
+  type Target,
+} from './matrix.js';
+import { ControlPlaces, sessionPlace } from './places.js';
+import { missingCells, REPORTS, requiredCells, writeReport } from './report.js';
+import { STANDIN, StandIns, udpDnsProbe } from './standins.js';
+import {
   createSession,
   deleteSession,
-  formatMatrix,
   gatewayClient,
-  matrixScript,
+  GVISOR,
+  gvisorUnavailable,
   namespaceOf,
-  parseMatrix,
-  STANDIN,
-  StandIns,
-  udpDnsProbe,
+  runcRuntimeClass,
   uniqueName,
-  type Cell,
-  type CellResult,
 } from './support.js';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';
-const LOCAL = !process.env.E2E_KUBECONFIG;
 const TARGET_NS = 'isolation-e2e-target';
 
 const kube = kubeClients();
-const discovery = kube.kc.makeApiClient(k8s.DiscoveryV1Api);
-
-/**
- * One cell per running Pod and port it declares (the API or probe port `http` and the `metrics`
- * port of the gateway and operator pods), so a port added to the chart is in the matrix too.
- */
-async function podPortCells(namespace: string, labelSelector: string, prefix: string): Promise<Cell[]> {
-  const pods = await kube.core.listNamespacedPod({ namespace, labelSelector });
-  const cells: Cell[] = [];
-  pods.items.forEach((pod, i) => {
-    const host = pod.status?.podIP;
-    if (!host) return;
-    for (const c of pod.spec?.containers ?? []) {
-      for (const p of c.ports ?? []) {
-        cells.push({ name: `${prefix}-${i}-${p.name ?? p.containerPort}`, host, port: p.containerPort });
-      }
-    }
-  });
-  if (!cells.some((c) => c.name.endsWith('-metrics'))) {
-    throw new Error(`no ${prefix} pod declares a metrics port (${labelSelector} in ${namespace})`);
-  }
-  return cells;
-}
-
-/** The lateral targets of a session in the e2e tenant, read from the cluster. */
-async function lateralCells(sameTenant: SandboxSession, otherTenant: SandboxSession): Promise<Cell[]> {
-  const cells: Cell[] = [
-    { name: 'agent-same-tenant', host: sameTenant.status!.podIP!, port: AGENT_PORT },
-    { name: 'agent-other-tenant', host: otherTenant.status!.podIP!, port: AGENT_PORT },
-  ];
-  cells.push(...(await podPortCells(PLATFORM_NS, 'sandbox.dev/gateway=true', 'gateway-pod')));
-  cells.push(...(await podPortCells(PLATFORM_NS, 'app.kubernetes.io/component=operator', 'operator-pod')));
-  const svc = await kube.core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
-  cells.push({ name: 'apiserver-service', host: svc.spec!.clusterIP!, port: 443 });
-  const slices = await discovery.listNamespacedEndpointSlice({
-    namespace: 'default',
-    labelSelector: 'kubernetes.io/service-name=kubernetes',
-  });
-  const ep = slices.items[0]!;
-  cells.push({ name: 'apiserver-host', host: ep.endpoints[0]!.addresses[0]!, port: ep.ports![0]!.port! });
-  const nodes = await kube.core.listNode();
-  const nodeIP = nodes.items[0]!.status!.addresses!.find((a) => a.type === 'InternalIP')!.address;
-  cells.push({ name: 'kubelet', host: nodeIP, port: 10250 });
-  if (LOCAL) {
-    cells.push({ name: 'metadata-standin', host: STANDIN.metadata, port: 80 });
-    cells.push({ name: 'external-dns-standin', host: STANDIN.dns, port: 53 });
-  }
-  return cells;
-}
+/** Rethrows every error but the one `ok` accepts (e.g. 404 on a delete: already gone). */
+const unless =
+  (ok: (err: unknown) => boolean) =>
+  (err: unknown): void => {
+    if (!ok(err)) throw err;
+  };
+const GVISOR_MISSING = await gvisorUnavailable(kube.kc);
+/** `runc` where the cluster has that RuntimeClass (the opt-out when gVisor is the default). */
+const RUNC_CLASS = await runcRuntimeClass(kube.kc);
 
 describe('isolation: a session reaches nothing but its DNS and what the values allow', () => {
   const gw = gatewayClient('e2e');
+  const gwOther = gatewayClient('other');
   const ns = namespaceOf('e2e');
   const otherNs = namespaceOf('other');
-  const names = { attacker: uniqueName('iso-a'), victim: uniqueName('iso-b'), other: uniqueName('iso-c') };
+  const names = {
+    attacker: uniqueName('iso-a'),
+    victim: uniqueName('iso-b'),
+    other: uniqueName('iso-c'),
+    gvisor: uniqueName('iso-gv'),
+    resumed: uniqueName('iso-r'),
+    runc: uniqueName('iso-rc'),
+    pool: uniqueName('iso-pool'),
+  };
+  const attacker = sessionPlace(gw, ns, names.attacker);
+  const controls = new ControlPlaces(kube, PLATFORM_NS);
   const standIns = new StandIns();
-  let victim: SandboxSession;
-  let other: SandboxSession;
-  const exec = async (command: string): Promise<string> => {
-    const r = await gw.exec(names.attacker, { command, timeoutSeconds: 60 });
-    if (r.exitCode !== 0) throw new Error(`exec failed (${r.exitCode}): ${r.stderr}`);
-    return r.stdout;
+  let standInsError: Error | undefined;
+  let sandboxes: SandboxTarget[] = [];
+
+  /** A session of `client`'s tenant, Ready, with the range listener: a target of kind `kind`. */
+  const listening = async (
+    client: typeof gw,
+    session: Promise<SandboxSession>,
+    kind: string,
+  ): Promise<SandboxTarget> => {
+    const s = await session;
+    await startListeners(client, s.metadata.name!);
+    return { kind, podIP: s.status!.podIP!, listening: true };
   };
 
   beforeAll(async () => {
-    if (LOCAL && StandIns.supported()) await standIns.start();
-    [, victim, other] = await Promise.all([
+    if (onLocalCluster) await standIns.start().catch((err: Error) => void (standInsError = err));
+    if (GVISOR_MISSING) notRun('lateral cells to a gVisor session', GVISOR_MISSING);
+    if (!RUNC_CLASS)
+      notRun('lateral cells to a session asking for runc', 'the cluster has no RuntimeClass runc');
+    const jobs: Array<Promise<SandboxTarget>> = [
+      listening(gw, createSession(kube, ns, names.victim), 'same-tenant'),
+      listening(gwOther, createSession(kube, otherNs, names.other), 'other-tenant'),
+      listening(gw, resumedSession(kube, gw, ns, names.resumed), 'resumed-same-tenant'),
+      warmPoolPod(kube, ns, names.pool).then((p) => ({
+        kind: 'warm-pool-pod',
+        podIP: p.status!.podIP!,
+        listening: false,
+      })),
+    ];
+    if (!GVISOR_MISSING) {
+      const gv = createSession(kube, otherNs, names.gvisor, { runtimeClassName: GVISOR });
+      jobs.push(listening(gwOther, gv, 'gvisor-other-tenant'));
+    }
+    if (RUNC_CLASS) {
+      const rc = createSession(kube, ns, names.runc, { runtimeClassName: RUNC_CLASS });
+      jobs.push(listening(gw, rc, 'runc-same-tenant'));
+    }
+    [sandboxes] = await Promise.all([
+      Promise.all(jobs),
       createSession(kube, ns, names.attacker),
-      createSession(kube, ns, names.victim),
-      createSession(kube, otherNs, names.other),
+      controls.gateway(),
     ]);
-  }, 240_000);
+  }, 300_000);
 
   afterAll(async () => {
     standIns.stop();
-    await deleteSession(kube, ns, names.attacker);
-    await deleteSession(kube, ns, names.victim);
-    await deleteSession(kube, otherNs, names.other);
-  }, 60_000);
+    await Promise.all([
+      controls.stop(),
+      deleteSession(kube, ns, names.attacker),
+      deleteSession(kube, ns, names.victim),
+      deleteSession(kube, ns, names.resumed),
+      deleteSession(kube, ns, names.runc),
+      deleteSession(kube, otherNs, names.other),
+      deleteSession(kube, otherNs, names.gvisor),
+      deletePool(kube, ns, names.pool).catch(unless(isNotFound)),
+    ]);
+  }, 120_000);
 
-  it('the stand-ins answer from the host (so a closed cell is the policy, not a dead server)', () => {
-    if (!LOCAL || !StandIns.supported()) return;
-    for (const [host, port] of [
-      [STANDIN.metadata, 80],
-      [STANDIN.dns, 53],
-    ] as const) {
-      const out = execFileSync('bash', [
-        '-c',
-        `timeout 3 bash -c 'exec 3<>/dev/tcp/${host}/${port}; head -1 <&3'`,
-      ]);
-      expect(out.toString()).toBe('stand-in\n');
+  /** The stand-ins' cells (local cluster), controlled from the node this process runs on. */
+  async function standInTargets(): Promise<Target[]> {
+    if (!onLocalCluster) {
+      notRun('the stand-in cells (cloud metadata, outside DNS) of the lateral matrix', NOT_LOCAL_REASON);
+      return [];
     }
-  });
+    if (standInsError) throw standInsError;
+    const control = await controls.node((await kube.core.listNode()).items[0]!.metadata!.name!);
+    return [
+      { name: 'metadata-standin', host: STANDIN.metadata, port: 80, control },
+      { name: 'external-dns-standin', host: STANDIN.dns, port: 53, control },
+    ];
+  }
 
-  it('every lateral connection from inside a session is refused or times out', async () => {
-    const cells = await lateralCells(victim, other);
-    const results: CellResult[] = parseMatrix(cells, await exec(matrixScript(cells)));
-    console.log(formatMatrix(`lateral-movement matrix from session ${ns}/${names.attacker}:`, results));
-    expect(results.filter((r) => r.outcome === 'open').map((r) => `${r.name} ${r.host}:${r.port}`)).toEqual(
-      [],
+  it('every lateral connection from inside a session fails as the policy makes it fail, and its control connects', async () => {
+    const targets = (
+      await Promise.all([
+        sandboxTargets(sandboxes, controls),
+        podPortTargets(kube, controls, {
+          namespace: PLATFORM_NS,
+          labelSelector: 'app.kubernetes.io/component=gateway',
+          prefix: 'gateway-pod',
+        }),
+        podPortTargets(kube, controls, {
+          namespace: PLATFORM_NS,
+          labelSelector: 'app.kubernetes.io/component=operator',
+          prefix: 'operator-pod',
+        }),
+        controlPlaneTargets(kube, controls),
+        standInTargets(),
+      ])
+    ).flat();
+    const results: CellResult[] = await runMatrix(attacker, targets);
+    writeReport(REPORTS.matrix, results);
+    console.log(
+      formatMatrix(`lateral-movement matrix from ${attacker.name} (${results.length} cells):`, results),
     );
-  }, 90_000);
+    const required = requiredCells({ local: onLocalCluster, gvisor: !GVISOR_MISSING, runc: !!RUNC_CLASS });
+    expect({
+      missing: missingCells(
+        results.map((r) => r.name),
+        required,
+      ),
+      ...failures(results),
+    }).toEqual({
+      missing: [],
+      open: [],
+      inconclusive: [],
+    });
+  }, 120_000);
 
-  it('a UDP query to a DNS server outside the cluster gets no answer', async () => {
-    if (!LOCAL || !StandIns.supported()) return;
-    expect((await exec(udpDnsProbe(STANDIN.dns))).trim()).toBe('timeout');
-  }, 60_000);
+  itOnLocal(
+    'a UDP query to a DNS server outside the cluster gets no answer (control: the node gets one)',
+    async () => {
+      if (standInsError) throw standInsError;
+      const node = await controls.node((await kube.core.listNode()).items[0]!.metadata!.name!);
+      const name = 'udp-external-dns-standin';
+      const [attack, control] = await Promise.all(
+        [attacker, node].map(async (place) =>
+          parseProbes([name], await place.run(udpDnsProbe(name, STANDIN.dns))).get(name)!,
+        ),
+      );
+      const cell: CellResult = {
+        name,
+        host: STANDIN.dns,
+        port: 53,
+        attack: attack!,
+        controlPlace: node.name,
+        control: control!,
+        ...verdict(attack!, control!, node.name),
+      };
+      writeReport(REPORTS.udp, [cell]);
+      console.log(formatMatrix('UDP DNS query to the outside-DNS stand-in:', [cell]));
+      expect(failures([cell])).toEqual({ open: [], inconclusive: [] });
+    },
+    60_000,
+  );
 
   it('the gateway still reaches the agents (exec through the gateway works)', async () => {
     const r = await gw.exec(names.victim, { command: 'echo reached' });
@@ -171,15 +258,15 @@ describe('isolation: a session reaches nothing but its DNS and what the values a
       name: `${RELEASE}-sandbox-platform-gateway`,
       namespace: PLATFORM_NS,
     });
-    const out = await exec(
+    const out = await attacker.run(
       `python3 -c "import socket; print(socket.gethostbyname('kubernetes.default.svc.cluster.local')); ` +
         `print(socket.gethostbyname('${RELEASE}-sandbox-platform-gateway.${PLATFORM_NS}'))"`,
     );
     expect(out.trim().split('\n')).toEqual([svc.spec!.clusterIP, gwSvc.spec!.clusterIP]);
   }, 60_000);
 
-  describe('an egress CIDR allowed by values', () => {
-    let target: string;
+  describeOnLocal('an egress CIDR allowed by values', () => {
+    let target: Target;
     const helm = (...args: string[]): string =>
       execFileSync(join(process.env.LOCALKUBE_DIR ?? join(REPO_ROOT, '.localkube'), 'bin', 'helm'), args, {
         env: { ...process.env, KUBECONFIG: process.env.KUBECONFIG },
@@ -199,16 +286,13 @@ describe('isolation: a session reaches nothing but its DNS and what the values a
         '--timeout',
         '3m',
       );
-    const reach = async (): Promise<CellResult> =>
-      parseMatrix(
-        [{ name: 'allowed-target', host: target, port: 8080 }],
-        await exec(matrixScript([{ name: 'allowed-target', host: target, port: 8080 }])),
-      )[0]!;
+    const reach = async (): Promise<CellResult> => (await runMatrix(attacker, [target]))[0]!;
 
     beforeAll(async () => {
-      if (!LOCAL) return;
-      await kube.core.createNamespace({ body: { metadata: { name: TARGET_NS } } }).catch(() => undefined);
-      await kube.core.deleteNamespacedPod({ name: 'target', namespace: TARGET_NS }).catch(() => undefined);
+      await kube.core
+        .createNamespace({ body: { metadata: { name: TARGET_NS } } })
+        .catch(unless((err) => apiStatus(err) === 409));
+      await kube.core.deleteNamespacedPod({ name: 'target', namespace: TARGET_NS }).catch(unless(isNotFound));
       await waitFor(
         () => kube.core.listNamespacedPod({ namespace: TARGET_NS }),
         predicate('old target pod gone', (l: k8s.V1PodList) => l.items.length === 0),
@@ -221,38 +305,34 @@ describe('isolation: a session reaches nothing but its DNS and what the values a
         }),
       });
       const pod = await waitForPod(kube.core, { namespace: TARGET_NS, name: 'target' }, podReady, 120_000);
-      target = pod.status!.podIP!;
+      const control = await controls.node(pod.spec!.nodeName!);
+      target = { name: 'allowed-target', host: pod.status!.podIP!, port: 8080, control };
     }, 180_000);
 
     afterAll(async () => {
-      if (!LOCAL) return;
       setAllowed([]);
-      await kube.core.deleteNamespace({ name: TARGET_NS }).catch(() => undefined);
+      await kube.core.deleteNamespace({ name: TARGET_NS }).catch(unless(isNotFound));
     }, 240_000);
 
     it('is unreachable before, reachable once allowed (helm upgrade), and unreachable after removal', async () => {
-      if (!LOCAL) return;
-      expect((await reach()).outcome).toBe('closed');
-      setAllowed([`${target}/32`]);
+      const before = await reach();
+      writeReport(REPORTS.egress, [before]);
+      console.log(formatMatrix('egress CIDR target before it is allowed:', [before]));
+      expect(before.verdict).toBe('closed');
+      setAllowed([`${target.host}/32`]);
       const opened = await waitFor(
         reach,
-        predicate('allowed target reachable', (r: CellResult) => r.outcome === 'open'),
-        {
-          timeoutMs: 60_000,
-          intervalMs: 1000,
-        },
+        predicate('allowed target reachable', (r: CellResult) => r.verdict === 'OPEN'),
+        { timeoutMs: 60_000, intervalMs: 1000 },
       );
-      expect(opened.outcome).toBe('open');
+      expect(opened.verdict).toBe('OPEN');
       setAllowed([]);
       const closed = await waitFor(
         reach,
-        predicate('target closed again', (r: CellResult) => r.outcome === 'closed'),
-        {
-          timeoutMs: 60_000,
-          intervalMs: 1000,
-        },
+        predicate('target closed again', (r: CellResult) => r.verdict === 'closed'),
+        { timeoutMs: 60_000, intervalMs: 1000 },
       );
-      expect(closed.outcome).toBe('closed');
+      expect(closed.verdict).toBe('closed');
     }, 300_000);
   });
 });
