@@ -5,20 +5,28 @@
  * what it receives with these schemas, the gateway what the agent answers.
  */
 import type {
+  CodeDataEvent,
+  CodeEndEvent,
+  CodeErrorEvent,
+  CodeStreamEvent,
   ExecExitEvent,
   ExecOutputEvent,
   ExecStdinChunk,
   ExecStdinClose,
   ExitEvent,
   ProcessOutputEvent,
+  WatchEvent,
+  WatchStatusEvent,
 } from './generated/types.js';
 
 export type * from './generated/types.js';
 export * from './bind.js';
+export * from './code.js';
 export * from './limits.js';
 export * from './problems.js';
 export * from './routes.js';
 export * from './schemas.js';
+export * from './watch.js';
 
 /** How bytes are spelled in a JSON string: UTF-8 text when valid, else base64. */
 export type OutputEncoding = ExecOutputEvent['encoding'];
@@ -34,3 +42,9 @@ export type ProcessFollowEvent = ProcessOutputEvent | ExitEvent;
 
 /** The text message the agent sends on a PTY WebSocket when the shell ended (then it closes). */
 export type PtyExitMessage = ExitEvent;
+
+/** One NDJSON line of a `POST /v1/code` answer: output, results, displays, an error, then one end line. */
+export type CodeEvent = CodeStreamEvent | CodeDataEvent | CodeErrorEvent | CodeEndEvent;
+
+/** One NDJSON line of `GET /v1/watch`: a `watching` line, changes, overflows, an `end` line. */
+export type WatchLine = WatchEvent | WatchStatusEvent;

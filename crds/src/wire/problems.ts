@@ -38,6 +38,16 @@ export const AGENT_PROBLEMS = {
   'pty-unavailable': { status: 503, title: 'Terminal unavailable' },
   /** A WebSocket-only route was called without an `Upgrade: websocket` request. */
   'upgrade-required': { status: 426, title: 'Upgrade required' },
+  /** No kernel can run here (the image has no ipykernel, or it failed to start); the detail says why. */
+  'code-unavailable': { status: 503, title: 'Code interpreter unavailable' },
+  /** No code context has this name (never started, or removed). */
+  'context-not-found': { status: 404, title: 'Context not found' },
+  /** The agent holds its maximum of code contexts. */
+  'too-many-contexts': { status: 409, title: 'Too many contexts' },
+  /** The context's queue of waiting runs is full. */
+  'context-busy': { status: 409, title: 'Context busy' },
+  /** The agent holds its maximum of watches, or the file watcher helper is missing. */
+  'watch-unavailable': { status: 503, title: 'Watch unavailable' },
   /** Unexpected failure; the detail says only "see the agent log", the cause is logged there. */
   internal: { status: 500, title: 'Internal error' },
 } as const;

@@ -28,6 +28,12 @@ export const AGENT_PATHS = {
    * session token: the session the agent serves.
    */
   bind: '/v1/bind',
+  /** POST: run code in a context (a Jupyter kernel), stream its events as NDJSON (ADR 0031). */
+  code: '/v1/code',
+  /** GET: list the code contexts; POST: start one. `codeContextPath()` for one of them. */
+  codeContexts: '/v1/code/contexts',
+  /** GET: follow changes under a workspace directory as NDJSON (ADR 0031). */
+  watch: '/v1/watch',
 } as const;
 
 /** What can follow `/v1/processes/<id>`. */
@@ -40,5 +46,14 @@ export type ProcessAction = 'output' | 'output/stream' | 'signal' | 'wait';
  */
 export function processPath(id: string, action?: ProcessAction): string {
   const base = `${AGENT_PATHS.processes}/${encodeURIComponent(id)}`;
+  return action === undefined ? base : `${base}/${action}`;
+}
+
+/** What can follow `/v1/code/contexts/<name>`. */
+export type CodeContextAction = 'interrupt' | 'restart';
+
+/** Path of one code context (DELETE to stop and remove it) or of an action on it. */
+export function codeContextPath(name: string, action?: CodeContextAction): string {
+  const base = `${AGENT_PATHS.codeContexts}/${encodeURIComponent(name)}`;
   return action === undefined ? base : `${base}/${action}`;
 }

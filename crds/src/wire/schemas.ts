@@ -25,6 +25,19 @@ import {
   PROCESS_SIGNALS,
 } from './limits.js';
 import { bindPayloadSchema, bindRequestSchema, bindStatusSchema } from './bind.js';
+import {
+  codeContextCreateRequestSchema,
+  codeContextListSchema,
+  codeContextSchema,
+  codeDataEventSchema,
+  codeDroppedSchema,
+  codeEndEventSchema,
+  codeErrorEventSchema,
+  codeOmittedItemSchema,
+  codeRunRequestSchema,
+  codeStreamEventSchema,
+} from './code.js';
+import { watchEventSchema, watchQuerySchema, watchStatusEventSchema } from './watch.js';
 
 // ---- shared parts -------------------------------------------------------------------------------
 
@@ -496,4 +509,17 @@ export const WIRE_SCHEMAS = {
   BindRequest: bindRequestSchema,
   BindPayload: bindPayloadSchema,
   BindStatus: bindStatusSchema,
+  CodeRunRequest: codeRunRequestSchema,
+  CodeStreamEvent: codeStreamEventSchema,
+  CodeOmittedItem: codeOmittedItemSchema,
+  CodeDataEvent: codeDataEventSchema,
+  CodeErrorEvent: codeErrorEventSchema,
+  CodeDropped: codeDroppedSchema,
+  CodeEndEvent: codeEndEventSchema,
+  CodeContextCreateRequest: codeContextCreateRequestSchema,
+  CodeContext: codeContextSchema,
+  CodeContextList: codeContextListSchema,
+  WatchQuery: watchQuerySchema,
+  WatchEvent: watchEventSchema,
+  WatchStatusEvent: watchStatusEventSchema,
 } as const;

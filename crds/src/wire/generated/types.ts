@@ -511,3 +511,263 @@ export interface BindStatus {
     uid: string;
   };
 }
+
+/**
+ * `POST /v1/code` body: run code in a context (started on first use), stream the events.
+ */
+export interface CodeRunRequest {
+  /**
+   * Source to run, as a notebook cell: the value of a last expression is the result
+   */
+  code: string;
+  /**
+   * Name of the context (default "default"); each has its own kernel and variables
+   */
+  context?: string;
+  /**
+   * Language of the context (default python); fixed when the context starts
+   */
+  language?: 'python';
+  /**
+   * Seconds from the start of the run to its interrupt (default 60, at most 300)
+   */
+  timeoutSeconds?: number;
+}
+
+/**
+ * A stdout or stderr line of a run's event stream (NDJSON).
+ */
+export interface CodeStreamEvent {
+  /**
+   * The stream the text came from
+   */
+  type: 'stdout' | 'stderr';
+  /**
+   * Text as the kernel sent it (at most 65536 bytes)
+   */
+  text: string;
+}
+
+/**
+ * One MIME item left out of a result or display because of its size.
+ */
+export interface CodeOmittedItem {
+  /**
+   * Its MIME type, e.g. image/png
+   */
+  mime: string;
+  /**
+   * Its size (bytes of its text; base64 for binary types)
+   */
+  bytes: number;
+}
+
+/**
+ * A result (the value of the last expression) or a display (display(), a chart) of a run: every MIME type the kernel gave, as text (base64 for images; JSON text for application/json).
+ */
+export interface CodeDataEvent {
+  /**
+   * result: the last expression; display: anything shown
+   */
+  type: 'result' | 'display';
+  /**
+   * MIME type -> content, e.g. {"text/plain": "42"} or {"image/png": "<base64>", "text/plain": "<Figure>"}
+   */
+  data: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * MIME items left out because they were over the size bounds (a clear marker, never a cut item)
+   *
+   * @maxItems 64
+   */
+  omitted?: CodeOmittedItem[];
+  /**
+   * Only on a result: the execution count of the run
+   */
+  executionCount?: number;
+}
+
+/**
+ * The error of a run: an exception (name, value, traceback without terminal colours).
+ */
+export interface CodeErrorEvent {
+  type: 'error';
+  /**
+   * Exception class, e.g. ZeroDivisionError
+   */
+  name: string;
+  /**
+   * Its message
+   */
+  value: string;
+  /**
+   * The formatted traceback, one entry per frame or line (bounded)
+   *
+   * @maxItems 256
+   */
+  traceback: string[];
+}
+
+/**
+ * Bytes and displays of a run that were not sent because of the bounds.
+ */
+export interface CodeDropped {
+  /**
+   * stdout bytes dropped
+   */
+  stdout: number;
+  /**
+   * stderr bytes dropped
+   */
+  stderr: number;
+  /**
+   * results and displays with every item omitted or not sent
+   */
+  displays: number;
+}
+
+/**
+ * The last line of a run's event stream.
+ */
+export interface CodeEndEvent {
+  type: 'end';
+  /**
+   * ok; error (an exception, see the error line); timeout (interrupted at its deadline; the context keeps its state unless the kernel had to be restarted); interrupted (by an interrupt call); kernel-died (the kernel exited: its state is gone)
+   */
+  status: 'ok' | 'error' | 'timeout' | 'interrupted' | 'kernel-died';
+  /**
+   * The execution count of the run, when the kernel gave one
+   */
+  executionCount?: number;
+  /**
+   * Wall time of the run in milliseconds
+   */
+  durationMs: number;
+  /**
+   * A new kernel was started for this run: variables of earlier runs are gone (first run, or after a restart or death)
+   */
+  contextReset: boolean;
+  /**
+   * Something was dropped or omitted (see dropped and omitted)
+   */
+  truncated: boolean;
+  dropped: CodeDropped;
+}
+
+/**
+ * `POST /v1/code/contexts` body: start a context now (else it starts on its first run).
+ */
+export interface CodeContextCreateRequest {
+  /**
+   * Name of the context (default "default"); each has its own kernel and variables
+   */
+  name: string;
+  /**
+   * Language of the context (default python); fixed when the context starts
+   */
+  language?: 'python';
+}
+
+/**
+ * A context (answer of create, interrupt and restart; element of the list).
+ */
+export interface CodeContext {
+  /**
+   * Name of the context (default "default"); each has its own kernel and variables
+   */
+  name: string;
+  /**
+   * Language of the context (default python); fixed when the context starts
+   */
+  language: 'python';
+  /**
+   * stopped: no kernel runs (it died or was never started); the next run starts one
+   */
+  state: 'starting' | 'idle' | 'busy' | 'stopped';
+  /**
+   * Process id of the kernel, while one runs
+   */
+  pid?: number;
+  /**
+   * Runs in the current kernel
+   */
+  executionCount: number;
+  /**
+   * RFC 3339 time with milliseconds, UTC
+   */
+  createdAt: string;
+  /**
+   * Start of the last run, when there was one
+   */
+  lastRunAt?: string;
+}
+
+/**
+ * `GET /v1/code/contexts` 200 body.
+ */
+export interface CodeContextList {
+  /**
+   * Oldest first
+   */
+  contexts: CodeContext[];
+}
+
+/**
+ * `GET /v1/watch` query.
+ */
+export interface WatchQuery {
+  /**
+   * Directory to watch, relative to the workspace (default: the workspace); must stay inside it
+   */
+  path?: string;
+  /**
+   * Watch subdirectories too, present and future (default false)
+   */
+  recursive?: boolean;
+}
+
+/**
+ * A change under the watched directory (NDJSON line of `GET /v1/watch`).
+ */
+export interface WatchEvent {
+  /**
+   * create (also moved in from elsewhere), modify (content written), delete (also moved out), rename (moved within the watched tree: from -> path)
+   */
+  type: 'create' | 'modify' | 'delete' | 'rename';
+  /**
+   * The path, relative to the workspace (for rename: the new one)
+   */
+  path: string;
+  /**
+   * Only for rename: the old path, relative to the workspace
+   */
+  from?: string;
+  /**
+   * The path is a directory
+   */
+  directory: boolean;
+}
+
+/**
+ * A line about the watch itself: `watching` first (events after it are reported), `overflow` when events were dropped (the client read too slowly, or the kernel queue overflowed), `end` last.
+ */
+export interface WatchStatusEvent {
+  type: 'watching' | 'overflow' | 'end';
+  /**
+   * Only on watching: the watched directory, relative to the workspace
+   */
+  path?: string;
+  /**
+   * Only on watching: subdirectories are watched too
+   */
+  recursive?: boolean;
+  /**
+   * Only on overflow: events lost (0 when the kernel lost an unknown number)
+   */
+  dropped?: number;
+  /**
+   * Only on end: why it ended (agent-stopping, directory-gone, too-many-directories, session-suspended, session-deleted, timeout, agent-closed)
+   */
+  reason?: string;
+}
