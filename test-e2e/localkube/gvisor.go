@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
 )
 
 // gVisor on the node. containerd runs runsc through its own runc v2 shim (runtime_type
@@ -22,38 +23,61 @@ const (
 	gvisorRuntimeClass = "gvisor"
 	// gvisorHandler is containerd's runtime name for runsc (the RuntimeClass handler).
 	gvisorHandler = "runsc"
+	// runcRuntimeClass names the node's default runtime, containerd's runc: with gVisor the
+	// platform's default (operator.sandboxDefaults.runtimeClassName), a session opts out of it
+	// only by naming this class where the sandbox policy allows it (docs/adr/0028).
+	runcRuntimeClass = "runc"
+	// runcHandler is containerd's runtime name for runc (its default_runtime_name).
+	runcHandler = "runc"
 )
 
-// ensureRuntimeClass creates RuntimeClass gvisor when runsc is configured, and deletes the one a
-// previous start created when it is not (a RuntimeClass whose handler is missing would leave pods
-// failing to start instead of being refused).
+// localkubeRuntimeClasses are the RuntimeClasses localkube manages, all present while runsc is
+// configured and all removed when it is not: without gVisor there is nothing to opt out of.
+var localkubeRuntimeClasses = []struct{ name, handler string }{
+	{gvisorRuntimeClass, gvisorHandler},
+	{runcRuntimeClass, runcHandler},
+}
+
+// ensureRuntimeClass creates RuntimeClasses gvisor and runc when runsc is configured, and deletes
+// the ones a previous start created when it is not (a RuntimeClass whose handler is missing would
+// leave pods failing to start instead of being refused).
 func ensureRuntimeClass(ctx context.Context, cs *kubernetes.Clientset, enabled bool) error {
-	rcs := cs.NodeV1().RuntimeClasses()
-	cur, err := rcs.Get(ctx, gvisorRuntimeClass, metav1.GetOptions{})
+	for _, rc := range localkubeRuntimeClasses {
+		if err := ensureOneRuntimeClass(ctx, cs.NodeV1().RuntimeClasses(), rc.name, rc.handler, enabled); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureOneRuntimeClass creates (enabled) or deletes (not enabled, and only one localkube made)
+// the RuntimeClass name with this handler; one of the same name with another handler is an error.
+func ensureOneRuntimeClass(ctx context.Context, rcs nodev1client.RuntimeClassInterface, name, handler string, enabled bool) error {
+	cur, err := rcs.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("get RuntimeClass %s: %w", gvisorRuntimeClass, err)
+		return fmt.Errorf("get RuntimeClass %s: %w", name, err)
 	case !enabled:
 		if err == nil && cur.Labels["app.kubernetes.io/managed-by"] == "localkube" {
-			if err := rcs.Delete(ctx, gvisorRuntimeClass, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete RuntimeClass %s: %w", gvisorRuntimeClass, err)
+			if err := rcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete RuntimeClass %s: %w", name, err)
 			}
 		}
 		return nil
 	case err == nil:
-		if cur.Handler != gvisorHandler {
-			return fmt.Errorf("RuntimeClass %s exists with handler %q, not %q; delete it first", gvisorRuntimeClass, cur.Handler, gvisorHandler)
+		if cur.Handler != handler {
+			return fmt.Errorf("RuntimeClass %s exists with handler %q, not %q; delete it first", name, cur.Handler, handler)
 		}
 		return nil
 	}
 	rc := &nodev1.RuntimeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gvisorRuntimeClass, Labels: map[string]string{"app.kubernetes.io/managed-by": "localkube"}},
-		Handler:    gvisorHandler,
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "localkube"}},
+		Handler:    handler,
 	}
 	if _, err := rcs.Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create RuntimeClass %s: %w", gvisorRuntimeClass, err)
+		return fmt.Errorf("create RuntimeClass %s: %w", name, err)
 	}
-	logf("RuntimeClass %s (handler %s, gVisor) created", gvisorRuntimeClass, gvisorHandler)
+	logf("RuntimeClass %s (handler %s) created", name, handler)
 	return nil
 }
 
