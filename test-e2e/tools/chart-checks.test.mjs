@@ -1,8 +1,9 @@
 // Checks of the rendered chart that kubeconform cannot make (it validates shapes, not intent):
 // the master key with and without masterKey.existingSecret, the admission policy, the sandbox
 // ResourceQuota, the operator's and the gateway's metrics ports, tracing settings, and the
-// monitoring objects; chart-checks/tenancy.mjs (imported below, its describe blocks register on
-// import) the tenant RBAC, the sandbox policy and the gateway's egress policy (issue 25).
+// monitoring objects; chart-checks/tenancy.mjs and gateway.mjs (imported below, their describe
+// blocks register on import) the tenant RBAC, the sandbox policy, the gateway's egress policy and
+// port-route values (issue 25).
 // Run by `make chart-lint` (node --test, HELM=<pinned helm>); each case renders with `helm template`.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { describe, it } from 'node:test';
 
 import { chart, container, env, render, template } from './chart-render.mjs';
 import './chart-checks/tenancy.mjs';
+import './chart-checks/gateway.mjs';
 
 const masterKeyVolume = (deployment) =>
   deployment.spec.template.spec.volumes.find((v) => v.name === 'master-key');
