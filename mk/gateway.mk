@@ -10,9 +10,12 @@ BENCH_GATEWAY_CONCURRENCY ?= 8
 BENCH_GATEWAY_SECONDS ?= 5
 BENCH_GATEWAY_KEXEC_ITERATIONS ?= 100
 BENCH_GATEWAY_ROUNDS ?= 10
+# Calls per second through the deployed gateway (cluster mode): under its per-key limit
+# (GATEWAY_KEY_MAX_REQUESTS_PER_SECOND, default 100), so the bench's own calls are never refused.
+BENCH_GATEWAY_RPS ?= 90
 BENCH_GATEWAY_ARGS = --iterations $(BENCH_GATEWAY_ITERATIONS) --warmup $(BENCH_GATEWAY_WARMUP) \
   --concurrency $(BENCH_GATEWAY_CONCURRENCY) --seconds $(BENCH_GATEWAY_SECONDS) --kexec-iterations $(BENCH_GATEWAY_KEXEC_ITERATIONS) \
-  --rounds $(BENCH_GATEWAY_ROUNDS)
+  --rounds $(BENCH_GATEWAY_ROUNDS) --gateway-rps $(BENCH_GATEWAY_RPS)
 # Local modes only (issue 12): the gateway before the hardening, bundled from this commit with
 # `git archive` (the last commit before the first hardening change; override to compare with
 # another), and the workers of the hostile tenant that attacks while tenant B's exec is measured.
@@ -40,11 +43,11 @@ test-integration-gateway: node-deps localkube ## Gateway integration tests: cont
 # Needs the full cluster with the platform deployed: BENCH_GATEWAY_URL and BENCH_GATEWAY_API_KEY
 # (or the e2e setup's E2E_GATEWAY_URL / E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (default sandbox-e2e),
 # KUBECONFIG (default .localkube/kubeconfig), and pod IPs reachable from this host.
-bench-gateway: node-deps platform-up ## exec `true` through the in-cluster gateway vs direct to the agent vs pods/exec (p50/p99, req/s, ratios)
+bench-gateway: node-deps platform-up ## exec `true` through the in-cluster gateway (paced under its per-key limit) vs direct to the agent vs pods/exec (p50/p99, req/s, ratios)
 	set -a; . $(PLATFORM_ENV); set +a; \
 	KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node api-gateway/bench/run.mjs $(BENCH_GATEWAY_ARGS)
 
-bench-gateway-local: node-deps ## The gateway's own overhead (and, in their own processes, before/after the hardening and a tenant under attack), no cluster
+bench-gateway-local: node-deps ## The gateway's own overhead, the Pod identity check on vs off (and, in their own processes, before/after the hardening and a tenant under attack), no cluster
 	nice node api-gateway/bench/run.mjs --local $(BENCH_GATEWAY_LOCAL_ARGS)
 
 bench-gateway-local-split: node-deps ## bench-gateway-local with gateway, trivial proxy and agent each in its own process (a deployment's topology)

@@ -4,6 +4,17 @@
  */
 import http from 'node:http';
 
+/**
+ * A 429 from the gateway (its per-key limits): not a failure of the mode. The measuring loop
+ * (stats.ts) waits `retryAfterMs` and takes the sample again, and counts it.
+ */
+export class RateLimitedError extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super(`answered 429; retry after ${retryAfterMs} ms`);
+    this.name = 'RateLimitedError';
+  }
+}
+
 /** Where to post and with which bearer token. */
 export interface PostTarget {
   host: string;
@@ -31,6 +42,10 @@ export function execTrueCall(t: PostTarget): { call: () => Promise<void>; close:
           res.on('error', reject);
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString();
+            if (res.statusCode === 429) {
+              const seconds = Number(res.headers['retry-after'] ?? 1);
+              return reject(new RateLimitedError(Number.isFinite(seconds) ? seconds * 1000 : 1000));
+            }
             if (res.statusCode !== 200)
               return reject(new Error(`${t.path} answered ${res.statusCode}: ${text}`));
             const r = JSON.parse(text) as { exitCode: number };

@@ -54,11 +54,13 @@ async function waitReady(client: SandboxClient, name: string): Promise<void> {
 }
 
 export async function clusterSetup(i: ClusterInputs): Promise<ClusterSetup> {
+  // Retries (the SDK's, for safe calls: 429 and 503 with Retry-After): the gateway's per-key
+  // limit also counts these calls, and a 429 on the way must not end the run.
   const client = new SandboxClient({
     baseUrl: i.gatewayUrl,
     apiKey: i.apiKey,
     namespace: i.namespace,
-    retry: { retries: 0 },
+    retry: { retries: 5 },
   });
   const suffix = randomBytes(3).toString('hex');
   const agentSession = `bench-agent-${suffix}`;
@@ -113,8 +115,13 @@ export async function clusterSetup(i: ClusterInputs): Promise<ClusterSetup> {
     direct: { host: podIP, port: AGENT_PORT, token },
     podExec,
     close: async () => {
-      await client.deleteSession(agentSession);
-      await client.deleteSession(kexecSession);
+      // Both, even when the first fails; the first failure is reported.
+      const results = await Promise.allSettled([
+        client.deleteSession(agentSession),
+        client.deleteSession(kexecSession),
+      ]);
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }

@@ -8,6 +8,10 @@
  * load drift on a shared machine hits all of them alike. Goals: gateway p50 <= 1.2x direct; Agent
  * >= 10x faster than KubernetesExec at p50. Not a test: it prints raw figures and ratios.
  *
+ * Both modes measure what the Pod identity check costs (issue 25; goal: at most 3% on the exec
+ * p50): the local mode runs a second gateway with GATEWAY_POD_IDENTITY_CHECK=false beside the
+ * first, the two interleaved with the other modes.
+ *
  * The local mode also measures (issue 12), with the gateway in its own process:
  * - the hardening's cost: the same gateway before the change (`--baseline <commit>`: that commit's
  *   own gateway, bench/baseline.ts) beside this tree's, in front of the same agent (goal: <= 5%);
@@ -17,12 +21,15 @@
  *
  *   node bench/run.mjs [--local [--split]] [--iterations N] [--warmup N] [--concurrency N]
  *                      [--seconds N] [--rounds N] [--kexec-iterations N]
- *                      [--baseline <commit>] [--attack-workers N]
+ *                      [--baseline <commit>] [--attack-workers N] [--gateway-rps N]
  *
  * Cluster mode (default) needs a deployed gateway and a node: BENCH_GATEWAY_URL (or
  * E2E_GATEWAY_URL), BENCH_GATEWAY_API_KEY (or E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (or
  * E2E_NAMESPACE, default sandbox-e2e), KUBECONFIG (default .localkube/kubeconfig); the pod network
- * must be reachable from this process (direct mode). --local runs gateway, trivial proxy and agent
+ * must be reachable from this process (direct mode). The calls through the deployed gateway go at
+ * most --gateway-rps a second (default 90, under the default per-key limit of 100: bench/pacer.ts),
+ * a 429 is waited out (its sample taken again, counted) and cleanup failures are reported after
+ * the figures, never instead of them. --local runs gateway, trivial proxy and agent
  * in this process, --local --split each in its own process (local-setup.ts).
  */
 import { loadavg } from 'node:os';
@@ -34,6 +41,8 @@ import { repoRoot, startBaselineGateway } from './baseline.js';
 import { clusterSetup } from './cluster-setup.js';
 import { EVIL, HOSTILE_IP, localAgentTarget, localSetup, serveRole, spawnRole } from './local-setup.js';
 import { REFERENCES } from './references.js';
+import { pacer } from './pacer.js';
+import { podCheckCost } from './pod-check-cost.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 
 const { values } = parseArgs({
@@ -51,6 +60,7 @@ const { values } = parseArgs({
     'kexec-iterations': { type: 'string', default: '100' },
     baseline: { type: 'string' },
     'attack-workers': { type: 'string', default: '4' },
+    'gateway-rps': { type: 'string', default: '90' },
     'gateway-url': { type: 'string' },
     session: { type: 'string' },
     workers: { type: 'string' },
@@ -70,8 +80,21 @@ function spec(
   mode: string,
   call: () => Promise<void>,
   o: { iterations: number; warmup: number } = opts,
+  pace?: () => Promise<void>,
 ): ModeSpec {
-  return { mode, call, iterations: o.iterations, warmup: o.warmup };
+  return { mode, call, iterations: o.iterations, warmup: o.warmup, ...(pace ? { pace } : {}) };
+}
+
+/** Runs every cleanup step; a failure is reported (exit code 1), never thrown over the figures. */
+async function cleanup(steps: Array<[string, () => unknown]>): Promise<void> {
+  for (const [what, step] of steps) {
+    try {
+      await step();
+    } catch (err) {
+      console.error(`cleanup: ${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    }
+  }
 }
 
 function env(...names: string[]): string | undefined {
@@ -189,9 +212,11 @@ async function runLocal(split: boolean): Promise<void> {
   const s = await localSetup({ split });
   const DIRECT = 'direct agent (loopback)';
   const GATEWAY = 'gateway -> agent (loopback)';
+  const NO_CHECK = 'gateway, Pod check off';
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
   const refs = referenceModes(s.references, s.agentUrl.token, 'agent', DIRECT);
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
+  const noCheck = gatewayCall(s.gatewayNoCheckUrl, s.apiKey, s.session);
   const hostile = await hostileModes(s.agentUrl.port, s);
   try {
     const rows = await measureInterleaved(
@@ -199,6 +224,7 @@ async function runLocal(split: boolean): Promise<void> {
         spec(DIRECT, direct.call),
         ...refs.map((r) => r.spec),
         spec(GATEWAY, gateway.call),
+        spec(NO_CHECK, noCheck.call),
         ...hostile.cost.specs,
       ],
       opts,
@@ -207,15 +233,23 @@ async function runLocal(split: boolean): Promise<void> {
       ['gateway / direct', GATEWAY, DIRECT],
       ...refs.map((r) => r.ratio),
       ['gateway / fastify floor', GATEWAY, 'fastify floor -> agent'],
+      ['Pod identity check on / off (goal <= 1.03)', GATEWAY, NO_CHECK],
       ...hostile.cost.ratios,
     ]);
+    const cost = podCheckCost();
+    console.log(
+      `Pod identity check alone (dialState, ${cost.onNs.toFixed(0)} ns on vs ${cost.offNs.toFixed(0)} ns off per call): ` +
+        `+${(cost.onNs - cost.offNs).toFixed(0)} ns per dial (resolve + dial-time lookup: twice per exec)`,
+    );
     console.log('\nanother tenant under attack (measured separately, the two modes interleaved):');
     report(await measureInterleaved(hostile.attack.specs, opts), hostile.attack.ratios);
     console.log(`tenant A's attack answers (status: count): ${JSON.stringify(hostile.attackCounts)}`);
   } finally {
-    for (const c of [direct, gateway, ...refs.map((r) => r.client)]) c.close();
-    await hostile.close();
-    await s.close();
+    for (const c of [direct, gateway, noCheck, ...refs.map((r) => r.client)]) c.close();
+    await cleanup([
+      ['the hostile modes', () => hostile.close()],
+      ['the local servers', () => s.close()],
+    ]);
   }
 }
 
@@ -239,14 +273,17 @@ async function runCluster(): Promise<void> {
   const refs = referenceModes(urls, s.direct.token, 'podIP', DIRECT);
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
+  // One pace for every call of the bench's API key through the deployed gateway.
+  const pace = pacer(Number(values['gateway-rps']));
+  console.log(`calls through the gateway paced at ${values['gateway-rps']}/s (its per-key limit)`);
   try {
     const rows = await measureInterleaved(
       [
         spec(DIRECT, direct.call),
         ...refs.map((r) => r.spec),
-        spec(AGENT, viaAgent.call),
+        spec(AGENT, viaAgent.call, opts, pace),
         spec(POD_EXEC, s.podExec, kexecOpts),
-        spec(KEXEC, viaKexec.call, kexecOpts),
+        spec(KEXEC, viaKexec.call, kexecOpts, pace),
       ],
       opts,
     );
@@ -259,8 +296,10 @@ async function runCluster(): Promise<void> {
     ]);
   } finally {
     for (const c of [direct, viaAgent, viaKexec, ...refs.map((r) => r.client)]) c.close();
-    for (const r of servers) await r.close();
-    await s.close();
+    await cleanup([
+      ...servers.map((r): [string, () => unknown] => ['a reference server', () => r.close()]),
+      ['the bench sessions', () => s.close()],
+    ]);
   }
 }
 

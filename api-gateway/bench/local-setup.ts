@@ -3,10 +3,12 @@
  * Kubernetes; either all in this process (the default: every microsecond of CPU any of them spends
  * is on the measured path) or each in its own child process (`--split`, the topology of a
  * deployment: work a server does after writing its answer overlaps with the caller's). The
- * session store is a static one-session store pointing at the agent; everything else (auth,
- * schema validation, readiness, token derivation, keep-alive pool, activity throttling, info
- * logging into a pipe read by another process) is the real code. It measures the gateway's own overhead; KubernetesExec
- * cannot be measured here.
+ * session store is a static one-session store pointing at the agent, with that session's Pod as
+ * the Pod cache holds it; everything else (auth, schema validation, readiness, the Pod identity
+ * check and the dial-time address lookup, token derivation, keep-alive pool, activity throttling,
+ * info logging into a pipe read by another process) is the real code. A second gateway with the
+ * Pod identity check off (GATEWAY_POD_IDENTITY_CHECK=false) measures what the check costs. It
+ * measures the gateway's own overhead; KubernetesExec cannot be measured here.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -22,6 +24,7 @@ import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
 import { AgentTransport } from '../src/exec/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
+import { dialLookup } from '../src/sessions/pod-identity.js';
 import { REFERENCES, referenceByRole, type AgentTarget } from './references.js';
 import { readySession, StaticStore } from './static-store.js';
 
@@ -41,6 +44,8 @@ const HOSTILE_ENV = 'BENCH_HOSTILE_IP';
 export interface LocalSetup {
   agentUrl: { host: string; port: number; token: string };
   gatewayUrl: string;
+  /** The same gateway with the Pod identity check off (the check's cost). */
+  gatewayNoCheckUrl: string;
   /** URL of each reference (references.ts), by role. */
   references: Record<string, string>;
   apiKey: string;
@@ -76,11 +81,12 @@ export async function startLocalAgent(): Promise<Running & { port: number }> {
  * The gateway (real code, static store) in front of the agent on 127.0.0.1:agentPort; with
  * `hostileIp`, also tenant EVIL's session on the hostile agent at hostileIp:agentPort. Production
  * defaults except the per-key rate, raised so the bench's single caller (about 1500 calls a
- * second) is never refused: the limiter still runs on every call.
+ * second) is never refused: the limiter still runs on every call; `podIdentityCheck: false` turns
+ * the Pod identity check off (the benchmark's comparison only).
  */
 export async function startLocalGateway(
   agentPort: number,
-  opts: { hostileIp?: string } = {},
+  opts: { hostileIp?: string; podIdentityCheck?: boolean } = {},
 ): Promise<Running & { url: string }> {
   const namespaces = opts.hostileIp ? [NAMESPACE, EVIL.namespace] : [NAMESPACE];
   const config = loadConfig({
@@ -90,6 +96,7 @@ export async function startLocalGateway(
     GATEWAY_AGENT_PORT: String(agentPort),
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
     GATEWAY_KEY_MAX_REQUESTS_PER_SECOND: '1000000',
+    GATEWAY_POD_IDENTITY_CHECK: String(opts.podIdentityCheck ?? true),
   });
   const sessions = [readySession(NAMESPACE, NAME, UID, '127.0.0.1')];
   if (opts.hostileIp) sessions.push(readySession(EVIL.namespace, EVIL.session, 'evil-uid', opts.hostileIp));
@@ -103,8 +110,12 @@ export async function startLocalGateway(
   const logger = new WinstonFastifyLogger(
     createWinston('info', { write: (text) => writeSync(logPipe.fd, text) }),
   );
+  const store = new StaticStore(sessions);
+  const dialPolicy = { address: config.addressPolicy, podIdentityCheck: config.podIdentityCheck };
   const transport = new AgentTransport({
     masterKey: MASTER_KEY,
+    // The production dial-time lookup (compose.ts), on the static store.
+    lookup: dialLookup(store, dialPolicy),
     port: agentPort,
     connectTimeoutMs: config.exec.connectTimeoutMs,
     connectRetries: config.exec.connectRetries,
@@ -121,7 +132,7 @@ export async function startLocalGateway(
     config,
     logger,
     keys: ApiKeys.parse(JSON.stringify({ keys }), namespaces),
-    store: new StaticStore(sessions),
+    store,
     transports: { Agent: transport, KubernetesExec: transport },
     activity,
   });
@@ -172,7 +183,9 @@ export async function serveRole(role: string, target: { host: string; port: numb
       ? await startLocalAgent()
       : role === 'gateway'
         ? await startLocalGateway(target.port, hostileIp ? { hostileIp } : {})
-        : await referenceByRole(role)?.start(upstream);
+        : role === 'gateway-no-pod-check'
+          ? await startLocalGateway(target.port, { podIdentityCheck: false })
+          : await referenceByRole(role)?.start(upstream);
   if (!server) throw new Error(`unknown role ${role}`);
   const address = 'url' in server ? { url: server.url } : { port: server.port };
   process.stdout.write(`${JSON.stringify(address)}\n`);
@@ -223,17 +236,21 @@ export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalS
   const gateway = opts.split
     ? await spawnRole<{ url: string }>('gateway', target)
     : await startLocalGateway(agent.port);
+  const noCheck = opts.split
+    ? await spawnRole<{ url: string }>('gateway-no-pod-check', target)
+    : await startLocalGateway(agent.port, { podIdentityCheck: false });
   const references = await Promise.all(
     REFERENCES.map((r) => (opts.split ? spawnRole<{ url: string }>(r.role, target) : r.start(target))),
   );
   return {
     agentUrl: { host: '127.0.0.1', port: agent.port, token: AGENT_TOKEN },
     gatewayUrl: gateway.url,
+    gatewayNoCheckUrl: noCheck.url,
     references: Object.fromEntries(REFERENCES.map((r, i) => [r.role, references[i]!.url])),
     apiKey: API_KEY,
     session: NAME,
     close: async () => {
-      await Promise.all([gateway, ...references].map((r) => r.close()));
+      await Promise.all([gateway, noCheck, ...references].map((r) => r.close()));
       await agent.close();
     },
   };

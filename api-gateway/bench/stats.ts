@@ -1,4 +1,28 @@
 /** Latency samples and throughput of one benchmark mode. */
+import { RateLimitedError } from './agent-call.js';
+
+/** 429s waited out (and their samples taken again), over the whole run. */
+export const rateLimited = { count: 0 };
+
+/**
+ * Runs `call`; a 429 (RateLimitedError) is waited out and the call made again, up to 20 times;
+ * `pace` runs before each attempt. Returns the milliseconds of the attempt that succeeded, never
+ * counting the waits.
+ */
+async function timed(call: () => Promise<void>, pace?: () => Promise<void>): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    await pace?.();
+    const t0 = process.hrtime.bigint();
+    try {
+      await call();
+      return Number(process.hrtime.bigint() - t0) / 1e6;
+    } catch (err) {
+      if (!(err instanceof RateLimitedError) || attempt >= 20) throw err;
+      rateLimited.count++;
+      await new Promise((r) => setTimeout(r, err.retryAfterMs));
+    }
+  }
+}
 
 /** One mode's figures. */
 export interface ModeFigures {
@@ -9,6 +33,8 @@ export interface ModeFigures {
   meanMs: number;
   rps: number;
   concurrency: number;
+  /** The mode's calls were paced (its req/s is the pace). */
+  paced: boolean;
 }
 
 /** The q-quantile (0..1) of sorted samples, nearest-rank. */
@@ -18,19 +44,19 @@ export function quantile(sorted: readonly number[], q: number): number {
   return sorted[rank]!;
 }
 
-/** Runs `call` sequentially `iterations` times (after `warmup` unmeasured calls); returns ms per call. */
+/**
+ * Runs `call` sequentially `iterations` times (after `warmup` unmeasured calls); returns ms per
+ * call. `pace` (a paced mode) runs before each call, outside the timing.
+ */
 export async function latencies(
   call: () => Promise<void>,
   iterations: number,
   warmup: number,
+  pace?: () => Promise<void>,
 ): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await call();
+  for (let i = 0; i < warmup; i++) await timed(call, pace);
   const out: number[] = [];
-  for (let i = 0; i < iterations; i++) {
-    const t0 = process.hrtime.bigint();
-    await call();
-    out.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
+  for (let i = 0; i < iterations; i++) out.push(await timed(call, pace));
   return out.sort((a, b) => a - b);
 }
 
@@ -39,6 +65,7 @@ export async function throughputRun(
   call: () => Promise<void>,
   concurrency: number,
   durationMs: number,
+  pace?: () => Promise<void>,
 ): Promise<{ done: number; seconds: number }> {
   const end = Date.now() + durationMs;
   let done = 0;
@@ -46,7 +73,7 @@ export async function throughputRun(
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (Date.now() < end) {
-        await call();
+        await timed(call, pace);
         done++;
       }
     }),
@@ -64,6 +91,11 @@ export interface ModeSpec {
   before?: () => Promise<void>;
   /** Runs after each of the mode's slices. */
   after?: () => Promise<void>;
+  /**
+   * A paced mode (calls under a rate limit, e.g. the deployed gateway's per-key limit): runs
+   * before each call, outside its timing. Its req/s is then the pace, not a capacity.
+   */
+  pace?: () => Promise<void>;
 }
 
 /** Runs one slice of a mode between its hooks. */
@@ -88,7 +120,7 @@ export async function measureInterleaved(
   o: { rounds: number; concurrency: number; durationMs: number },
 ): Promise<ModeFigures[]> {
   const rounds = Math.max(1, o.rounds);
-  for (const s of specs) for (let i = 0; i < s.warmup; i++) await s.call();
+  for (const s of specs) for (let i = 0; i < s.warmup; i++) await timed(s.call, s.pace);
   const samples = specs.map(() => [] as number[]);
   const runs = specs.map(() => ({ done: 0, seconds: 0 }));
   const order = (r: number): number[] => specs.map((_, i) => (i + r) % specs.length);
@@ -97,13 +129,13 @@ export async function measureInterleaved(
       const s = specs[i]!;
       // Slice r of the samples: rounds * slice sums to exactly s.iterations.
       const n = Math.floor(((r + 1) * s.iterations) / rounds) - Math.floor((r * s.iterations) / rounds);
-      samples[i]!.push(...(await slice(s, () => latencies(s.call, n, 0))));
+      samples[i]!.push(...(await slice(s, () => latencies(s.call, n, 0, s.pace))));
     }
   }
   for (let r = 0; r < rounds; r++) {
     for (const i of order(r)) {
       const s = specs[i]!;
-      const t = await slice(s, () => throughputRun(s.call, o.concurrency, o.durationMs / rounds));
+      const t = await slice(s, () => throughputRun(s.call, o.concurrency, o.durationMs / rounds, s.pace));
       runs[i]!.done += t.done;
       runs[i]!.seconds += t.seconds;
     }
@@ -118,6 +150,7 @@ export async function measureInterleaved(
       meanMs: lat.reduce((a, b) => a + b, 0) / lat.length,
       rps: runs[i]!.done / runs[i]!.seconds,
       concurrency: o.concurrency,
+      paced: s.pace !== undefined,
     };
   });
 }
@@ -129,16 +162,17 @@ export function report(rows: ModeFigures[], ratios: Array<[string, string, strin
   for (const r of rows) {
     console.log(
       `${r.mode.padEnd(30)}${String(r.samples).padStart(7)}${fmt(r.p50Ms).padStart(9)}${fmt(r.p99Ms).padStart(9)}${fmt(r.meanMs).padStart(9)}` +
-        `${fmt(r.rps).padStart(9)} (${r.concurrency})`,
+        `${fmt(r.rps).padStart(9)} (${r.concurrency}${r.paced ? ', paced' : ''})`,
     );
   }
+  if (rateLimited.count > 0) console.log(`429 answers waited out and retried so far: ${rateLimited.count}`);
   const by = new Map(rows.map((r) => [r.mode, r]));
   for (const [label, num, den] of ratios) {
     const a = by.get(num);
     const b = by.get(den);
-    if (a && b)
-      console.log(
-        `${label}: p50 ${fmt(a.p50Ms / b.p50Ms)}x, p99 ${fmt(a.p99Ms / b.p99Ms)}x, req/s ${fmt(a.rps / b.rps)}x`,
-      );
+    if (!a || !b) continue;
+    // req/s of a paced mode is its pace: no ratio.
+    const rps = a.paced || b.paced ? 'n/a (paced)' : `${fmt(a.rps / b.rps)}x`;
+    console.log(`${label}: p50 ${fmt(a.p50Ms / b.p50Ms)}x, p99 ${fmt(a.p99Ms / b.p99Ms)}x, req/s ${rps}`);
   }
 }

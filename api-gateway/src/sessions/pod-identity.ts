@@ -73,8 +73,9 @@ export function checkPodIdentity(target: ExecTarget, pods: PodLookup): IdentityF
   if (!target.podName) return 'no-pod-name';
   const pod = pods.pod(target.namespace, target.podName);
   if (!pod || pod.metadata.namespace !== target.namespace) return 'pod-not-found';
-  const owner = { namespace: target.namespace, name: target.name, uid: target.uid };
-  if (!controlledBySession(pod.metadata.namespace, pod.controller, owner)) return 'not-controlled-by-session';
+  // The target is the owner's identity (namespace, name, uid): no copy on the hot path.
+  if (!controlledBySession(pod.metadata.namespace, pod.controller, target))
+    return 'not-controlled-by-session';
   if (pod.deleting) return 'pod-terminating';
   if (!pod.ready) return 'pod-not-ready';
   if (pod.hostNetwork) return 'host-network';
