@@ -34,6 +34,7 @@ import { Resync } from './kube/resync.js';
 import { createRuntimeClassLookup, DefaultRuntimeClass } from './kube/runtime-class.js';
 import { SessionCache } from './kube/session-cache.js';
 import { SessionChangeFilter } from './kube/session-change-filter.js';
+import { createTenantSecretReader } from './kube/tenant-secrets.js';
 import { createSessionStore } from './kube/session-store.js';
 import type { ClaimView, PodView, SecretView } from './kube/views.js';
 import { WorkQueue } from './kube/work-queue.js';
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
     secrets: createSecretStore(clients, informers.secrets, created.secrets),
     claims: createClaimStore(clients, informers.claims, created.persistentvolumeclaims),
     storageClasses: createStorageClassLookup(clients.storage, storageClassReadFailed(logger)),
+    tenantSecrets: createTenantSecretReader(clients.json),
     workspaceBindTimeoutMs: config.workspaceBindTimeoutMs,
     events,
     clock: systemClock,

@@ -15,8 +15,10 @@
  *     now if the claim got no further; a Pod that serves another session is deleted;
  *   - a Pod created cold for the session (sbs-<name>) is left to ensurePod;
  *   - otherwise the pool is asked for a warm Pod: claimed (one patch with a resourceVersion
- *     precondition) and bound (one signed call to its agent); when none is available, the
- *     session is created cold, from the pool's template (Events PoolEmpty, PoolNotFound).
+ *     precondition) and bound (one signed call to its agent, carrying the token, the session's
+ *     env with its Secret values, and its startup command); when none is available, the
+ *     session is created cold, from the pool's template (Events PoolEmpty, PoolNotFound). A
+ *     Secret the env names that does not exist claims nothing (Ready=False/SecretNotFound).
  */
 import {
   podName,
@@ -28,6 +30,7 @@ import {
 
 import type { PodView } from '../kube/views.js';
 import type { SessionRef } from '../resources/metadata.js';
+import { sessionEnvOf, type EnvValue } from './env-sources.js';
 import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
 import { ensureSecret } from './secret-phase.js';
 
@@ -41,6 +44,16 @@ export type PoolChoice =
    * pool's template in place of every Pod-shaping field.
    */
   | { readonly kind: 'pool'; readonly name: string; readonly coldSpec: SandboxSessionSpec };
+
+/**
+ * What a bind hands a warm Pod besides its identity: the session token, the session's env (Secret
+ * values resolved) and its startup command. Never logged, never in an Event or the status.
+ */
+export interface BindContent {
+  readonly token: string;
+  readonly env: readonly EnvValue[];
+  readonly startup?: string;
+}
 
 /** What the agent of a bound but unrecorded Pod said. */
 export type Confirmation = 'bound' | 'lost' | 'unknown';
@@ -63,13 +76,13 @@ export interface PoolClaimer {
    * Asks the agent of a bound Pod whether it serves the session; binds it if the claim stopped
    * short. Throws, sending nothing, for a Pod not exactly the session's.
    */
-  confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation>;
+  confirm(pod: PodView, ref: SessionRef, content: BindContent): Promise<Confirmation>;
   /** Deletes a Pod bound to the session that cannot serve it. */
   discard(pod: PodView): Promise<void>;
   /** The pool the session takes from. */
   choose(session: SandboxSession): PoolChoice;
   /** Claims and binds a warm Pod of the pool for the session. */
-  claim(pool: string, session: SandboxSession, ref: SessionRef, token: string): Promise<Claim>;
+  claim(pool: string, session: SandboxSession, ref: SessionRef, content: BindContent): Promise<Claim>;
 }
 
 /** The claim phase (runs first: a pooled session's Secret is created while its Pod is claimed). */
@@ -95,13 +108,14 @@ export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promis
     return {};
   }
   scope.podSource = { ...scope.session, spec: choice.coldSpec };
+  const content = await bindContent(scope, deps);
+  if (!content) return { halt: true, requeueAfterMs: deps.waitRequeueMs };
   // The Secret and the claim are both on the way to Ready and independent (a warm Pod does not
   // mount the Secret): one API round trip less than one after the other. ensureSecret, the next
   // phase, then finds the Secret made here.
-  const token = deriveToken(deps.masterKey, scope.ref);
   const [secret, claim] = await Promise.allSettled([
     ensureSecret(scope, deps),
-    pools.claim(choice.name, scope.session, scope.ref, token),
+    pools.claim(choice.name, scope.session, scope.ref, content),
   ]);
   if (claim.status === 'rejected') throw claim.reason;
   record(scope, deps, choice.name, claim.value);
@@ -148,7 +162,10 @@ async function useBound(
   pod: PodView,
 ): Promise<PhaseResult> {
   if (scope.session.status?.podName !== pod.metadata.name && !pod.metadata.deletionTimestamp) {
-    const verdict = await pools.confirm(pod, scope.ref, deriveToken(deps.masterKey, scope.ref));
+    // The bind may not have happened yet: it carries the env, which must resolve first.
+    const content = await bindContent(scope, deps);
+    if (!content) return { halt: true, requeueAfterMs: deps.waitRequeueMs };
+    const verdict = await pools.confirm(pod, scope.ref, content);
     if (verdict === 'lost') {
       deps.logger.warn('bound warm pod does not serve its session; deleting it', {
         namespace: scope.ref.namespace,
@@ -166,6 +183,18 @@ async function useBound(
   }
   scope.pod = pod;
   return {};
+}
+
+/**
+ * The bind's content; undefined (scope.envProblem set) when a Secret the env names cannot be read
+ * as a value (env-sources.ts): nothing is claimed or bound then.
+ */
+async function bindContent(scope: Scope, deps: ControllerDeps): Promise<BindContent | undefined> {
+  const env = await sessionEnvOf(scope, deps.tenantSecrets);
+  if (!env) return undefined;
+  const token = deriveToken(deps.masterKey, scope.ref);
+  const startup = scope.session.spec.startup?.command;
+  return startup === undefined ? { token, env } : { token, env, startup };
 }
 
 function event(

@@ -3,7 +3,8 @@
  * (on the same workspace claim, when the workspace is persistent);
  * a Pod in a terminal phase (evicted, node lost: with restartPolicy Always nothing else ends a
  * Pod) is deleted so that the next reconcile creates a fresh one. Pod specs are never updated: the
- * fields that shape the Pod are immutable in the CRD.
+ * fields that shape the Pod are immutable in the CRD. A Pod whose env names Secrets is created
+ * only once they resolve (Ready=False/SecretNotFound meanwhile: env-sources.ts).
  */
 import { EVENT_REASONS, podName } from '@sandbox-platform/api';
 
@@ -11,6 +12,7 @@ import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
 import type { PodView } from '../kube/views.js';
 import { buildPod } from '../resources/pod.js';
 import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
+import { hasSecretRefs, sessionEnvOf } from './env-sources.js';
 import { NameConflictError } from './errors.js';
 import { classifyChild } from './ownership.js';
 import { isTerminal } from './pod-readiness.js';
@@ -22,7 +24,8 @@ export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<Pha
   const { namespace, name } = scope.ref;
   const childName = podNameOf(scope);
   const existing =
-    scope.pod ?? deps.pods.cached(namespace, childName) ?? (await createPod(scope, deps, childName));
+    scope.pod ?? deps.pods.cached(namespace, childName) ?? (await createIfReady(scope, deps, childName));
+  if (!existing) return { halt: true, requeueAfterMs: deps.waitRequeueMs };
   switch (classifyChild(existing.metadata, scope.session)) {
     case 'owned':
       scope.pod = existing;
@@ -50,6 +53,19 @@ export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<Pha
 /** A Pod bound from a pool (claim-phase.ts) is named after its pool; any other is podName(name). */
 function podNameOf(scope: Scope): string {
   return scope.pod?.metadata.name ?? podName(scope.ref.name);
+}
+
+/**
+ * Creates the Pod once the Secrets spec.env names resolve (the kubelet reads them: env-sources.ts);
+ * undefined, with scope.envProblem set, while they do not.
+ */
+async function createIfReady(
+  scope: Scope,
+  deps: ControllerDeps,
+  childName: string,
+): Promise<PodView | undefined> {
+  if (hasSecretRefs(scope.session.spec) && !(await sessionEnvOf(scope, deps.tenantSecrets))) return undefined;
+  return createPod(scope, deps, childName);
 }
 
 async function createPod(scope: Scope, deps: ControllerDeps, childName: string): Promise<PodView> {

@@ -16,11 +16,13 @@ import type {
 } from '../kube/ports.js';
 import type { ClaimView, PodView, SecretView } from '../kube/views.js';
 import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
+import type { TenantSecretReader } from '../kube/tenant-secrets.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';
 import type { SessionRef } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
 import type { PoolClaimer } from './claim-phase.js';
 import type { Clock } from './clock.js';
+import type { EnvProblem, EnvResolution } from './env-sources.js';
 import type { ExpiryReason } from './lifecycle.js';
 import type { ReconcileObserver } from './observer.js';
 import type { SessionKey } from './session-key.js';
@@ -44,6 +46,11 @@ export interface ControllerDeps {
    */
   readonly workspaceBindTimeoutMs: number;
   readonly events: EventRecorder;
+  /**
+   * Reads the Secrets spec.env names (valueFrom.secretKeyRef), one GET each, only when a session
+   * is about to get a Pod (env-sources.ts).
+   */
+  readonly tenantSecrets: TenantSecretReader;
   readonly clock: Clock;
   /** HMAC key of the session tokens (>= 32 bytes). Never logged, never leaves the operator. */
   readonly masterKey: Buffer;
@@ -112,6 +119,10 @@ export interface Scope {
   suspendCause?: SuspendCause;
   /** Why a child is missing while the reconcile waits. */
   waiting?: string;
+  /** spec.env with its Secret values, resolved once, when a Pod is about to be claimed or created. */
+  env?: EnvResolution;
+  /** Why spec.env cannot be resolved (a Secret or key missing): nothing is created meanwhile. */
+  envProblem?: EnvProblem;
   expiresAt?: Date;
   /** Set when the session is (being) collected with shutdownPolicy Retain. */
   collected?: ExpiryReason;
@@ -150,6 +161,7 @@ export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
     suspendCause: scope.suspendCause,
     pod: scope.pod,
     waiting: scope.waiting,
+    envProblem: scope.envProblem,
     outcome,
     expiresAt: scope.expiresAt,
   };

@@ -18,6 +18,7 @@ import {
 } from '@sandbox-platform/api';
 
 import type { ClaimView, PodView } from '../kube/views.js';
+import type { EnvProblem } from './env-sources.js';
 import { lastActivity, type ExpiryReason } from './lifecycle.js';
 import { podCondition, podReadiness } from './pod-readiness.js';
 import { isSuspended, reportedSuspended, type SuspendCause } from './suspension.js';
@@ -55,6 +56,8 @@ export interface StatusInputs {
   readonly pod?: PodView;
   /** Why a child is missing, when the reconcile is waiting for something (e.g. the previous session's Pod to go). */
   readonly waiting?: string;
+  /** Why spec.env cannot be resolved (a Secret or key missing, a value that cannot be exported). */
+  readonly envProblem?: EnvProblem;
   readonly outcome: Outcome;
   readonly expiresAt?: Date;
 }
@@ -84,9 +87,13 @@ export function readyVerdict(inputs: StatusInputs): Verdict {
   return missingChild(inputs) ?? podVerdict(inputs);
 }
 
-/** Creating while the Secret, the workspace claim or the Pod is missing; a claim that cannot bind. */
+/**
+ * Creating while the Secret, the workspace claim or the Pod is missing; a claim that cannot bind;
+ * an env whose Secret is missing (nothing is created then).
+ */
 function missingChild(inputs: StatusInputs): Verdict | undefined {
   const name = inputs.session.metadata.name ?? '';
+  if (inputs.envProblem) return { status: 'False', ...inputs.envProblem };
   const creating = (what: string): Verdict => ({
     status: 'False',
     reason: REASONS.creating,

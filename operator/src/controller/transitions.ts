@@ -21,6 +21,8 @@ const WARNING_REASONS = new Set<string>([
   REASONS.unschedulable,
   REASONS.storageClassNotFound,
   REASONS.workspaceNotBound,
+  REASONS.secretNotFound,
+  REASONS.secretValueInvalid,
 ]);
 const COLLECTED_REASONS = new Set<string>([REASONS.idleTimeout, REASONS.lifetimeExceeded]);
 

@@ -1,6 +1,6 @@
 /**
  * Plain JSON requests to the API server for the reconcile's hot writes (Secret and Pod creates,
- * status patches): the body is our own wire-format object, sent as JSON; the answer is parsed
+ * status patches) and the reads of a warm claim's Secret references (kube/tenant-secrets.ts): the body is our own wire-format object, sent as JSON; the answer is parsed
  * with JSON.parse and handed to the projections (kube/projections.ts), which accept plain JSON.
  * client-node's generated APIs would first convert the body to and the answer from its model
  * classes, about half the client CPU of a create here (docs/adr/0007). Server, TLS agent and
@@ -28,6 +28,8 @@ export interface JsonClient {
   create(path: string, body: unknown): Promise<unknown>;
   /** PATCH `path` with `body` as a JSON merge patch; resolves with the updated object. */
   mergePatch(path: string, body: unknown): Promise<unknown>;
+  /** GET `path` (an object, with any query); resolves with it. */
+  get(path: string): Promise<unknown>;
 }
 
 /** Client settings. */
@@ -44,7 +46,7 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
   const prefix = base.pathname.replace(/\/$/, '');
   const call = async (method: string, path: string, body: unknown, contentType: string): Promise<unknown> => {
     const headers = await opts.auth.headers();
-    const payload = Buffer.from(JSON.stringify(body));
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
       const req = send(
         {
@@ -58,8 +60,9 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
           headers: {
             ...headers,
             accept: CONTENT_TYPES.json,
-            'content-type': contentType,
-            'content-length': payload.length,
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': contentType, 'content-length': payload.length }),
           },
         },
         (res) => {
@@ -95,5 +98,6 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
   return {
     create: (path, body) => call('POST', path, body, CONTENT_TYPES.json),
     mergePatch: (path, body) => call('PATCH', path, body, CONTENT_TYPES.mergePatch),
+    get: (path) => call('GET', path, undefined, CONTENT_TYPES.json),
   };
 }

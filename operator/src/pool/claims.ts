@@ -16,7 +16,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import type { Claim, Confirmation, PoolChoice, PoolClaimer } from '../controller/claim-phase.js';
+import type { BindContent, Claim, Confirmation, PoolChoice, PoolClaimer } from '../controller/claim-phase.js';
 import { sessionIdentity } from '../controller/ownership.js';
 import { isPodReady } from '../controller/pod-readiness.js';
 import type { PodView } from '../kube/views.js';
@@ -76,7 +76,12 @@ export class PoolClaims implements PoolClaimer {
     return { kind: 'pool', name: pool.metadata.name, coldSpec: templateSpec(pool, session.spec) };
   }
 
-  async claim(poolName: string, session: SandboxSession, ref: SessionRef, token: string): Promise<Claim> {
+  async claim(
+    poolName: string,
+    session: SandboxSession,
+    ref: SessionRef,
+    content: BindContent,
+  ): Promise<Claim> {
     const now = this.d.now ?? Date.now;
     const started = now();
     const pool = this.d.index.pool(ref.namespace, poolName);
@@ -89,7 +94,7 @@ export class PoolClaims implements PoolClaimer {
         const candidate = this.pick(pool, tried);
         if (!candidate) break;
         tried.add(candidate.metadata.uid);
-        const pod = await this.tryOne(candidate, ref, token, failed);
+        const pod = await this.tryOne(candidate, ref, content, failed);
         if (pod) {
           this.d.metrics.claimed(ref.namespace, poolName, 'hit', (now() - started) / 1000);
           return { pod, failed };
@@ -103,17 +108,17 @@ export class PoolClaims implements PoolClaimer {
     }
   }
 
-  async confirm(pod: PodView, ref: SessionRef, token: string): Promise<Confirmation> {
+  async confirm(pod: PodView, ref: SessionRef, content: BindContent): Promise<Confirmation> {
     // The token goes only to a Pod that is exactly the session's (ADR 0027): anything else is a
     // caller's bug, never a reason to send it, nor to delete a Pod that is not ours.
     if (!controlledBySession(pod.metadata.namespace, pod.metadata.controller, ref))
       throw new Error(`Pod ${pod.metadata.namespace}/${pod.metadata.name} is not controlled by the session`);
     if (!pod.podIP || !isPodReady(pod)) return 'unknown';
-    const status = await this.d.bind.status(pod.podIP, token);
+    const status = await this.d.bind.status(pod.podIP, content.token);
     if (typeof status === 'object') return status.session.uid === ref.uid ? 'bound' : 'lost';
     if (status === 'failed') return 'unknown';
     // Refused: not bound to this session. Bound now if the claim stopped before its bind.
-    const outcome = await this.d.bind.bind(pod.podIP, this.d.signer.sign(payload(pod, ref, token)));
+    const outcome = await this.d.bind.bind(pod.podIP, this.d.signer.sign(payload(pod, ref, content)));
     if (outcome === 'bound') return 'bound';
     return outcome === 'refused' ? 'lost' : 'unknown';
   }
@@ -154,14 +159,14 @@ export class PoolClaims implements PoolClaimer {
   private async tryOne(
     candidate: PoolPodView,
     ref: SessionRef,
-    token: string,
+    content: BindContent,
     failed: string[],
   ): Promise<PoolPodView | undefined> {
     const { uid, name, namespace } = candidate.metadata;
     const pool = candidate.pool ?? '';
     this.reserved.add(uid);
     try {
-      const signed = this.d.signer.sign(payload(candidate, ref, token));
+      const signed = this.d.signer.sign(payload(candidate, ref, content));
       const [claimed, outcome] = await Promise.all([
         this.d.writer.claimPod(candidate, ref),
         this.d.bind.bind(candidate.podIP ?? '', signed),
@@ -197,13 +202,20 @@ export class PoolClaims implements PoolClaimer {
   }
 }
 
-/** The bind payload of a Pod for a session. */
-function payload(pod: PodView, ref: SessionRef, token: string): BindPayload {
+/**
+ * The bind payload of a Pod for a session: its identity, the session's, the token, and (when the
+ * session has them) its env and startup command. The CRD and env-sources.ts bound them so that
+ * the signed request stays under MAX_BIND_BODY_BYTES (wire/bind.ts).
+ */
+function payload(pod: PodView, ref: SessionRef, content: BindContent): BindPayload {
   const { namespace, name, uid } = pod.metadata;
-  return {
+  const out: BindPayload = {
     version: 1,
     pod: { namespace, name, uid },
     session: { namespace: ref.namespace, name: ref.name, uid: ref.uid },
-    token,
+    token: content.token,
   };
+  if (content.env.length > 0) out.env = content.env.map((e) => ({ name: e.name, value: e.value }));
+  if (content.startup !== undefined) out.startup = { command: content.startup };
+  return out;
 }

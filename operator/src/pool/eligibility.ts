@@ -4,9 +4,10 @@
  * - spec.poolRef names the pool. The CRD refuses Pod-shaping fields next to it, so the session is
  *   the pool's template by construction.
  * - Without poolRef, the namespace's default pool (spec.namespaceDefault; the oldest when several
- *   say so, then by name) serves the sessions that shape nothing themselves: no image, env,
+ *   say so, then by name) serves the sessions that shape nothing themselves: no image,
  *   resources, runtimeClassName, nodeSelector or tolerations, imagePullPolicy IfNotPresent, the
- *   Agent transport, an emptyDir workspace of the template's size. Anything else asked for
+ *   Agent transport, an emptyDir workspace of the template's size. spec.env and spec.startup do
+ *   not shape the Pod: they arrive in the bind (docs/adr/0016). Anything else asked for
  *   something the warm Pods are not, and is created cold as before.
  */
 import type { SandboxSessionSpec } from '@sandbox-platform/api';
@@ -14,7 +15,7 @@ import type { SandboxSessionSpec } from '@sandbox-platform/api';
 import type { PoolView } from './pool-view.js';
 
 /** Session fields that shape the Pod and have no default: any of them set means "not the template". */
-const SHAPING = ['image', 'env', 'resources', 'runtimeClassName', 'nodeSelector', 'tolerations'] as const;
+const SHAPING = ['image', 'resources', 'runtimeClassName', 'nodeSelector', 'tolerations'] as const;
 
 /** The CRD's default workspace size (spec.workspace.sizeLimit of both kinds). */
 const DEFAULT_WORKSPACE_SIZE = '1Gi';

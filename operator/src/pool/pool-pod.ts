@@ -43,14 +43,20 @@ export interface PoolPodOptions {
   readonly bindKeyHex: string;
 }
 
-/** Size of the emptyDir that holds the agent's bind state (one small JSON file). */
-const BIND_STATE_SIZE = '1Mi';
+/**
+ * Size of the emptyDir that holds the agent's bind state: one JSON file, the bind request, at most
+ * MAX_BIND_BODY_BYTES (2 MiB) with the session's env and startup command in it, and its temporary
+ * copy while it is renamed into place.
+ */
+const BIND_STATE_SIZE = '5Mi';
 /** Name of the token volume in buildPod's Pod, replaced here by the bind state emptyDir. */
 const TOKEN_VOLUME = 'token';
 
 /**
  * The template as a session spec: the Pod-shaping fields of the pool, the Agent transport, an
- * emptyDir workspace of the template's size. A pooled session created cold gets this spec too.
+ * emptyDir workspace of the template's size. A pooled session created cold gets this spec too,
+ * with its own env after the template's (a name in both: the session's, as a warm Pod's shell
+ * ends up with once the bind's env is exported) and its own startup command.
  */
 export function templateSpec(
   pool: PoolView,
@@ -61,7 +67,7 @@ export function templateSpec(
     ...lifecycle,
     image: t.image,
     imagePullPolicy: t.imagePullPolicy ?? 'IfNotPresent',
-    env: t.env,
+    env: mergedEnv(t.env, lifecycle.env),
     resources: t.resources,
     runtimeClassName: t.runtimeClassName,
     nodeSelector: t.nodeSelector,
@@ -70,6 +76,16 @@ export function templateSpec(
     execTransport: 'Agent',
   };
   return Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined));
+}
+
+/** The template's env, then the session's; a name the session gives again takes the session's entry. */
+function mergedEnv(
+  template: SandboxSessionSpec['env'],
+  session: SandboxSessionSpec['env'],
+): SandboxSessionSpec['env'] {
+  if (!session?.length) return template;
+  const own = new Set(session.map((e) => e.name));
+  return [...(template ?? []).filter((e) => !own.has(e.name)), ...session];
 }
 
 /** A fresh warm Pod name: `<pool>-<10 base-36 characters>` (about 51 bits; a Pod name is a hostname). */

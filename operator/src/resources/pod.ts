@@ -43,6 +43,7 @@ import {
   SANDBOX_COMPONENT,
   SANDBOX_CONTAINER,
   SESSION_ENV_PREFIX,
+  STARTUP_COMMAND_ENV,
   TOKEN_ENV,
   TOKEN_MOUNT_DIR,
   TOKEN_SECRET_KEY,
@@ -162,17 +163,29 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
 }
 
 /**
- * HOME first so spec.env may override it; the token last. The CRD rejects spec.env names starting
- * with SANDBOX_, so nothing in the spec can shadow the token variable or a carrier name. For the
- * Agent transport the entries carry SESSION_ENV_PREFIX (see the module comment); the agent's bash
- * then overrides HOME itself when spec.env names it.
+ * HOME first so spec.env may override it; the startup command and the token last. The CRD rejects
+ * spec.env names starting with SANDBOX_, so nothing in the spec can shadow the token variable, the
+ * startup command or a carrier name. For the Agent transport the entries carry SESSION_ENV_PREFIX
+ * (see the module comment); the agent's bash then overrides HOME itself when spec.env names it.
+ *
+ * An entry that names a Secret (valueFrom.secretKeyRef, always of the session's own namespace: a
+ * Pod's secretKeyRef has no namespace) stays a reference: the kubelet reads the value, which never
+ * appears in the Pod spec (docs/adr/0016, "Env, Secrets and startup at bind time"). The
+ * reconcile creates the Pod only once the references resolve (controller/env-sources.ts).
  */
 function containerEnv(spec: SandboxSessionSpec, ref: SessionRef, agent: boolean): V1EnvVar[] {
   const prefix = agent ? SESSION_ENV_PREFIX : '';
-  const user = (spec.env ?? []).map((e) => ({ name: prefix + e.name, value: e.value ?? '' }));
+  const user = (spec.env ?? []).map((e): V1EnvVar => {
+    const secret = e.valueFrom?.secretKeyRef;
+    return secret
+      ? { name: prefix + e.name, valueFrom: { secretKeyRef: { name: secret.name, key: secret.key } } }
+      : { name: prefix + e.name, value: e.value ?? '' };
+  });
+  const startup = agent && spec.startup ? [{ name: STARTUP_COMMAND_ENV, value: spec.startup.command }] : [];
   return [
     { name: 'HOME', value: WORKSPACE_DIR },
     ...user,
+    ...startup,
     { name: TOKEN_ENV, valueFrom: { secretKeyRef: { name: secretName(ref.name), key: TOKEN_SECRET_KEY } } },
   ];
 }

@@ -22,6 +22,7 @@ import type {
   WriteOutcome,
 } from '../../src/kube/ports.js';
 import { projectClaim, projectPod, projectSecret } from '../../src/kube/projections.js';
+import type { TenantSecretReader } from '../../src/kube/tenant-secrets.js';
 import type { ClaimView, PodView, SecretView } from '../../src/kube/views.js';
 
 type Op =
@@ -51,6 +52,10 @@ export class FakeCluster {
   defaultStorageClass: string | undefined = 'standard';
   /** Time stamped as a created claim's creationTimestamp. */
   claimCreatedAt = '2030-01-01T00:00:00Z';
+  /** Tenant Secrets spec.env may name, by `namespace/name`: their data. */
+  readonly tenantSecrets = new Map<string, Record<string, Buffer>>();
+  /** Tenant Secret reads, as `namespace/name`, in order. */
+  readonly tenantSecretReads: string[] = [];
   readonly events: Array<{ session: string; event: SessionEvent }> = [];
   readonly writes: string[] = [];
   /** Sessions read from the "API server" (not from the session cache), in order. */
@@ -255,6 +260,15 @@ export class FakeCluster {
   storageClassLookup(): StorageClassLookup {
     return {
       exists: async (name) => (this.storageClassesUnknown ? undefined : this.storageClasses.has(name)),
+    };
+  }
+
+  tenantSecretReader(): TenantSecretReader {
+    return {
+      read: async (namespace, name) => {
+        this.tenantSecretReads.push(`${namespace}/${name}`);
+        return this.tenantSecrets.get(`${namespace}/${name}`);
+      },
     };
   }
 

@@ -69,6 +69,7 @@ export function controllerDeps(
     secrets: cluster.secretStore(),
     claims: cluster.claimStore(),
     storageClasses: cluster.storageClassLookup(),
+    tenantSecrets: cluster.tenantSecretReader(),
     workspaceBindTimeoutMs: 60_000,
     events: cluster.eventRecorder(),
     clock,

@@ -57,6 +57,11 @@ class StubApi {
     return { items: this.objects, metadata: { resourceVersion: this.listVersion } };
   }
 
+  /** JsonClient.get: not used by the session store. */
+  async get(path: string): Promise<unknown> {
+    throw new Error(`unexpected GET ${path}`);
+  }
+
   /** JsonClient.mergePatch: the status write. */
   async mergePatch(
     path: string,

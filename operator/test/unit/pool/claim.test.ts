@@ -249,14 +249,27 @@ describe('the namespace default pool', () => {
     expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
   });
 
-  it('leaves a session with its own image (or env, or another workspace size) cold', async () => {
+  it('leaves a session with its own image (or another workspace size) cold', async () => {
     const pool = pools.putPool('warm', { namespaceDefault: true });
     pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
     cluster.putSession(session(withSpec({ image: 'mine:1' })));
-    cluster.putSession(session(named('b'), uid('u-b'), withSpec({ env: [{ name: 'A', value: '1' }] })));
     cluster.putSession(session(named('c'), uid('u-c'), withSpec({ workspace: { sizeLimit: '5Gi' } })));
-    for (const n of ['demo', 'b', 'c']) await reconcile(key(n), deps);
+    for (const n of ['demo', 'c']) await reconcile(key(n), deps);
     expect(pools.ops).toEqual([]);
+  });
+
+  it('binds a session with env and a startup command: they do not shape the Pod, the bind carries them', async () => {
+    const pool = pools.putPool('warm', { namespaceDefault: true });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(
+      session(withSpec({ env: [{ name: 'A', value: '1' }], startup: { command: 'serve' } })),
+    );
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status?.podName).toBe('warm-aaaaaaaaaa');
+    expect(pools.bound.get('warm-aaaaaaaaaa')).toMatchObject({
+      env: [{ name: 'A', value: '1' }],
+      startup: { command: 'serve' },
+    });
   });
 
   it('is the oldest pool that says so', async () => {

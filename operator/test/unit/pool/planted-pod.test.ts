@@ -180,7 +180,9 @@ describe('PoolClaims.confirm', () => {
     const planted = plant('planted', toVictim);
     const claims = pools.claims(opts);
     const ref = { namespace: 'team-a', name: 'demo', uid: 'uid-1' };
-    await expect(claims.confirm(planted, ref, 'token')).rejects.toThrow(/not controlled by the session/);
+    await expect(claims.confirm(planted, ref, { token: 'token', env: [] })).rejects.toThrow(
+      /not controlled by the session/,
+    );
     untouched('planted');
   });
 });

@@ -80,9 +80,10 @@ describe('buildPoolPod', () => {
   });
 
   it('keeps the bind state in a small writable memory emptyDir where the token would be', () => {
+    // 5Mi: the kept request (at most MAX_BIND_BODY_BYTES, 2 MiB, with the env) and its temporary copy.
     expect(pod.spec!.volumes?.find((v) => v.name === 'token')).toEqual({
       name: 'token',
-      emptyDir: { medium: 'Memory', sizeLimit: '1Mi' },
+      emptyDir: { medium: 'Memory', sizeLimit: '5Mi' },
     });
     expect(container.volumeMounts?.find((m) => m.name === 'token')).toEqual({
       name: 'token',
