@@ -125,7 +125,14 @@ export async function podPortTargets(
     namespace: where.namespace,
     labelSelector: where.labelSelector,
   });
-  const running = pods.items.filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp);
+  // Ready Pods only: one starting or going away during a rollout may not listen (its control
+  // would then fail, and the cell be inconclusive).
+  const running = pods.items.filter(
+    (p) =>
+      p.status?.podIP &&
+      !p.metadata?.deletionTimestamp &&
+      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
   const targets = await Promise.all(
     running.map(async (pod, i) => {
       const control = await controls.node(pod.spec!.nodeName!);
