@@ -161,6 +161,20 @@ export class WarmAgents {
     return res.status;
   }
 
+  /** Runs a command on a Pod's agent with a bearer token; resolves with its stdout (throws unless 200). */
+  async execOutput(podName: string, token: string, command: string): Promise<string> {
+    const warm = this.agents.get(podName);
+    if (!warm) throw new Error(`no agent for ${podName}`);
+    const res = await fetch(`http://${warm.host}:${warm.agent.port}/v1/exec`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ command }),
+    });
+    const body = (await res.json()) as { stdout?: string };
+    if (res.status !== 200) throw new Error(`exec on ${podName} answered ${res.status}`);
+    return body.stdout ?? '';
+  }
+
   /** Stops every agent and relay. */
   async stopAll(): Promise<void> {
     for (const warm of this.agents.values()) {
