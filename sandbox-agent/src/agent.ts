@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 
 import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
+import { CODE_DEFAULTS, CodeContexts, type CodeOptions } from './code/contexts.js';
 import type { AgentConfig } from './config.js';
 import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
 import { FileStore } from './files/file-store.js';
@@ -47,6 +48,8 @@ export interface StartOptions {
   shell?: { respawnRetryMs?: number };
   /** Parent of the private directory of stdin pipes (default the OS temp directory, TMPDIR). */
   tempDir?: string;
+  /** The code interpreter's tunables (docs/adr/0031; defaults: CODE_DEFAULTS, the image's paths). */
+  code?: Partial<CodeOptions>;
 }
 
 /** How long open connections may take to finish after the shell stopped, before they are cut. */
@@ -89,6 +92,14 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     maxTerminals: config.maxTerminals,
   });
   await terminals.start();
+  const code = await CodeContexts.open({
+    ...CODE_DEFAULTS,
+    ...options.code,
+    tempDir: options.tempDir ?? tmpdir(),
+    workspace: files.workspace,
+    env: () => ({ ...env, ...sessionEnv }),
+    logger,
+  });
   const liveness = livenessCheck(shell, files.workspace, options.liveness);
   // Readiness turns true only once the shell answers; a missing bash fails the start.
   await shell.start().catch(async (err: unknown) => {
@@ -113,12 +124,13 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     files,
     processes,
     terminals,
+    code,
     limits: config,
     timeouts: config,
     logger,
   });
   const stopOthers = async (): Promise<void> => {
-    await Promise.all([terminals.close(), processes.close()]);
+    await Promise.all([terminals.close(), processes.close(), code.close()]);
     await stdinPipes.close().catch((err: unknown) => {
       logger.warn('cannot remove the stdin pipe directory', { error: errorMessage(err) });
     });

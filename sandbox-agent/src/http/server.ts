@@ -9,6 +9,8 @@ import type { Duplex } from 'node:stream';
 
 import { AGENT_PATHS, ptyQuerySchema } from '@sandbox-platform/api';
 
+import type { CodeContexts } from '../code/contexts.js';
+import { codeRoute, matchCodePath } from '../code/code-routes.js';
 import type { FileStore } from '../files/file-store.js';
 import type { ProcessTable } from '../processes/process-table.js';
 import type { Terminals } from '../pty/terminals.js';
@@ -39,6 +41,8 @@ export interface ServerDeps {
   files: FileStore;
   processes: ProcessTable;
   terminals: Terminals;
+  /** Code contexts (docs/adr/0031); absent in embedders that do not run kernels. */
+  code?: CodeContexts;
   limits: {
     execBodyMaxBytes: number;
     fileMaxBytes: number;
@@ -128,6 +132,16 @@ const ROUTES: readonly Route[] = [
       if (!at) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
       const deps = { processes: d.processes, bodyLimit: d.limits.execBodyMaxBytes, logger: d.logger };
       return processRoute(req, res, deps, at);
+    },
+    auth: true,
+  },
+  {
+    name: 'code',
+    matches: (p) => p === AGENT_PATHS.code || p.startsWith(`${AGENT_PATHS.code}/`),
+    handler: (req, res, d) => {
+      const at = matchCodePath(pathOf(req));
+      if (!at || !d.code) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
+      return codeRoute(req, res, { contexts: d.code, logger: d.logger }, at);
     },
     auth: true,
   },
