@@ -32,6 +32,13 @@ platform-keys: ## Create the local API keys (plain keys in .localkube/platform/*
 	  echo "    - {id: demo, sha256: $$(tr -d '\n' < $(PLATFORM_DIR)/demo.key | sha256sum | cut -c1-64), namespaces: [$(DEMO_NAMESPACE)]}"; \
 	  echo "    - {id: e2e, sha256: $$(tr -d '\n' < $(PLATFORM_DIR)/e2e.key | sha256sum | cut -c1-64), namespaces: [$(E2E_NAMESPACE)]}"; \
 	  echo "    - {id: e2e-other, sha256: $$(tr -d '\n' < $(PLATFORM_DIR)/e2e-other.key | sha256sum | cut -c1-64), namespaces: [$(E2E_OTHER_NAMESPACE)]}"; \
+	  echo "# The e2e tenant's namespace also admits the test images and runc (the isolation specs compare"; \
+	  echo "# runtimes; the PID-limit spec needs the pod's pids cgroup, which gVisor does not expose); the"; \
+	  echo "# other tenant's and the demo namespace keep the chart's defaults (gVisor only)."; \
+	  echo "policy:"; echo "  namespaces:"; \
+	  echo "    $(E2E_NAMESPACE):"; \
+	  echo "      images: [localhost/sandbox-platform/hostile-agent:dev, localhost/sandbox-platform/testbox:dev]"; \
+	  echo "      runtimeClasses: [gvisor, runc]"; \
 	} > $(PLATFORM_DIR)/values-keys.yaml
 
 .PHONY: platform-up
