@@ -18,7 +18,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { podName } from '@sandbox-platform/api';
 
 import { isNotFound, kubeClients, predicate, waitFor } from '../../src/framework/index.js';
-import { describeIf } from '../../src/framework/not-run.js';
+import { describeIf, NOT_LOCAL_REASON, notRun } from '../../src/framework/not-run.js';
 import {
   createSession,
   deleteSession,
@@ -65,6 +65,7 @@ describeIf(GVISOR_MISSING)('a session under gVisor', () => {
     expect(release).toMatch(/gvisor/);
     expect(klog.join('\n')).toMatch(/gVisor/);
     if (LOCAL) expect(release).not.toBe(readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim());
+    else notRun("gVisor's uname differs from the host kernel's", NOT_LOCAL_REASON);
   });
 
   it('runs commands through the gateway (exec, env, exit codes)', async () => {
