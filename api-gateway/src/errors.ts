@@ -26,6 +26,12 @@ export const PROBLEMS = {
   'too-many-processes': { status: 409, title: 'The sandbox holds its maximum of processes' },
   'too-many-terminals': { status: 409, title: 'The sandbox has its maximum of open terminals' },
   'pty-unavailable': { status: 503, title: 'The sandbox image has no terminal helper' },
+  // The code interpreter and file watching: the agent's slugs, passed through (ADR 0031).
+  'code-unavailable': { status: 503, title: 'No code kernel can run in this sandbox' },
+  'context-not-found': { status: 404, title: 'No code context has this name' },
+  'too-many-contexts': { status: 409, title: 'The sandbox holds its maximum of code contexts' },
+  'context-busy': { status: 409, title: 'The code context has its maximum of waiting runs' },
+  'watch-unavailable': { status: 503, title: 'The sandbox cannot watch files now' },
   'port-forbidden': { status: 403, title: 'This port of the sandbox is not proxied by the gateway' },
   'origin-forbidden': { status: 403, title: 'WebSocket upgrades from this Origin are not allowed' },
   'upgrade-required': { status: 426, title: 'This route needs a WebSocket upgrade' },

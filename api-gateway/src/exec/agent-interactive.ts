@@ -9,6 +9,7 @@ import type WebSocket from 'ws';
 
 import type { ExecTarget } from '../sessions/model.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
+import { AgentCode, type CodeTransport } from './agent-code.js';
 import { AgentProcesses, type ProcessTransport } from './agent-processes.js';
 import type { AgentTransport } from './agent-transport.js';
 import { dialWebSocket, type DialOptions } from './ws-dial.js';
@@ -16,9 +17,12 @@ import { dialWebSocket, type DialOptions } from './ws-dial.js';
 /** The session-facing parts of the Agent transport that are not exec or files. */
 export class AgentInteractive {
   readonly processes: ProcessTransport;
+  /** The code interpreter's calls (ADR 0031). */
+  readonly code: CodeTransport;
 
   constructor(private readonly agent: AgentTransport) {
     this.processes = new AgentProcesses(agent);
+    this.code = new AgentCode(agent);
   }
 
   /** `<ip>:<agent port>` (IPv6 in brackets) of the session's agent, as the transport dials it. */

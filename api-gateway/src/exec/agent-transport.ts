@@ -398,6 +398,12 @@ const PASS_THROUGH = new Set([
   'too-many-processes',
   'too-many-terminals',
   'pty-unavailable',
+  // The code interpreter and file watching (ADR 0031).
+  'code-unavailable',
+  'context-not-found',
+  'too-many-contexts',
+  'context-busy',
+  'watch-unavailable',
 ]);
 
 /** Maps an agent error response to a gateway problem. */

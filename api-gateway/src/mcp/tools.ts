@@ -19,10 +19,12 @@ import { EXEC_STDIN_MAX_CHARS } from '../routes/exec/schemas.js';
 import { checkWorkspacePath } from '../routes/files/path.js';
 import type { ExecService } from '../service/exec-service.js';
 import { resolveNamespace } from '../service/namespaces.js';
+import type { CodeService } from '../service/code-service.js';
 import type { ProcessService } from '../service/process-service.js';
 import type { SessionsService } from '../service/sessions-service.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
 import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
+import { registerCodeTools } from './code-tools.js';
 import { registerProcessTools } from './process-tools.js';
 
 /** What the tools need. */
@@ -32,6 +34,8 @@ export interface ToolContext {
   execs: ExecService;
   /** Background processes (start_process, list_processes, read_process_output, signal_process). */
   processes: ProcessService;
+  /** The code interpreter (run_code, restart_code_context; ADR 0031); absent: not offered. */
+  code?: CodeService;
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
@@ -351,5 +355,6 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       }),
   );
   registerProcessTools(server, { processes: ctx.processes, ns, guarded, call, session, namespace });
+  if (ctx.code) registerCodeTools(server, { code: ctx.code, ns, guarded, call, session, namespace });
   return server;
 }

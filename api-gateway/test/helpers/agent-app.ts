@@ -17,7 +17,12 @@ import { afterAll } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 import type { FastifyInstance } from 'fastify';
 
-import { agentConfig, startAgent, type RunningAgent } from '../../../sandbox-agent/src/index.js';
+import {
+  agentConfig,
+  startAgent,
+  type RunningAgent,
+  type StartOptions,
+} from '../../../sandbox-agent/src/index.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { AgentInteractive } from '../../src/exec/agent-interactive.js';
@@ -70,7 +75,13 @@ export interface AgentApp {
  * checks are about the gateway, not the agent) and a listening gateway in front of it.
  */
 export async function startAgentApp(
-  opts: { env?: Record<string, string>; ptyHelperPath?: string; tracing?: GatewayTracing } = {},
+  opts: {
+    env?: Record<string, string>;
+    ptyHelperPath?: string;
+    tracing?: GatewayTracing;
+    /** The agent's code interpreter options (its Python, the bridge script). */
+    code?: StartOptions['code'];
+  } = {},
 ): Promise<AgentApp> {
   const workspace = await mkdtemp(join(tmpdir(), 'gw-agent-'));
   const token = deriveToken(MASTER_KEY, { namespace: 'team-a', name: 'demo', uid: 'uid-demo' });
@@ -84,7 +95,11 @@ export async function startAgentApp(
       ...(opts.ptyHelperPath ? { ptyHelperPath: opts.ptyHelperPath } : {}),
     }),
     // HOME is the workspace, as in a sandbox Pod (never the developer's ~/.bashrc in a terminal).
-    { logSink: () => undefined, baseEnv: { ...process.env, HOME: workspace } },
+    {
+      logSink: () => undefined,
+      baseEnv: { ...process.env, HOME: workspace },
+      ...(opts.code ? { code: opts.code } : {}),
+    },
   );
   const config = loadConfig({ ...TEST_ENV, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true', ...opts.env });
   const store = new FakeStore();

@@ -75,6 +75,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       sessions: app.sessions,
       execs: app.execs,
       processes: app.processes,
+      code: app.codeRuns,
       limits: app.config.exec,
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,
