@@ -13,7 +13,7 @@ CONTAINERD_SOCK ?= $(LOCALKUBE_DIR)/containerd/containerd.sock
 # The base images the local cluster itself needs: pod sandboxes, node tests (and the local-path
 # provisioner's helper pods), cluster DNS, dynamic provisioning.
 IMAGES_BASE := pause testbox coredns local-path-provisioner
-IMAGES_APPS := sandbox-agent operator api-gateway
+IMAGES_APPS := sandbox-agent operator api-gateway sandbox-python
 # Test images: the hostile agent (test-e2e/hostile-agent) for the gateway's hostile-tenant e2e.
 IMAGES_TEST := hostile-agent
 IMAGES_GO_SRCS := $(shell find $(IMAGES_SRC)/cmd $(IMAGES_SRC)/internal -name '*.go' ! -name '*_test.go') $(IMAGES_SRC)/go.mod
@@ -55,6 +55,11 @@ $(IMAGES_DIR)/testbox.tar: $(IMAGES_BUILD)/netecho
 $(IMAGES_DIR)/coredns.tar: $(IMAGES_BUILD)/coredns
 $(IMAGES_DIR)/local-path-provisioner.tar: $(IMAGES_BUILD)/local-path-provisioner
 $(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty
+# The agent image plus the code interpreter's Python stack (mk/code.mk, docs/adr/0031).
+$(IMAGES_DIR)/sandbox-python.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty $(IMAGES_BUILD)/kernel-bridge.py python-stack-site
+$(IMAGES_BUILD)/kernel-bridge.py: sandbox-agent/src/code/kernel-bridge.py
+	@mkdir -p $(@D)
+	cp $< $@
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
 $(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
 $(IMAGES_DIR)/hostile-agent.tar: $(IMAGES_BUILD)/hostile-agent.mjs

@@ -37,7 +37,7 @@ platform-keys: ## Create the local API keys (plain keys in .localkube/platform/*
 	  echo "# other tenant's and the demo namespace keep the chart's defaults (gVisor only)."; \
 	  echo "policy:"; echo "  namespaces:"; \
 	  echo "    $(E2E_NAMESPACE):"; \
-	  echo "      images: [localhost/sandbox-platform/hostile-agent:dev, localhost/sandbox-platform/testbox:dev]"; \
+	  echo "      images: [localhost/sandbox-platform/hostile-agent:dev, localhost/sandbox-platform/testbox:dev, localhost/sandbox-platform/sandbox-python:dev]"; \
 	  echo "      runtimeClasses: [gvisor, runc]"; \
 	} > $(PLATFORM_DIR)/values-keys.yaml
 
