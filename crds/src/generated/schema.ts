@@ -86,6 +86,11 @@ export const sandboxSessionSchema = {
           message:
             'shutdownPolicy Suspend needs a persistent workspace: set spec.workspace.persistentVolumeClaim (an emptyDir workspace would be lost at every idle suspension), or use shutdownPolicy Delete or Retain',
         },
+        {
+          rule: "!has(self.workspace) || !has(self.workspace.fromSnapshot) || (self.execTransport == 'Agent' && !has(self.startup))",
+          message:
+            'spec.workspace.fromSnapshot needs execTransport Agent (the in-pod agent writes and verifies the workspace) and no spec.startup (it would start before the workspace is restored)',
+        },
       ],
       properties: {
         image: {
@@ -397,6 +402,34 @@ export const sandboxSessionSchema = {
                 },
               },
             },
+            fromSnapshot: {
+              type: 'object',
+              required: ['name'],
+              description:
+                "Start with the workspace of this SandboxSnapshot (same namespace). The operator writes the snapshot's content into /workspace through the agent and verifies it against the snapshot's digest before the session is Ready; a mismatch, a corrupted or missing object or a missing snapshot keeps the session not Ready (condition WorkspaceVerified, docs/snapshots.md). An emptyDir workspace is restored into every new Pod of the session; a persistent one once, into its claim.",
+              'x-kubernetes-validations': [
+                {
+                  rule: '!has(self.__namespace__)',
+                  message:
+                    'fromSnapshot.namespace is not allowed: a session restores only snapshots of its own namespace',
+                },
+              ],
+              properties: {
+                name: {
+                  type: 'string',
+                  minLength: 1,
+                  maxLength: 63,
+                  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+                  description: 'Name of the SandboxSnapshot.',
+                },
+                namespace: {
+                  type: 'string',
+                  maxLength: 63,
+                  description:
+                    'Not allowed (always refused); a session restores only snapshots of its own namespace.',
+                },
+              },
+            },
           },
         },
         execTransport: {
@@ -448,7 +481,7 @@ export const sandboxSessionSchema = {
         },
         conditions: {
           type: 'array',
-          description: 'Ready and PodScheduled; see crds/README.md for the reasons.',
+          description: 'Ready, PodScheduled and WorkspaceVerified; see crds/README.md for the reasons.',
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['type'],
           items: {
@@ -532,6 +565,48 @@ export const sandboxSessionSchema = {
           type: 'string',
           enum: ['Pending', 'Ready', 'Suspended', 'Terminated', 'Failed'],
           description: 'Summary of the conditions for the printer column; use conditions in code.',
+        },
+        workspaceRestore: {
+          type: 'object',
+          description:
+            'The last verified restore of spec.workspace.fromSnapshot: which snapshot, its digest, and the Pod (emptyDir) or claim (persistent) it was written into.',
+          properties: {
+            snapshotName: {
+              type: 'string',
+            },
+            snapshotUID: {
+              type: 'string',
+            },
+            digest: {
+              type: 'string',
+            },
+            targetUID: {
+              type: 'string',
+              description: 'UID of the Pod (emptyDir workspace) or the claim (persistent) restored into.',
+            },
+            completedAt: {
+              type: 'string',
+              format: 'date-time',
+            },
+          },
+        },
+        workspaceDigest: {
+          type: 'object',
+          description:
+            "The workspace's content digest recorded when the session was suspended (persistent workspaces); the resume compares the workspace with it (condition WorkspaceVerified).",
+          properties: {
+            digest: {
+              type: 'string',
+            },
+            claimUID: {
+              type: 'string',
+              description: 'UID of the claim the digest was taken of.',
+            },
+            recordedAt: {
+              type: 'string',
+              format: 'date-time',
+            },
+          },
         },
       },
     },

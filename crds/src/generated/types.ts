@@ -117,6 +117,19 @@ export interface SandboxSessionSpec {
        */
       accessMode?: 'ReadWriteOnce' | 'ReadWriteOncePod' | 'ReadWriteMany';
     };
+    /**
+     * Start with the workspace of this SandboxSnapshot (same namespace). The operator writes the snapshot's content into /workspace through the agent and verifies it against the snapshot's digest before the session is Ready; a mismatch, a corrupted or missing object or a missing snapshot keeps the session not Ready (condition WorkspaceVerified, docs/snapshots.md). An emptyDir workspace is restored into every new Pod of the session; a persistent one once, into its claim.
+     */
+    fromSnapshot?: {
+      /**
+       * Name of the SandboxSnapshot.
+       */
+      name: string;
+      /**
+       * Not allowed (always refused); a session restores only snapshots of its own namespace.
+       */
+      namespace?: string;
+    };
   };
   /**
    * How the gateway runs commands: Agent (HTTP to the in-pod agent on port 8090) or KubernetesExec (pods/exec through the API server, for images without the agent).
@@ -151,7 +164,7 @@ export interface SandboxSessionStatus {
    */
   observedGeneration?: number;
   /**
-   * Ready and PodScheduled; see crds/README.md for the reasons.
+   * Ready, PodScheduled and WorkspaceVerified; see crds/README.md for the reasons.
    */
   conditions?: {
     type: string;
@@ -201,6 +214,30 @@ export interface SandboxSessionStatus {
    * Summary of the conditions for the printer column; use conditions in code.
    */
   phase?: 'Pending' | 'Ready' | 'Suspended' | 'Terminated' | 'Failed';
+  /**
+   * The last verified restore of spec.workspace.fromSnapshot: which snapshot, its digest, and the Pod (emptyDir) or claim (persistent) it was written into.
+   */
+  workspaceRestore?: {
+    snapshotName?: string;
+    snapshotUID?: string;
+    digest?: string;
+    /**
+     * UID of the Pod (emptyDir workspace) or the claim (persistent) restored into.
+     */
+    targetUID?: string;
+    completedAt?: string;
+  };
+  /**
+   * The workspace's content digest recorded when the session was suspended (persistent workspaces); the resume compares the workspace with it (condition WorkspaceVerified).
+   */
+  workspaceDigest?: {
+    digest?: string;
+    /**
+     * UID of the claim the digest was taken of.
+     */
+    claimUID?: string;
+    recordedAt?: string;
+  };
 }
 
 /** One entry of status.conditions (the shape of metav1.Condition). */

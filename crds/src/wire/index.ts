@@ -20,6 +20,8 @@ import type {
 } from './generated/types.js';
 
 export type * from './generated/types.js';
+export * from './archive.js';
+export * from './archive-digest.js';
 export * from './bind.js';
 export * from './code.js';
 export * from './limits.js';
