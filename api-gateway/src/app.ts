@@ -18,6 +18,8 @@ import { onClientError } from './client-error.js';
 import type { AgentInteractive } from './exec/agent-interactive.js';
 import type { ExecTransport } from './exec/types.js';
 import { ByteBudget } from './limits/byte-budget.js';
+import { consoleRoutes, consoleWsKey, type ConsoleAssets } from './console/index.js';
+import { e2bBridgePlugin, e2bPlugin, type E2bDeps } from './e2b/index.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import authPlugin from './plugins/auth.js';
 import configPlugin from './plugins/config.js';
@@ -43,6 +45,7 @@ import portRoutes from './routes/ports/index.js';
 import ptyRoutes from './routes/pty/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import sessionRoutes from './routes/sessions/index.js';
+import { previewPlugin, previewRewrite, type PreviewDeps } from './preview/index.js';
 import type { TransportKind } from './sessions/model.js';
 import type { SessionStore } from './sessions/store.js';
 
@@ -63,6 +66,12 @@ export interface AppDeps {
   interactive?: AgentInteractive;
   /** Tracing on: @fastify/otel's plugin, registered before every route (tracing/tracing.ts). */
   tracingPlugin?: FastifyPluginCallback;
+  /** The web console's files (console/); none: /console is not served. */
+  console?: ConsoleAssets;
+  /** Browser previews (preview/); none: off (the link route answers 404). */
+  previews?: PreviewDeps;
+  /** The E2B-compatible API (e2b/index.ts); none: not served. */
+  e2b?: E2bDeps;
 }
 
 /**
@@ -94,6 +103,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     // A request broken while it arrived: a status when nothing was answered yet, else only a cut.
     clientErrorHandler: onClientError,
+    // Preview hosts reach only the preview routes, whatever their path (preview/rewrite.ts).
+    ...(deps.previews ? { rewriteUrl: previewRewrite(deps.previews.preview.domain) } : {}),
   });
   const budget = deps.budget ?? new ByteBudget(limits.maxBufferedAnswerBytes);
   await app.register(errorsPlugin);
@@ -111,7 +122,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sheddingPlugin);
   if (deps.tracingPlugin) await app.register(deps.tracingPlugin);
   await app.register(storePlugin, { store: deps.store });
-  await app.register(authPlugin, { keys: deps.keys });
+  // The terminal's key from a browser's WebSocket subprotocol, just before authentication.
+  await app.register(consoleWsKey);
+  // E2B credentials become the bearer key (or a one-time ticket) just before authentication.
+  if (deps.e2b) await app.register(e2bBridgePlugin, deps.e2b);
+  await app.register(authPlugin, { keys: deps.e2b?.keys ?? deps.keys });
   await app.register(limitsPlugin, { budget });
   await app.register(transportsPlugin, { transports: deps.transports });
   await app.register(activityPlugin, { activity: deps.activity });
@@ -128,5 +143,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(ptyRoutes);
   await app.register(portRoutes);
   await app.register(mcpRoutes);
+  await app.register(previewPlugin, { previews: deps.previews });
+  if (deps.console) await app.register(consoleRoutes, { assets: deps.console });
+  if (deps.e2b) await app.register(e2bPlugin, deps.e2b);
   return app;
 }

@@ -10,12 +10,15 @@ import { ThrottledActivityReporter } from './activity/reporter.js';
 import type { AppDeps } from './app.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
+import { loadConsoleAssets } from './console/index.js';
+import { createE2bDeps } from './e2b/index.js';
 import { AgentInteractive } from './exec/agent-interactive.js';
 import { AgentTransport } from './exec/agent-transport.js';
 import { KubernetesExecTransport } from './exec/kube-exec-transport.js';
 import { createPodExecutor } from './exec/pod-executor.js';
 import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { createPreviewDeps } from './preview/index.js';
 import { KubeSessionStore } from './sessions/kube-store.js';
 import { dialLookup } from './sessions/pod-identity.js';
 import type { AgentCallTracing, KubeApiTracing } from './tracing/tracing-config.js';
@@ -105,5 +108,19 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     activity,
     metrics,
     budget,
+    // The console's files are read once here: a missing file stops the gateway at start.
+    ...(config.console ? { console: loadConsoleAssets(config.console.dir) } : {}),
+    previews: createPreviewDeps(config.preview, inputs.masterKey),
+    ...(config.e2b.enabled
+      ? {
+          e2b: createE2bDeps({
+            masterKey: inputs.masterKey,
+            keys: inputs.keys,
+            kubeConfig: inputs.kubeConfig,
+            kubeApiTimeoutMs: config.kubeApiTimeoutMs,
+            persistentWorkspace: config.e2b.persistentWorkspace,
+          }),
+        }
+      : {}),
   };
 }

@@ -6,6 +6,8 @@
 import { ENV_MAX_TOTAL_BYTES, otelEnvSchema, tracingConfig, type TracingConfig } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
+import { consoleConfig, consoleEnvSchema, type ConsoleConfig } from './console/config.js';
+import { previewConfig, previewEnvSchema, type PreviewConfig } from './preview/config.js';
 import type { AddressPolicy } from './sessions/address.js';
 
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
@@ -191,6 +193,23 @@ const envSchema = {
     GATEWAY_SHUTDOWN_DELAY_SECONDS: { type: 'integer', minimum: 0, maximum: 60, default: 5 },
     /** Grace for in-flight requests on SIGTERM before the process exits anyway. */
     GATEWAY_SHUTDOWN_GRACE_SECONDS: { type: 'integer', minimum: 1, default: 330 },
+    /**
+     * The E2B-compatible API (docs/e2b.md): the control API under /e2b and the sandbox (envd) API
+     * under /e2b/envd, for the official e2b SDKs. Default true. Chart: gateway.e2b.enabled.
+     */
+    GATEWAY_E2B_ENABLED: { type: 'boolean', default: true },
+    /**
+     * Give sandboxes created through the E2B API a persistent workspace (a PersistentVolumeClaim
+     * of the default StorageClass), so that E2B's pause keeps their files. Default true; false:
+     * emptyDir workspaces (faster to create), and pause is refused unless the sandbox was created
+     * with autoPause. A template naming a SandboxPool never gets one (pooled Pods use emptyDir).
+     * Chart: gateway.e2b.persistentWorkspace.
+     */
+    GATEWAY_E2B_PERSISTENT_WORKSPACE: { type: 'boolean', default: true },
+    /** The web console's files (console/config.ts: GATEWAY_CONSOLE_DIR). */
+    ...consoleEnvSchema,
+    /** Browser previews on origins of their own (preview/config.ts: GATEWAY_PREVIEW_*). */
+    ...previewEnvSchema,
     /** The standard OpenTelemetry variables, as the operator reads them (@sandbox-platform/api). */
     ...otelEnvSchema('sandbox-api-gateway', 'request traces'),
   },
@@ -232,6 +251,12 @@ export interface GatewayConfig {
   kubeApiTimeoutMs: number;
   shutdownDelayMs: number;
   shutdownGraceMs: number;
+  /** The E2B-compatible API (GATEWAY_E2B_*). */
+  e2b: { enabled: boolean; persistentWorkspace: boolean };
+  /** The web console (GATEWAY_CONSOLE_DIR); undefined: /console is not served. */
+  console?: ConsoleConfig;
+  /** Browser previews (GATEWAY_PREVIEW_*); undefined: off. */
+  preview?: PreviewConfig;
   /** OTEL_*: undefined (tracing off) while OTEL_EXPORTER_OTLP_ENDPOINT is empty. */
   tracing?: TracingConfig;
 }
@@ -425,6 +450,9 @@ function toConfig(e: RawEnv): GatewayConfig {
     kubeApiTimeoutMs: e.GATEWAY_KUBE_API_TIMEOUT_SECONDS * 1000,
     shutdownDelayMs: e.GATEWAY_SHUTDOWN_DELAY_SECONDS * 1000,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
+    e2b: { enabled: e.GATEWAY_E2B_ENABLED, persistentWorkspace: e.GATEWAY_E2B_PERSISTENT_WORKSPACE },
+    console: consoleConfig(e),
+    preview: previewConfig(e),
     ...(tracing ? { tracing } : {}),
   };
 }

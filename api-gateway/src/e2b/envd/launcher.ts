@@ -1,0 +1,199 @@
+/**
+ * The command text of an E2B process, run by the sandbox agent as a background process (ADR 0018;
+ * docs/adr for this mapping: docs/e2b.md). Pure: text in, text out.
+ *
+ * E2B's envd starts a process from `cmd` + `args` (the SDKs send `/bin/bash -l -c <command>` for
+ * commands and `/bin/bash -i -l` for terminals) with its own stdin, signals, terminal resizes and
+ * input arriving later, on separate calls that may reach another gateway replica. So everything a
+ * later call needs lives in the sandbox, not in a gateway's memory:
+ *
+ * - the first line is a marker, `# e2b1 <io> <base64url JSON>`, that the process list repeats
+ *   (the agent shows a process's command): `io` names the process's FIFO directory
+ *   `/tmp/.e2b-<io>` (or `-` when it has none), the JSON its cmd, args, cwd and tag for List. The
+ *   io part comes first: it survives when the agent shortens a long command in its list;
+ * - a process with stdin reads a FIFO (`in`) that a keeper process holds open for writing, so the
+ *   process sees end of input only when CloseStdin kills the keeper (its pid is in `keeper`);
+ * - a terminal runs under the agent's PTY helper (the one GET /v1/pty uses), reading terminal
+ *   input from `in` and resize lines ("COLS ROWS") from `ctl`, both FIFOs it opens read-write so
+ *   writers may come and go.
+ *
+ * Input, close and resize are then short commands the gateway runs in the sandbox (inputScript,
+ * closeStdinScript, resizeScript). Everything from the sandbox (a forged marker in a process list
+ * included) is checked before use: the io token must be 32 hex digits, the paths are built here.
+ */
+import { randomBytes } from 'node:crypto';
+
+import { ProblemError } from '../../errors.js';
+
+/** The agent's PTY helper (sandbox-agent: `sandbox-pty COLS ROWS -- PROGRAM [ARG...]`). */
+export const PTY_HELPER = '/opt/sandbox-agent/sandbox-pty';
+/** Marker tag of the first line; a new layout gets a new tag. */
+export const MARKER = 'e2b1';
+/** Largest terminal side (the agent's terminal route takes the same range). */
+export const MAX_PTY_SIDE = 1000;
+
+const IO_TOKEN = /^[0-9a-f]{32}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MARKER_LINE = /^# e2b1 ([0-9a-f]{32}|-) ([A-Za-z0-9_-]*)/;
+
+/** A process as E2B's Start describes it. */
+export interface LaunchSpec {
+  cmd: string;
+  args: string[];
+  cwd?: string;
+  tag?: string;
+  /** Start a terminal of that size. */
+  pty?: { cols: number; rows: number };
+  /** Give the process a stdin the caller writes to (ignored with a terminal: input goes there). */
+  stdin: boolean;
+}
+
+/** What the marker of a process says. */
+export interface Marker {
+  /** The FIFO directory's token, when the process has one. */
+  io?: string;
+  cmd?: string;
+  args?: string[];
+  cwd?: string;
+  tag?: string;
+  pty?: boolean;
+  stdin?: boolean;
+  /** A directory watcher of the filesystem service (not listed as a process). */
+  watch?: boolean;
+}
+
+/** One bash word for any string without NUL (single-quoted). */
+export function shellWord(value: string): string {
+  if (value.includes('\0')) throw new ProblemError('invalid-request', 'arguments cannot contain NUL bytes');
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Checks env names up front (the agent refuses bad ones too, with a less helpful message). */
+export function checkEnvs(envs: Record<string, string>): void {
+  for (const [name, value] of Object.entries(envs)) {
+    if (!ENV_NAME.test(name)) {
+      throw new ProblemError('invalid-request', `invalid environment variable name ${JSON.stringify(name)}`);
+    }
+    if (value.includes('\0')) throw new ProblemError('invalid-request', `env ${name} contains a NUL byte`);
+  }
+}
+
+/** The FIFO directory of an io token. */
+export function ioDir(io: string): string {
+  if (!IO_TOKEN.test(io)) throw new Error('invalid io token');
+  return `/tmp/.e2b-${io}`;
+}
+
+function checkPty(pty: { cols: number; rows: number }): void {
+  const ok = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= MAX_PTY_SIDE;
+  if (!ok(pty.cols) || !ok(pty.rows)) {
+    throw new ProblemError('invalid-request', `pty size must be 1..${MAX_PTY_SIDE} columns and rows`);
+  }
+}
+
+/** The first line of a launcher: `# e2b1 <io|-> <base64url JSON>`. */
+export function markerLine(json: Marker, io: string | undefined): string {
+  const { io: _io, ...rest } = json;
+  return `# ${MARKER} ${io ?? '-'} ${Buffer.from(JSON.stringify(rest)).toString('base64url')}`;
+}
+
+function processMarker(spec: LaunchSpec, io: string | undefined): string {
+  const json: Marker = { cmd: spec.cmd, args: spec.args };
+  if (spec.cwd !== undefined) json.cwd = spec.cwd;
+  if (spec.tag !== undefined) json.tag = spec.tag;
+  if (spec.pty) json.pty = true;
+  if (io !== undefined && !spec.pty) json.stdin = true;
+  return markerLine(json, io);
+}
+
+/**
+ * The command text for the agent (with a fresh io token when the process needs FIFOs). Exits 125
+ * when its FIFOs cannot be made; otherwise the process replaces the script (`exec`), so its pid is
+ * the agent's process pid and its exit status is the process's.
+ */
+export function launcherScript(
+  spec: LaunchSpec,
+  token: () => string = newIoToken,
+  ptyHelper: string = PTY_HELPER,
+): string {
+  if (spec.cmd.length === 0) throw new ProblemError('invalid-request', 'process cmd is empty');
+  const words = [spec.cmd, ...spec.args].map(shellWord).join(' ');
+  if (spec.pty) {
+    checkPty(spec.pty);
+    const io = token();
+    const d = ioDir(io);
+    return [
+      processMarker(spec, io),
+      `d=${d}`,
+      'mkdir -m 700 "$d" && mkfifo "$d/in" "$d/ctl" || exit 125',
+      `exec ${shellWord(ptyHelper)} ${spec.pty.cols} ${spec.pty.rows} -- ${words} 0<>"$d/in" 3<>"$d/ctl" 4>/dev/null 2>/dev/null`,
+    ].join('\n');
+  }
+  if (spec.stdin) {
+    const io = token();
+    const d = ioDir(io);
+    return [
+      processMarker(spec, io),
+      `d=${d}`,
+      'mkdir -m 700 "$d" && mkfifo "$d/in" || exit 125',
+      'sleep infinity >"$d/in" 2>/dev/null </dev/null &',
+      'echo $! >"$d/keeper"',
+      `exec ${words} <"$d/in"`,
+    ].join('\n');
+  }
+  return `${processMarker(spec, undefined)}\nexec ${words}`;
+}
+
+/** A random io token. */
+export function newIoToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The marker of a process's command text, when it has one (fields of a cut JSON are left out). */
+export function parseMarker(command: string): Marker | undefined {
+  const m = MARKER_LINE.exec(command);
+  if (!m) return undefined;
+  const marker: Marker = m[1] === '-' ? {} : { io: m[1]! };
+  try {
+    const json: unknown = JSON.parse(Buffer.from(m[2]!, 'base64url').toString('utf8'));
+    if (typeof json === 'object' && json !== null) Object.assign(marker, pickMarker(json));
+  } catch {
+    // Cut by the agent's list (a long command) or forged: the io part alone still counts.
+  }
+  return marker;
+}
+
+function pickMarker(json: object): Marker {
+  const j = json as Record<string, unknown>;
+  const out: Marker = {};
+  if (typeof j.cmd === 'string') out.cmd = j.cmd;
+  if (Array.isArray(j.args) && j.args.every((a) => typeof a === 'string')) out.args = j.args;
+  if (typeof j.cwd === 'string') out.cwd = j.cwd;
+  if (typeof j.tag === 'string') out.tag = j.tag;
+  if (j.pty === true) out.pty = true;
+  if (j.stdin === true) out.stdin = true;
+  if (j.watch === true) out.watch = true;
+  return out;
+}
+
+/** Writes the command's stdin (the caller passes the bytes as the exec's stdin) into the FIFO. */
+export function inputScript(io: string): string {
+  return `exec cat >${ioDir(io)}/in`;
+}
+
+/** Ends the process's stdin: the keeper, the last writer, goes. */
+export function closeStdinScript(io: string): string {
+  const d = ioDir(io);
+  return `k=$(cat ${d}/keeper 2>/dev/null) && kill "$k" 2>/dev/null; exit 0`;
+}
+
+/** Resizes a terminal. */
+export function resizeScript(io: string, cols: number, rows: number): string {
+  checkPty({ cols, rows });
+  return `printf '%s %s\\n' ${cols} ${rows} >${ioDir(io)}/ctl`;
+}
+
+/** Removes a process's FIFO directory (after the process was removed). */
+export function cleanupScript(io: string): string {
+  return `rm -rf ${ioDir(io)}`;
+}

@@ -1,0 +1,355 @@
+/**
+ * envd's Process service over the sandbox agent's background processes (launcher.ts says how a
+ * process is started and reached; docs/e2b.md maps every call). Every process, a one-line command
+ * as much as a server or a terminal, is an agent background process: the SDKs do not tell a
+ * foreground command from a background one, and the agent's persistent shell runs one command at a
+ * time. State lives in the agent, so any gateway replica serves any call.
+ *
+ * A stream (Start, Connect) follows the process's output from the agent and ends with its exit;
+ * the exited process is then removed from the agent (a sandbox holds 16), and processes whose
+ * streams went away are removed when a start finds the sandbox full.
+ */
+import type { Readable } from 'node:stream';
+
+import type { ExitEvent, ProcessInfo as AgentProcess } from '@sandbox-platform/api';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { FastifyBaseLogger } from 'fastify';
+
+import { ProblemError, isProblemError } from '../../errors.js';
+import type { CallOptions } from '../../exec/types.js';
+import type { ExecService } from '../../service/exec-service.js';
+import type { ProcessService, SessionRef } from '../../service/process-service.js';
+import {
+  Signal,
+  type ConnectRequest,
+  type Process,
+  type ProcessInput,
+  type SendInputRequest,
+  type StartRequest,
+  type StreamInputRequest,
+  type UpdateRequest,
+} from '../gen/process/process_pb.js';
+import { guarded, guardedStream } from './errors.js';
+import {
+  checkEnvs,
+  cleanupScript,
+  closeStdinScript,
+  inputScript,
+  launcherScript,
+  parseMarker,
+  resizeScript,
+  type Marker,
+} from './launcher.js';
+import {
+  dataEvent,
+  endEvent,
+  outputBytes,
+  followLines,
+  keepaliveEvent,
+  listedProcess,
+  startEvent,
+  TICK,
+  withKeepalive,
+  type ProcessEventInit,
+} from './process-events.js';
+import {
+  callOptions,
+  findProcess,
+  findRunning,
+  runScript,
+  sessionOf,
+  stderrLine,
+  type Selector,
+} from './sandbox-calls.js';
+
+/**
+ * One follow's lines as events (keepalives while quiet), advancing `offsets`; returns the exit
+ * when the follow ended with it, undefined when it ended before (its deadline).
+ */
+async function* relay(
+  stream: Readable,
+  offsets: { stdout: number; stderr: number },
+  pty: boolean,
+  tickMs: number,
+): AsyncGenerator<ProcessEventInit, ExitEvent | undefined> {
+  try {
+    for await (const item of withKeepalive(followLines(stream), tickMs)) {
+      if (item === TICK) {
+        yield keepaliveEvent();
+      } else if (item.type === 'exit') {
+        return item;
+      } else {
+        offsets[item.type] = item.offset + outputBytes(item);
+        yield dataEvent(item, pty);
+      }
+    }
+    return undefined;
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** What the service needs. */
+export interface ProcessServiceDeps {
+  processes: ProcessService;
+  execs: ExecService;
+  log: FastifyBaseLogger;
+  /** Length of one follow of the agent (followed again until the exit). Default 240 s. */
+  followMs?: number;
+  /** The agent's PTY helper in the sandbox (default launcher.ts PTY_HELPER; tests compile their own). */
+  ptyHelper?: string;
+}
+
+/** Seconds a write to a process's input may take (a process that does not read blocks it). */
+const INPUT_TIMEOUT_SECONDS = 10;
+const DEFAULT_FOLLOW_MS = 240_000;
+
+/** The keepalive interval a client asked for (`Keepalive-Ping-Interval`, seconds), or 0. */
+export function keepaliveMs(ctx: HandlerContext): number {
+  const s = Number(ctx.requestHeader.get('keepalive-ping-interval'));
+  return Number.isInteger(s) && s >= 1 && s <= 3600 ? s * 1000 : 0;
+}
+
+function toSpec(req: StartRequest): Parameters<typeof launcherScript>[0] {
+  const p = req.process;
+  if (!p) throw new ProblemError('invalid-request', 'process is required');
+  const size = req.pty?.size;
+  return {
+    cmd: p.cmd,
+    args: p.args,
+    ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
+    ...(req.tag !== undefined ? { tag: req.tag } : {}),
+    ...(req.pty ? { pty: { cols: size?.cols ?? 80, rows: size?.rows ?? 24 } } : {}),
+    // Absent means true: older SDKs always had a stdin.
+    stdin: req.stdin ?? true,
+  };
+}
+
+/** envd's Process service. */
+export class EnvdProcesses {
+  private readonly followMs: number;
+
+  constructor(private readonly d: ProcessServiceDeps) {
+    this.followMs = d.followMs ?? DEFAULT_FOLLOW_MS;
+  }
+
+  /** The Connect implementation (errors become Connect errors with the SDKs' codes). */
+  impl(): Partial<ServiceImpl<typeof Process>> {
+    return {
+      list: (_req, ctx) => guarded(() => this.list(ctx)),
+      start: (req, ctx) => guardedStream(() => this.start(req, ctx)),
+      connect: (req, ctx) => guardedStream(() => this.connect(req, ctx)),
+      sendSignal: (req, ctx) => guarded(() => this.signal(req.process?.selector, req.signal, ctx)),
+      sendInput: (req, ctx) => guarded(() => this.sendInput(req, ctx)),
+      streamInput: (reqs, ctx) => guarded(() => this.streamInput(reqs, ctx)),
+      closeStdin: (req, ctx) => guarded(() => this.closeStdin(req.process?.selector, ctx)),
+      update: (req, ctx) => guarded(() => this.update(req, ctx)),
+    };
+  }
+
+  private async list(ctx: HandlerContext): Promise<{ processes: ReturnType<typeof listedProcess>[] }> {
+    const { processes } = await this.d.processes.list(sessionOf(ctx), callOptions(ctx));
+    const shown = processes.filter((p) => p.state === 'running' && parseMarker(p.command)?.watch !== true);
+    return { processes: shown.map(listedProcess) };
+  }
+
+  private async *start(req: StartRequest, ctx: HandlerContext): AsyncGenerator<{ event: ProcessEventInit }> {
+    const ref = sessionOf(ctx);
+    const spec = toSpec(req);
+    const envs = req.process?.envs ?? {};
+    checkEnvs(envs);
+    const opts = callOptions(ctx);
+    const command = launcherScript(spec, undefined, this.d.ptyHelper);
+    const proc = await this.startProcess(
+      ref,
+      {
+        command,
+        ...(Object.keys(envs).length ? { env: envs } : {}),
+        ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),
+      },
+      opts,
+    );
+    yield { event: startEvent(proc.pid) };
+    for await (const event of this.follow(ref, proc, { stdout: 0, stderr: 0 }, ctx)) yield { event };
+  }
+
+  private async *connect(
+    req: ConnectRequest,
+    ctx: HandlerContext,
+  ): AsyncGenerator<{ event: ProcessEventInit }> {
+    const ref = sessionOf(ctx);
+    const proc = await findRunning(this.d.processes, ref, req.process?.selector, callOptions(ctx));
+    yield { event: startEvent(proc.pid) };
+    const from = { stdout: proc.stdout.size, stderr: proc.stderr.size };
+    for await (const event of this.follow(ref, proc, from, ctx)) yield { event };
+  }
+
+  /** Starts a process; when the sandbox is full, removes finished E2B processes and tries once more. */
+  private async startProcess(
+    ref: SessionRef,
+    req: { command: string; cwd?: string; env?: Record<string, string> },
+    opts: CallOptions,
+  ): Promise<AgentProcess> {
+    try {
+      return await this.d.processes.start(ref, req, opts);
+    } catch (err) {
+      if (!isProblemError(err) || err.slug !== 'too-many-processes') throw err;
+      if ((await this.reap(ref, opts)) === 0) throw err;
+      return this.d.processes.start(ref, req, opts);
+    }
+  }
+
+  private async reap(ref: SessionRef, opts: CallOptions): Promise<number> {
+    const { processes } = await this.d.processes.list(ref, opts);
+    const done = processes.filter((p) => p.state === 'exited' && parseMarker(p.command) !== undefined);
+    await Promise.all(done.map((p) => this.discard(ref, p)));
+    return done.length;
+  }
+
+  /** Follows the output from the offsets to the exit (following again after each follow's deadline). */
+  private async *follow(
+    ref: SessionRef,
+    proc: AgentProcess,
+    from: { stdout: number; stderr: number },
+    ctx: HandlerContext,
+  ): AsyncGenerator<ProcessEventInit> {
+    const offsets = { ...from };
+    const pty = parseMarker(proc.command)?.pty === true;
+    const tickMs = keepaliveMs(ctx);
+    for (;;) {
+      const stream = await this.d.processes.follow(
+        ref,
+        proc.id,
+        {
+          stdoutOffset: offsets.stdout,
+          stderrOffset: offsets.stderr,
+          deadlineAt: Date.now() + this.followMs,
+        },
+        callOptions(ctx),
+      );
+      const exit = yield* relay(stream, offsets, pty, tickMs);
+      if (exit) {
+        yield endEvent(exit);
+        void this.discard(ref, proc);
+        return;
+      }
+      if (ctx.signal.aborted) return;
+    }
+  }
+
+  /** Removes an exited process and its FIFO directory; failures are logged, never thrown. */
+  private async discard(ref: SessionRef, proc: AgentProcess): Promise<void> {
+    try {
+      await this.d.processes.remove(ref, proc.id);
+      const io = parseMarker(proc.command)?.io;
+      if (io) await runScript(this.d.execs, ref, { script: cleanupScript(io), timeoutSeconds: 10 }, {});
+    } catch (err) {
+      if (isProblemError(err) && err.slug === 'process-not-found') return;
+      this.d.log.debug(
+        { namespace: ref.namespace, session: ref.name, process: proc.id, err: (err as Error).message },
+        'e2b: could not remove a finished process',
+      );
+    }
+  }
+
+  private async signal(selector: Selector | undefined, signal: Signal, ctx: HandlerContext): Promise<object> {
+    const name = signal === Signal.SIGKILL ? 'SIGKILL' : signal === Signal.SIGTERM ? 'SIGTERM' : undefined;
+    if (!name) throw new ProblemError('invalid-request', 'signal must be SIGTERM or SIGKILL');
+    const ref = sessionOf(ctx);
+    const opts = callOptions(ctx);
+    const proc = await findRunning(this.d.processes, ref, selector, opts);
+    await this.d.processes.signal(ref, proc.id, name, opts);
+    return {};
+  }
+
+  private async sendInput(req: SendInputRequest, ctx: HandlerContext): Promise<object> {
+    const ref = sessionOf(ctx);
+    const opts = callOptions(ctx);
+    const proc = await findRunning(this.d.processes, ref, req.process?.selector, opts);
+    await this.write(ref, parseMarker(proc.command), req.input, opts);
+    return {};
+  }
+
+  private async streamInput(reqs: AsyncIterable<StreamInputRequest>, ctx: HandlerContext): Promise<object> {
+    const ref = sessionOf(ctx);
+    const opts = callOptions(ctx);
+    let marker: Marker | undefined;
+    for await (const req of reqs) {
+      if (req.event.case === 'start') {
+        marker = parseMarker(
+          (await findRunning(this.d.processes, ref, req.event.value.process?.selector, opts)).command,
+        );
+      } else if (req.event.case === 'data') {
+        if (!marker)
+          throw new ProblemError('invalid-request', 'the first input message must name the process');
+        await this.write(ref, marker, req.event.value.input, opts);
+      }
+    }
+    return {};
+  }
+
+  /** Writes input into the process's FIFO (stdin, or the terminal's input). */
+  private async write(
+    ref: SessionRef,
+    marker: Marker | undefined,
+    input: ProcessInput | undefined,
+    opts: CallOptions,
+  ): Promise<void> {
+    const data = input?.input.value;
+    if (!data || typeof data === 'string') throw new ProblemError('invalid-request', 'input is required');
+    const wantsPty = input.input.case === 'pty';
+    const io = marker?.io;
+    if (!io || (wantsPty ? marker.pty !== true : marker.stdin !== true)) {
+      throw new ProblemError(
+        'invalid-request',
+        wantsPty
+          ? 'the process has no terminal'
+          : 'the process was started without stdin (start it with stdin: true)',
+      );
+    }
+    if (data.length === 0) return;
+    const r = await runScript(
+      this.d.execs,
+      ref,
+      { script: inputScript(io), stdin: Buffer.from(data), timeoutSeconds: INPUT_TIMEOUT_SECONDS },
+      opts,
+    );
+    if (r.exitCode !== 0)
+      throw new ProblemError('process-not-found', `cannot write to the process: ${stderrLine(r)}`);
+  }
+
+  private async closeStdin(selector: Selector | undefined, ctx: HandlerContext): Promise<object> {
+    const ref = sessionOf(ctx);
+    const opts = callOptions(ctx);
+    const marker = parseMarker((await findRunning(this.d.processes, ref, selector, opts)).command);
+    if (!marker?.io || marker.stdin !== true) {
+      throw new ProblemError(
+        'invalid-request',
+        'the process has no stdin to close (a terminal takes Ctrl-D as input)',
+      );
+    }
+    await runScript(this.d.execs, ref, { script: closeStdinScript(marker.io), timeoutSeconds: 10 }, opts);
+    return {};
+  }
+
+  private async update(req: UpdateRequest, ctx: HandlerContext): Promise<object> {
+    const ref = sessionOf(ctx);
+    const opts = callOptions(ctx);
+    const size = req.pty?.size;
+    if (!size) return {};
+    const marker = parseMarker(
+      (await findProcess(this.d.processes, ref, req.process?.selector, opts)).command,
+    );
+    if (!marker?.io || marker.pty !== true)
+      throw new ProblemError('invalid-request', 'the process has no terminal');
+    const r = await runScript(
+      this.d.execs,
+      ref,
+      { script: resizeScript(marker.io, size.cols, size.rows) },
+      opts,
+    );
+    if (r.exitCode !== 0)
+      throw new ProblemError('process-not-found', `cannot resize the terminal: ${stderrLine(r)}`);
+    return {};
+  }
+}
