@@ -17,6 +17,7 @@ import { createAgentServer } from './http/server.js';
 import { openBindState } from './bind/bind-state.js';
 import { SessionStart } from './bind/session-start.js';
 import { createLogger, errorMessage, type LogSink } from './log.js';
+import { WATCH_DEFAULTS, Watches, type WatchOptions } from './watch/watch-route.js';
 import { ProcessTable } from './processes/process-table.js';
 import { Terminals } from './pty/terminals.js';
 import { PersistentShell } from './shell/persistent-shell.js';
@@ -50,6 +51,8 @@ export interface StartOptions {
   tempDir?: string;
   /** The code interpreter's tunables (docs/adr/0031; defaults: CODE_DEFAULTS, the image's paths). */
   code?: Partial<CodeOptions>;
+  /** File watching's tunables (docs/adr/0031; defaults: WATCH_DEFAULTS, the image's helper). */
+  watch?: Partial<WatchOptions>;
 }
 
 /** How long open connections may take to finish after the shell stopped, before they are cut. */
@@ -100,6 +103,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     env: () => ({ ...env, ...sessionEnv }),
     logger,
   });
+  const watches = new Watches({ ...WATCH_DEFAULTS, ...options.watch, workspace: files.workspace }, logger);
   const liveness = livenessCheck(shell, files.workspace, options.liveness);
   // Readiness turns true only once the shell answers; a missing bash fails the start.
   await shell.start().catch(async (err: unknown) => {
@@ -125,11 +129,13 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     processes,
     terminals,
     code,
+    watches,
     limits: config,
     timeouts: config,
     logger,
   });
   const stopOthers = async (): Promise<void> => {
+    watches.close();
     await Promise.all([terminals.close(), processes.close(), code.close()]);
     await stdinPipes.close().catch((err: unknown) => {
       logger.warn('cannot remove the stdin pipe directory', { error: errorMessage(err) });

@@ -22,6 +22,7 @@ import type {
 export type * from './generated/types.js';
 export * from './archive.js';
 export * from './archive-digest.js';
+export * from './archive-schemas.js';
 export * from './bind.js';
 export * from './code.js';
 export * from './limits.js';

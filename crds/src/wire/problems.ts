@@ -48,6 +48,12 @@ export const AGENT_PROBLEMS = {
   'context-busy': { status: 409, title: 'Context busy' },
   /** The agent holds its maximum of watches, or the file watcher helper is missing. */
   'watch-unavailable': { status: 503, title: 'Watch unavailable' },
+  /** Another archive call (snapshot, restore or digest) is running: one at a time (docs/snapshots.md). */
+  'archive-busy': { status: 409, title: 'Archive busy' },
+  /** The archive of `PUT /v1/archive` is malformed (order, names, framing); the workspace is emptied. */
+  'archive-invalid': { status: 400, title: 'Archive invalid' },
+  /** The workspace written by `PUT /v1/archive` does not have the expected digest; it is emptied. */
+  'digest-mismatch': { status: 422, title: 'Digest mismatch' },
   /** Unexpected failure; the detail says only "see the agent log", the cause is logged there. */
   internal: { status: 500, title: 'Internal error' },
 } as const;

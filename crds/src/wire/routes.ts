@@ -32,6 +32,13 @@ export const AGENT_PATHS = {
   code: '/v1/code',
   /** GET: list the code contexts; POST: start one. `codeContextPath()` for one of them. */
   codeContexts: '/v1/code/contexts',
+  /**
+   * GET: stream the workspace out as a tar archive (summary in a trailer); PUT: replace the
+   * workspace with an archive and verify its digest (docs/snapshots.md).
+   */
+  archive: '/v1/archive',
+  /** GET: the workspace digest and counts, without streaming anything. */
+  archiveDigest: '/v1/archive/digest',
   /** GET: follow changes under a workspace directory as NDJSON (ADR 0031). */
   watch: '/v1/watch',
 } as const;

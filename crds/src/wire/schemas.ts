@@ -24,6 +24,7 @@ import {
   PROCESS_ID_PATTERN,
   PROCESS_SIGNALS,
 } from './limits.js';
+import { archiveRestoreQuerySchema, archiveSummarySchema } from './archive-schemas.js';
 import { bindPayloadSchema, bindRequestSchema, bindStatusSchema } from './bind.js';
 import {
   codeContextCreateRequestSchema,
@@ -522,4 +523,6 @@ export const WIRE_SCHEMAS = {
   WatchQuery: watchQuerySchema,
   WatchEvent: watchEventSchema,
   WatchStatusEvent: watchStatusEventSchema,
+  ArchiveSummary: archiveSummarySchema,
+  ArchiveRestoreQuery: archiveRestoreQuerySchema,
 } as const;

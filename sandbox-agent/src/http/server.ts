@@ -12,6 +12,7 @@ import { AGENT_PATHS, ptyQuerySchema } from '@sandbox-platform/api';
 import type { CodeContexts } from '../code/contexts.js';
 import { codeRoute, matchCodePath } from '../code/code-routes.js';
 import type { FileStore } from '../files/file-store.js';
+import type { Watches } from '../watch/watch-route.js';
 import type { ProcessTable } from '../processes/process-table.js';
 import type { Terminals } from '../pty/terminals.js';
 import { errorMessage, type Logger } from '../log.js';
@@ -43,6 +44,8 @@ export interface ServerDeps {
   terminals: Terminals;
   /** Code contexts (docs/adr/0031); absent in embedders that do not run kernels. */
   code?: CodeContexts;
+  /** File watches (docs/adr/0031); absent in embedders that do not watch. */
+  watches?: Watches;
   limits: {
     execBodyMaxBytes: number;
     fileMaxBytes: number;
@@ -142,6 +145,16 @@ const ROUTES: readonly Route[] = [
       const at = matchCodePath(pathOf(req));
       if (!at || !d.code) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
       return codeRoute(req, res, { contexts: d.code, logger: d.logger }, at);
+    },
+    auth: true,
+  },
+  {
+    name: 'watch',
+    method: 'GET',
+    matches: (p) => p === AGENT_PATHS.watch,
+    handler: (req, res, d) => {
+      if (!d.watches) throw new HttpProblem('not-found', `no route for ${req.method} ${pathOf(req)}`);
+      return d.watches.serve(req, res);
     },
     auth: true,
   },

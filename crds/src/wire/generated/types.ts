@@ -771,3 +771,51 @@ export interface WatchStatusEvent {
    */
   reason?: string;
 }
+
+/**
+ * A workspace as archived, restored or hashed: its digest (docs/snapshots.md) and what it holds.
+ */
+export interface ArchiveSummary {
+  /**
+   * Merkle root over paths, modes, symlink targets and bytes
+   */
+  digest: string;
+  /**
+   * Regular files
+   */
+  files: number;
+  /**
+   * Directories (the workspace itself not counted)
+   */
+  directories: number;
+  /**
+   * Symbolic links (kept as links, never followed)
+   */
+  symlinks: number;
+  /**
+   * Sockets, FIFOs and devices left out
+   */
+  skipped: number;
+  /**
+   * Bytes of file content
+   */
+  contentBytes: number;
+  /**
+   * Bytes of the tar stream (0 for a digest only)
+   */
+  archiveBytes: number;
+}
+
+/**
+ * `PUT /v1/archive` query.
+ */
+export interface ArchiveRestoreQuery {
+  /**
+   * The digest the written workspace must have; on a mismatch the workspace is emptied and the answer is 422 digest-mismatch
+   */
+  digest: string;
+  /**
+   * Largest archive accepted (413 payload-too-large beyond; the workspace is emptied)
+   */
+  maxBytes?: number;
+}

@@ -1,0 +1,150 @@
+/**
+ * Streaming the workspace out as an archive (crds/src/wire/archive.ts), hashing it as it goes
+ * (archive-digest.ts): `GET /v1/archive` writes the tar stream to the response; `GET
+ * /v1/archive/digest` runs the same walk with no sink and answers the digest only.
+ *
+ * A file is opened (O_NOFOLLOW, O_NONBLOCK: a path swapped for a symlink or a FIFO since the walk
+ * is refused, not followed or waited on) and its size, mode and mtime come from the open handle.
+ * The workspace is live: a file that shrinks while it is read is padded with zeros to the size its
+ * header announced, one that grows is cut at it; the digest covers exactly the bytes sent, so a
+ * restore of the archive always verifies. Memory: one read buffer (at most READ_BYTES) in flight,
+ * the sink's backpressure is awaited.
+ */
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+
+import {
+  END_OF_ARCHIVE,
+  TreeHasher,
+  encodeEntryHeader,
+  padding,
+  type ArchiveEntry,
+  type ArchiveSummary,
+} from '@sandbox-platform/api';
+
+import { modeOf, mtimeOf, walkWorkspace, type WalkCounters } from './walk.js';
+
+/** Where archive bytes go; resolves once the bytes may be written again (backpressure). */
+export type ArchiveSink = (bytes: Buffer) => Promise<void>;
+
+/** Largest read of a file at once. */
+const READ_BYTES = 1024 * 1024;
+
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Walks the workspace; with a sink, writes the archive to it. Resolves with the summary once the
+ * end of the archive was written. `signal` stops the walk (the caller went away).
+ */
+export async function archiveWorkspace(
+  root: string,
+  sink: ArchiveSink | undefined,
+  signal?: AbortSignal,
+): Promise<ArchiveSummary> {
+  const counters: WalkCounters = { skipped: 0 };
+  const hasher = new TreeHasher();
+  let archiveBytes = 0;
+  const emit = async (bytes: Buffer): Promise<void> => {
+    archiveBytes += bytes.length;
+    if (sink) await sink(bytes);
+  };
+  for await (const item of walkWorkspace(root, counters)) {
+    signal?.throwIfAborted();
+    if (item.entry.type !== 'file' || !item.absolute) {
+      hasher.add(item.entry);
+      if (sink) await emit(encodeEntryHeader(item.entry));
+      continue;
+    }
+    const handle = await openFile(item.absolute);
+    if (handle === 'gone') continue;
+    if (handle === 'special') {
+      counters.skipped++;
+      continue;
+    }
+    try {
+      await sendFile(handle, item.entry, hasher, sink ? emit : undefined);
+    } finally {
+      await handle.close();
+    }
+  }
+  const tree = hasher.finish();
+  if (sink) await emit(END_OF_ARCHIVE);
+  return {
+    digest: tree.digest,
+    files: tree.files,
+    directories: tree.directories,
+    symlinks: tree.symlinks,
+    skipped: counters.skipped,
+    contentBytes: tree.contentBytes,
+    archiveBytes: sink ? archiveBytes : 0,
+  };
+}
+
+async function openFile(path: Buffer): Promise<FileHandle | 'gone' | 'special'> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, OPEN_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // Deleted, or replaced by a symlink (ELOOP), since the walk saw it: not in the archive.
+    if (code === 'ENOENT' || code === 'ELOOP') return 'gone';
+    if (code === 'ENXIO') return 'special'; // replaced by a socket or a FIFO without a reader
+    throw new Error(`cannot open ${path.toString('utf8')} for the archive`, { cause: err });
+  }
+  const info = await handle.stat({ bigint: true });
+  if (info.isFile()) return handle;
+  await handle.close();
+  return 'special';
+}
+
+async function sendFile(
+  handle: FileHandle,
+  walked: ArchiveEntry,
+  hasher: TreeHasher,
+  emit: ArchiveSink | undefined,
+): Promise<void> {
+  const info = await handle.stat({ bigint: true });
+  const entry: ArchiveEntry = {
+    ...walked,
+    mode: modeOf(info),
+    mtime: mtimeOf(info),
+    size: Number(info.size),
+  };
+  hasher.add(entry);
+  const header = emit ? encodeEntryHeader(entry) : undefined;
+  let position = 0;
+  let first = true;
+  while (position < entry.size) {
+    const bytes = await readSome(handle, position, Math.min(READ_BYTES, entry.size - position));
+    hasher.data(bytes);
+    position += bytes.length;
+    if (!emit) continue;
+    const pad = position === entry.size ? Buffer.alloc(padding(entry.size)) : undefined;
+    const parts = [first && header ? header : undefined, bytes, pad].filter((b) => b !== undefined);
+    first = false;
+    // A small file goes out with its header and padding in one write.
+    await emit(parts.length === 1 ? bytes : Buffer.concat(parts, sumLength(parts)));
+  }
+  if (emit && first && header) await emit(header); // an empty file: its header only
+}
+
+/** Reads up to `length` bytes at `position`; a file that shrank gives zeros for what is missing. */
+async function readSome(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const { bytesRead } = await handle.read(buffer, filled, length - filled, position + filled);
+    if (bytesRead === 0) {
+      buffer.fill(0, filled);
+      break;
+    }
+    filled += bytesRead;
+  }
+  return buffer;
+}
+
+function sumLength(parts: Buffer[]): number {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  return n;
+}
