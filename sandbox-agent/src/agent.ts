@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 
 import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
+import { ArchiveLock } from './archive/archive-routes.js';
 import { CODE_DEFAULTS, CodeContexts, type CodeOptions } from './code/contexts.js';
 import type { AgentConfig } from './config.js';
 import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
@@ -129,6 +130,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     processes,
     terminals,
     code,
+    archive: new ArchiveLock(),
     watches,
     limits: config,
     timeouts: config,

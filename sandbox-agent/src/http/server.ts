@@ -9,6 +9,12 @@ import type { Duplex } from 'node:stream';
 
 import { AGENT_PATHS, ptyQuerySchema } from '@sandbox-platform/api';
 
+import {
+  getArchiveRoute,
+  getDigestRoute,
+  putArchiveRoute,
+  type ArchiveLock,
+} from '../archive/archive-routes.js';
 import type { CodeContexts } from '../code/contexts.js';
 import { codeRoute, matchCodePath } from '../code/code-routes.js';
 import type { FileStore } from '../files/file-store.js';
@@ -44,6 +50,8 @@ export interface ServerDeps {
   terminals: Terminals;
   /** Code contexts (docs/adr/0031); absent in embedders that do not run kernels. */
   code?: CodeContexts;
+  /** The archive calls' lock (docs/snapshots.md); absent in embedders without archive routes. */
+  archive?: ArchiveLock;
   /** File watches (docs/adr/0031); absent in embedders that do not watch. */
   watches?: Watches;
   limits: {
@@ -159,6 +167,27 @@ const ROUTES: readonly Route[] = [
     auth: true,
   },
   {
+    name: 'archive-digest',
+    method: 'GET',
+    matches: (p) => p === AGENT_PATHS.archiveDigest,
+    handler: (req, res, d) => getDigestRoute(req, res, archiveDeps(d)),
+    auth: true,
+  },
+  {
+    name: 'archive-get',
+    method: 'GET',
+    matches: (p) => p === AGENT_PATHS.archive,
+    handler: (req, res, d) => getArchiveRoute(req, res, archiveDeps(d)),
+    auth: true,
+  },
+  {
+    name: 'archive-put',
+    method: 'PUT',
+    matches: (p) => p === AGENT_PATHS.archive,
+    handler: (req, res, d) => putArchiveRoute(req, res, archiveDeps(d)),
+    auth: true,
+  },
+  {
     name: 'pty',
     method: 'GET',
     matches: (p) => p === AGENT_PATHS.pty,
@@ -194,6 +223,12 @@ export function createAgentServer(serverDeps: ServerDeps): Server {
     upgrade(req, socket, head, deps),
   );
   return server;
+}
+
+/** The archive routes' deps (404 in an embedder without them). */
+function archiveDeps(d: RouteDeps): { workspace: string; lock: ArchiveLock; logger: Logger } {
+  if (!d.archive) throw new HttpProblem('not-found', 'no archive routes in this agent');
+  return { workspace: d.files.workspace, lock: d.archive, logger: d.logger };
 }
 
 function pathOf(req: IncomingMessage): string {
