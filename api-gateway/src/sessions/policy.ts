@@ -21,6 +21,14 @@ import type { TransportKind } from './model.js';
 export interface SessionOverrides {
   image?: string;
   env?: Record<string, string>;
+  /**
+   * Env values from Secrets of the session's namespace: name -> `{secret, key}`, written as
+   * spec.env valueFrom.secretKeyRef (the operator reads them; a pooled session gets the values in
+   * its signed bind, docs/adr/0016). The gateway never reads a Secret.
+   */
+  secretEnv?: Record<string, { secret: string; key: string }>;
+  /** spec.startup.command: run as a background process at every start of the session. */
+  startupCommand?: string;
   idleTimeoutSeconds?: number;
   maxLifetimeSeconds?: number;
   /** Suspend needs persistentWorkspace (the CRD's CEL rule refuses it otherwise: 422). */
@@ -32,8 +40,14 @@ export interface SessionOverrides {
   pool?: string;
 }
 
-/** Overrides that shape the Pod: a pool's template decides them, so they cannot come with a pool. */
-const POD_SHAPING = ['image', 'env', 'execTransport', 'persistentWorkspace'] as const;
+/**
+ * Overrides that shape the Pod: a pool's template decides them, so they cannot come with a pool.
+ * env, secretEnv and startupCommand do not: a warm Pod gets them in its bind (docs/adr/0016).
+ */
+const POD_SHAPING = ['image', 'execTransport', 'persistentWorkspace'] as const;
+
+/** Most variables of env and secretEnv together (spec.env's maxItems). */
+const MAX_ENV_ENTRIES = 64;
 
 /** Total bytes of env names and values, UTF-8 (what the CRD's CEL rule counts). */
 export function envBytes(env: Record<string, string>): number {
@@ -55,6 +69,20 @@ function checkShape(o: SessionOverrides): void {
         `pool ${o.pool} decides the sandbox: ${shaping.join(', ')} cannot be given with it`,
       );
     }
+  }
+  const entries = Object.keys(o.env ?? {}).length + Object.keys(o.secretEnv ?? {}).length;
+  if (entries > MAX_ENV_ENTRIES) {
+    throw new ProblemError(
+      'invalid-request',
+      `env and secretEnv hold ${entries} variables; at most ${MAX_ENV_ENTRIES}`,
+    );
+  }
+  const twice = Object.keys(o.secretEnv ?? {}).filter((k) => o.env?.[k] !== undefined);
+  if (twice.length > 0) {
+    throw new ProblemError('invalid-request', `env and secretEnv both name ${twice.join(', ')}`);
+  }
+  if (o.startupCommand !== undefined && o.execTransport === 'KubernetesExec') {
+    throw new ProblemError('invalid-request', 'startupCommand needs the Agent transport (the agent runs it)');
   }
   if (o.shutdownPolicy === 'Suspend' && o.persistentWorkspace !== true) {
     throw new ProblemError(
@@ -108,12 +136,28 @@ export function buildSpec(o: SessionOverrides, policy: SessionPolicy): SandboxSe
     maxLifetimeSeconds: o.maxLifetimeSeconds ?? policy.maxLifetimeSeconds,
   };
   if (o.image !== undefined) spec.image = o.image;
-  if (o.env !== undefined) spec.env = Object.entries(o.env).map(([name, value]) => ({ name, value }));
+  Object.assign(spec, specEnv(o));
   if (o.shutdownPolicy !== undefined) spec.shutdownPolicy = o.shutdownPolicy;
   if (o.execTransport !== undefined) spec.execTransport = o.execTransport;
   if (o.persistentWorkspace === true) spec.workspace = { persistentVolumeClaim: {} };
   if (o.pool !== undefined) spec.poolRef = { name: o.pool };
   return spec;
+}
+
+/** spec.env (plain values, then Secret references) and spec.startup, as far as the caller gave them. */
+function specEnv(o: SessionOverrides): Pick<SandboxSessionSpec, 'env' | 'startup'> {
+  const out: Pick<SandboxSessionSpec, 'env' | 'startup'> = {};
+  if (o.env !== undefined || o.secretEnv !== undefined) {
+    out.env = [
+      ...Object.entries(o.env ?? {}).map(([name, value]) => ({ name, value })),
+      ...Object.entries(o.secretEnv ?? {}).map(([name, ref]) => ({
+        name,
+        valueFrom: { secretKeyRef: { name: ref.secret, key: ref.key } },
+      })),
+    ];
+  }
+  if (o.startupCommand !== undefined) out.startup = { command: o.startupCommand };
+  return out;
 }
 
 /** The SandboxSession object to create. */
@@ -139,7 +183,7 @@ export function conflictingFields(o: SessionOverrides, existing: SandboxSessionS
     const wanted = o[k as keyof SessionOverrides];
     return wanted !== undefined && wanted !== have[k];
   });
-  if (o.env !== undefined && !sameEnv(o.env, existing.env ?? [])) out.push('env');
+  out.push(...envConflicts(o, existing));
   const persistent = existing.workspace?.persistentVolumeClaim !== undefined;
   if (o.persistentWorkspace !== undefined && o.persistentWorkspace !== persistent) {
     out.push('persistentWorkspace');
@@ -148,7 +192,39 @@ export function conflictingFields(o: SessionOverrides, existing: SandboxSessionS
   return out;
 }
 
-function sameEnv(wanted: Record<string, string>, have: NonNullable<SandboxSessionSpec['env']>): boolean {
+type EnvEntries = NonNullable<SandboxSessionSpec['env']>;
+
+/** Which of env, secretEnv and startupCommand the caller gave differently from the existing spec. */
+function envConflicts(o: SessionOverrides, existing: SandboxSessionSpec): string[] {
+  const out: string[] = [];
+  if (o.env !== undefined && !sameEnv(o.env, plainEnv(existing.env))) out.push('env');
+  if (o.secretEnv !== undefined && !sameSecretEnv(o.secretEnv, existing.env)) out.push('secretEnv');
+  if (o.startupCommand !== undefined && o.startupCommand !== existing.startup?.command) {
+    out.push('startupCommand');
+  }
+  return out;
+}
+
+function plainEnv(env: EnvEntries | undefined): EnvEntries {
+  return (env ?? []).filter((e) => e.valueFrom === undefined);
+}
+
+function sameSecretEnv(
+  wanted: NonNullable<SessionOverrides['secretEnv']>,
+  env: EnvEntries | undefined,
+): boolean {
+  const have = (env ?? []).flatMap((e) => (e.valueFrom ? [[e.name, e.valueFrom.secretKeyRef] as const] : []));
+  const byName = new Map(have);
+  return (
+    have.length === Object.keys(wanted).length &&
+    Object.entries(wanted).every(([k, ref]) => {
+      const got = byName.get(k);
+      return got?.name === ref.secret && got.key === ref.key;
+    })
+  );
+}
+
+function sameEnv(wanted: Record<string, string>, have: EnvEntries): boolean {
   const entries = Object.entries(wanted);
   if (entries.length !== have.length) return false;
   const byName = new Map(have.map((e) => [e.name, e.value ?? '']));

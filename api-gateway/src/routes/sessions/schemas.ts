@@ -48,7 +48,40 @@ export const createBody = {
       maxLength: 512,
       description: "Sandbox image (gateway allowlist); the operator's default when absent",
     },
-    env: { ...envSchema, description: 'Environment variables of the sandbox container' },
+    env: {
+      ...envSchema,
+      description:
+        "Environment variables of the session's shell, processes and terminals (with a pool: delivered in the warm Pod's bind)",
+    },
+    secretEnv: {
+      type: 'object',
+      maxProperties: 64,
+      propertyNames: envSchema.propertyNames,
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['secret', 'key'],
+        properties: {
+          secret: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 253,
+            pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+            description: "A Secret of the session's namespace",
+          },
+          key: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$' },
+        },
+      },
+      description:
+        "Environment variables read from Secrets of the session's namespace (the operator reads them; the values never pass through the gateway nor appear in the Pod spec): name -> {secret, key}",
+    },
+    startupCommand: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 16384,
+      description:
+        'A command the agent starts as a background process at every start of the session (create, warm bind, resume): e.g. a dev server',
+    },
     idleTimeoutSeconds: {
       type: 'integer',
       minimum: 0,
@@ -75,7 +108,7 @@ export const createBody = {
     pool: {
       ...dnsLabel,
       description:
-        'A SandboxPool of the namespace: bind one of its warm Pods (cold from its template when none is ready); not with image, env, execTransport or persistentWorkspace',
+        'A SandboxPool of the namespace: bind one of its warm Pods (cold from its template when none is ready); not with image, execTransport or persistentWorkspace (env, secretEnv and startupCommand travel in the bind)',
     },
   },
 } as const;

@@ -50,4 +50,52 @@ describe('session policy', () => {
       'env',
     ]);
   });
+
+  it('takes env, secretEnv and startupCommand with a pool (the bind carries them), not image (ADR 0016)', () => {
+    const o = {
+      pool: 'warm',
+      env: { A: '1' },
+      secretEnv: { C: { secret: 'api', key: 'token' } },
+      startupCommand: 'serve',
+    };
+    expect(() => checkPolicy(o, policy)).not.toThrow();
+    expect(buildSpec(o, policy)).toMatchObject({
+      poolRef: { name: 'warm' },
+      env: [
+        { name: 'A', value: '1' },
+        { name: 'C', valueFrom: { secretKeyRef: { name: 'api', key: 'token' } } },
+      ],
+      startup: { command: 'serve' },
+    });
+    expect(() => checkPolicy({ pool: 'warm', image: 'x' }, policy)).toThrow(/image cannot be given with it/);
+  });
+
+  it('refuses a name in both env and secretEnv, more than 64 variables, and startup without the agent', () => {
+    const ref = { secret: 'api', key: 'token' };
+    expect(() => checkPolicy({ env: { A: '1' }, secretEnv: { A: ref } }, policy)).toThrow(/both name A/);
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, ref]));
+    expect(() => checkPolicy({ secretEnv: many }, policy)).toThrow(/65 variables; at most 64/);
+    expect(() => checkPolicy({ startupCommand: 'x', execTransport: 'KubernetesExec' }, policy)).toThrow(
+      /needs the Agent transport/,
+    );
+  });
+
+  it('compares secretEnv and startupCommand with the existing spec', () => {
+    const existing = {
+      env: [
+        { name: 'A', value: '1' },
+        { name: 'C', valueFrom: { secretKeyRef: { name: 'api', key: 'token' } } },
+      ],
+      startup: { command: 'serve' },
+    };
+    const same = {
+      env: { A: '1' },
+      secretEnv: { C: { secret: 'api', key: 'token' } },
+      startupCommand: 'serve',
+    };
+    expect(conflictingFields(same, existing)).toEqual([]);
+    expect(
+      conflictingFields({ secretEnv: { C: { secret: 'api', key: 'other' } }, startupCommand: 'x' }, existing),
+    ).toEqual(['secretEnv', 'startupCommand']);
+  });
 });
