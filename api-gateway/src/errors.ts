@@ -34,6 +34,10 @@ export const PROBLEMS = {
   'watch-unavailable': { status: 503, title: 'The sandbox cannot watch files now' },
   'port-forbidden': { status: 403, title: 'This port of the sandbox is not proxied by the gateway' },
   'origin-forbidden': { status: 403, title: 'WebSocket upgrades from this Origin are not allowed' },
+  'preview-unauthorized': {
+    status: 401,
+    title: 'A valid preview link or cookie for this origin is required',
+  },
   'upgrade-required': { status: 426, title: 'This route needs a WebSocket upgrade' },
   'session-gone': { status: 410, title: 'The session was deleted or collected' },
   'quota-exceeded': { status: 403, title: 'A quota of this API key or namespace is used up' },
