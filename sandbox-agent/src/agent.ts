@@ -15,8 +15,8 @@ import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
 import { FileStore } from './files/file-store.js';
 import { LivenessCheck } from './http/liveness.js';
 import { createAgentServer } from './http/server.js';
-import { openBindState } from './bind/bind-state.js';
 import { SessionStart } from './bind/session-start.js';
+import { openWarmBind } from './bind/warm-up.js';
 import { createLogger, errorMessage, type LogSink } from './log.js';
 import { WATCH_DEFAULTS, Watches, type WatchOptions } from './watch/watch-route.js';
 import { ProcessTable } from './processes/process-table.js';
@@ -115,11 +115,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   // A warm Pod's agent: no token until its one bind, which also starts the session: its env and
   // startup command (docs/adr/0016-warm-pools.md). A Pod created for its session starts it below.
   const bind =
-    config.bind &&
-    (await openBindState(config.bind, logger, (bound) => {
-      void start.applyEnv(bound.env);
-      void start.startup(bound.startup);
-    }));
+    config.bind && (await openWarmBind(config.bind, { logger, start, runner: shell, limits: config }));
   const server = createAgentServer({
     token: config.token,
     bind,

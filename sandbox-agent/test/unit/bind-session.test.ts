@@ -15,6 +15,7 @@ import { bindSigner, type BindPayload, type ProcessInfo, type ProcessOutput } fr
 
 import type { BindConfig } from '../../src/bind/bind-config.js';
 import { exportScript } from '../../src/bind/session-start.js';
+import { warmUpExecPath } from '../../src/bind/warm-up.js';
 import { eventually, TestAgent, type RawResponse } from './helpers/test-agent.js';
 
 const signer = bindSigner(Buffer.alloc(32, 5));
@@ -201,6 +202,40 @@ describe('a bind with env and a startup command', () => {
       expect(await bind(agent, { env })).toBe(401);
     }
     expect(await bind(agent, {})).toBe(200);
+  });
+});
+
+describe('the warm-up of the exec path', () => {
+  it('runs before the bind and leaves nothing the session sees: no shell reset, no process, no failure logged', async () => {
+    const agent = await warmAgent();
+    expect(await bind(agent, {})).toBe(200);
+    const res = await call(agent, 'POST', '/v1/exec', { command: 'echo first' });
+    expect(JSON.parse(res.body.toString())).toMatchObject({
+      stdout: 'first\n',
+      exitCode: 0,
+      shellReset: false,
+    });
+    expect(await processes(agent)).toEqual([]);
+    expect(agent.logs.join('\n')).not.toContain('warm-up failed');
+  });
+
+  it('answers like the exec route', async () => {
+    const runs: string[] = [];
+    const runner = {
+      run: async (request: { command: string }) => {
+        runs.push(request.command);
+        return {
+          exitCode: 0,
+          durationMs: 1,
+          truncated: false,
+          timedOut: false,
+          shellReset: false,
+          truncatedStreams: { stdout: false, stderr: false },
+        };
+      },
+    };
+    expect(await warmUpExecPath(runner, { stdinMaxBytes: 1024 })).toBeGreaterThan(50);
+    expect(runs).toEqual(['true']);
   });
 });
 
