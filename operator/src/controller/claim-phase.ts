@@ -30,9 +30,14 @@ import {
 
 import type { PodView } from '../kube/views.js';
 import type { SessionRef } from '../resources/metadata.js';
+import { errorFields } from '../telemetry/logger.js';
 import { sessionEnvOf, type EnvValue } from './env-sources.js';
-import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+import { expiresAtOf } from './lifecycle-phase.js';
+import { statusInputsOf, type ControllerDeps, type PhaseResult, type Scope } from './scope.js';
 import { ensureSecret } from './secret-phase.js';
+import { computeStatus } from './status.js';
+import { statusEqual } from './status-patch.js';
+import { writeStatus } from './status-write.js';
 
 /** Which pool a session without a Pod takes from. */
 export type PoolChoice =
@@ -53,6 +58,19 @@ export interface BindContent {
   readonly token: string;
   readonly env: readonly EnvValue[];
   readonly startup?: string;
+}
+
+/** A claim of a warm Pod of `pool` for the session. */
+export interface ClaimRequest {
+  readonly pool: string;
+  readonly session: SandboxSession;
+  readonly ref: SessionRef;
+  readonly content: BindContent;
+  /**
+   * Called once a Pod's agent accepted the bind, while its claim patch may still be on its way
+   * (they go out together): the claim phase writes Ready then (ADR 0016, "60 ms"). Never rejects.
+   */
+  readonly onBound?: (pod: PodView) => Promise<void>;
 }
 
 /** What the agent of a bound but unrecorded Pod said. */
@@ -82,7 +100,7 @@ export interface PoolClaimer {
   /** The pool the session takes from. */
   choose(session: SandboxSession): PoolChoice;
   /** Claims and binds a warm Pod of the pool for the session. */
-  claim(pool: string, session: SandboxSession, ref: SessionRef, content: BindContent): Promise<Claim>;
+  claim(request: ClaimRequest): Promise<Claim>;
 }
 
 /** The claim phase (runs first: a pooled session's Secret is created while its Pod is claimed). */
@@ -115,7 +133,13 @@ export async function claimPooledPod(scope: Scope, deps: ControllerDeps): Promis
   // phase, then finds the Secret made here.
   const [secret, claim] = await Promise.allSettled([
     ensureSecret(scope, deps),
-    pools.claim(choice.name, scope.session, scope.ref, content),
+    pools.claim({
+      pool: choice.name,
+      session: scope.session,
+      ref: scope.ref,
+      content,
+      onBound: (pod) => publishReady(scope, deps, pod),
+    }),
   ]);
   if (claim.status === 'rejected') throw claim.reason;
   record(scope, deps, choice.name, claim.value);
@@ -140,6 +164,7 @@ function record(scope: Scope, deps: ControllerDeps, pool: string, claim: Claim):
     return;
   }
   scope.pod = claim.pod;
+  scope.warmBound = true;
   scope.created = true;
   deps.logger.info('bound warm pod', {
     namespace: scope.ref.namespace,
@@ -182,7 +207,37 @@ async function useBound(
     }
   }
   scope.pod = pod;
+  scope.warmBound = true;
   return {};
+}
+
+/**
+ * Writes the status as soon as a warm Pod's agent accepted the bind (Ready, naming the Pod), while
+ * the claim patch and the Secret are still on their way: the API write that followed the patch
+ * now overlaps it, one API round trip off the create-to-first-output path (ADR 0016, "60 ms").
+ * Safe because nothing dials a Pod from the status alone: the gateway dials only a Pod its own
+ * cache shows controlled by the session (ADR 0027), i.e. once the claim patch landed; a patch that
+ * loses (the Pod is then deleted) leaves a status the reconcile's own write corrects at its end.
+ * A failed write here is left to that write too (logged, never thrown).
+ */
+async function publishReady(scope: Scope, deps: ControllerDeps, pod: PodView): Promise<void> {
+  const previous = { pod: scope.pod, warmBound: scope.warmBound, expiresAt: scope.expiresAt };
+  scope.pod = pod;
+  scope.warmBound = true;
+  scope.expiresAt = expiresAtOf(scope, deps);
+  const computed = computeStatus(statusInputsOf(scope, { kind: 'active' }));
+  try {
+    if (await writeStatus(scope, deps, computed, !statusEqual(scope.session.status, computed)))
+      scope.session = { ...scope.session, status: computed };
+  } catch (err) {
+    deps.logger.warn('the early status write of a bound warm pod failed; the reconcile writes it', {
+      namespace: scope.ref.namespace,
+      session: scope.ref.name,
+      ...errorFields(err),
+    });
+  } finally {
+    Object.assign(scope, previous);
+  }
 }
 
 /**

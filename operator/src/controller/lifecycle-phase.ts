@@ -35,10 +35,18 @@ export async function expireIfDue(scope: Scope, deps: ControllerDeps): Promise<P
   return collect(scope, deps);
 }
 
+/** The deadline the session's status reports now (the claim phase's early status write uses it). */
+export function expiresAtOf(scope: Scope, deps: ControllerDeps): Date | undefined {
+  return decideFor(scope, deps).expiresAt;
+}
+
 function decideFor(scope: Scope, deps: ControllerDeps): LifecycleDecision {
   const stored = parseTime(scope.session.status?.readyTime);
   // The Pod may have become Ready in this very reconcile: its idle period starts now, not at creation.
-  const readyNow = scope.secret !== undefined && scope.pod !== undefined && isPodReady(scope.pod);
+  const readyNow =
+    (scope.secret !== undefined || scope.warmBound === true) &&
+    scope.pod !== undefined &&
+    isPodReady(scope.pod);
   const readyTime = stored ?? (readyNow ? scope.now : undefined);
   return decide(scope.now, lifecycleInputs(scope.session, readyTime, scope.resumeTime), deps.requeueFloorMs);
 }

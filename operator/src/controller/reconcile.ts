@@ -19,7 +19,7 @@
  */
 import { REASONS, type SandboxSessionStatus } from '@sandbox-platform/api';
 
-import { isConflict, isQuotaRefused } from '../kube/errors.js';
+import { isQuotaRefused } from '../kube/errors.js';
 import { sessionRef } from '../resources/metadata.js';
 import { removeChildren } from './children-phase.js';
 import { claimPooledPod } from './claim-phase.js';
@@ -32,11 +32,11 @@ import { suspendPod } from './suspend-phase.js';
 import { isSuspended, resumeTimeOf } from './suspension.js';
 import { ensureWorkspace } from './workspace-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
-import { collectedReason, computeStatus, readyCondition, type Outcome } from './status.js';
+import { collectedReason, computeStatus, type Outcome } from './status.js';
 import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
-import { statusEqual, statusPatch } from './status-patch.js';
+import { statusEqual } from './status-patch.js';
+import { writeStatus } from './status-write.js';
 import { parseTime } from './time.js';
-import { transitionEvents } from './transitions.js';
 
 /** What the queue should do after a successful reconcile. */
 export interface ReconcileResult {
@@ -143,59 +143,6 @@ function holdStatus(scope: Scope, deps: ControllerDeps, computed: SandboxSession
     deps.otherWork() > 0,
     isProgressOnly(computed),
   );
-}
-
-/** Writes the computed status if it `changed`; false when the write was refused (stale read). */
-async function writeStatus(
-  scope: Scope,
-  deps: ControllerDeps,
-  computed: SandboxSessionStatus,
-  changed: boolean,
-): Promise<boolean> {
-  const stored = scope.session.status;
-  const base = scope.writtenStatus ?? stored;
-  if (changed) {
-    try {
-      const result = await deps.sessions.patchStatus(
-        scope.key,
-        statusPatch(base, computed),
-        scope.resourceVersion,
-      );
-      if (result === 'gone') return true;
-      scope.resourceVersion = result.resourceVersion;
-    } catch (err) {
-      if (!isConflict(err)) throw new Error('write status', { cause: err });
-      deps.logger.debug('status write refused: the session changed since it was read; reconciling again', {
-        namespace: scope.ref.namespace,
-        session: scope.ref.name,
-      });
-      return false;
-    }
-  }
-  for (const event of transitionEvents(stored, computed)) deps.events.record(scope.session, event);
-  observe(scope, deps, stored, computed);
-  return true;
-}
-
-function observe(
-  scope: Scope,
-  deps: ControllerDeps,
-  stored: SandboxSessionStatus | undefined,
-  computed: SandboxSessionStatus,
-): void {
-  const ready = readyCondition(computed);
-  deps.observer.readyReason(keyString(scope.key), ready?.reason, parseTime(ready?.lastTransitionTime));
-  if (!stored?.readyTime && computed.readyTime) {
-    const created = parseTime(scope.session.metadata.creationTimestamp);
-    const readyAt = parseTime(computed.readyTime);
-    if (created && readyAt)
-      deps.observer.firstReady(Math.max(0, (readyAt.getTime() - created.getTime()) / 1000));
-    deps.logger.info('session ready', {
-      namespace: scope.ref.namespace,
-      session: scope.ref.name,
-      pod: computed.podName,
-    });
-  }
 }
 
 function asError(value: unknown): Error {

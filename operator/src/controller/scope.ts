@@ -105,6 +105,11 @@ export interface Scope {
    */
   pod?: PodView;
   /**
+   * The Pod was bound from a pool: its agent accepted the session's bind, and it never mounts the
+   * Secret, so Ready does not wait for the Secret (created in the same reconcile all the same).
+   */
+  warmBound?: boolean;
+  /**
    * What a cold Pod of the session is built from when not the session itself: the session with
    * its pool's template as spec (claim-phase.ts), so a pooled session is the same sandbox warm or cold.
    */
@@ -148,12 +153,17 @@ export function soonest(a: number | undefined, b: number | undefined): number | 
   return Math.min(a, b);
 }
 
+/** The session's own Secret exists and is not being deleted. */
+export function secretUsable(scope: Pick<Scope, 'secret'>): boolean {
+  return scope.secret !== undefined && !scope.secret.metadata.deletionTimestamp;
+}
+
 /** The inputs of computeStatus from the scope. */
 export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
   return {
     session: scope.session,
     now: scope.now,
-    secretReady: scope.secret !== undefined && !scope.secret.metadata.deletionTimestamp,
+    secretReady: scope.warmBound === true || secretUsable(scope),
     persistent: hasPersistentWorkspace(scope.session),
     claim: scope.claim,
     workspace: scope.workspace,

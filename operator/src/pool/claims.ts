@@ -16,7 +16,14 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import type { BindContent, Claim, Confirmation, PoolChoice, PoolClaimer } from '../controller/claim-phase.js';
+import type {
+  BindContent,
+  Claim,
+  ClaimRequest,
+  Confirmation,
+  PoolChoice,
+  PoolClaimer,
+} from '../controller/claim-phase.js';
 import { sessionIdentity } from '../controller/ownership.js';
 import { isPodReady } from '../controller/pod-readiness.js';
 import type { PodView } from '../kube/views.js';
@@ -76,12 +83,8 @@ export class PoolClaims implements PoolClaimer {
     return { kind: 'pool', name: pool.metadata.name, coldSpec: templateSpec(pool, session.spec) };
   }
 
-  async claim(
-    poolName: string,
-    session: SandboxSession,
-    ref: SessionRef,
-    content: BindContent,
-  ): Promise<Claim> {
+  async claim(request: ClaimRequest): Promise<Claim> {
+    const { pool: poolName, ref } = request;
     const now = this.d.now ?? Date.now;
     const started = now();
     const pool = this.d.index.pool(ref.namespace, poolName);
@@ -94,7 +97,7 @@ export class PoolClaims implements PoolClaimer {
         const candidate = this.pick(pool, tried);
         if (!candidate) break;
         tried.add(candidate.metadata.uid);
-        const pod = await this.tryOne(candidate, ref, content, failed);
+        const pod = await this.tryOne(candidate, request, failed);
         if (pod) {
           this.d.metrics.claimed(ref.namespace, poolName, 'hit', (now() - started) / 1000);
           return { pod, failed };
@@ -158,8 +161,7 @@ export class PoolClaims implements PoolClaimer {
    */
   private async tryOne(
     candidate: PoolPodView,
-    ref: SessionRef,
-    content: BindContent,
+    { ref, content, onBound }: ClaimRequest,
     failed: string[],
   ): Promise<PoolPodView | undefined> {
     const { uid, name, namespace } = candidate.metadata;
@@ -167,10 +169,11 @@ export class PoolClaims implements PoolClaimer {
     this.reserved.add(uid);
     try {
       const signed = this.d.signer.sign(payload(candidate, ref, content));
-      const [claimed, outcome] = await Promise.all([
-        this.d.writer.claimPod(candidate, ref),
-        this.d.bind.bind(candidate.podIP ?? '', signed),
-      ]);
+      const patch = this.d.writer.claimPod(candidate, ref);
+      const bind = this.d.bind.bind(candidate.podIP ?? '', signed);
+      // Ready is written as soon as the agent accepted, beside the patch (claim-phase.ts).
+      const published = bind.then((outcome) => (outcome === 'bound' ? onBound?.(candidate) : undefined));
+      const [claimed, outcome] = await Promise.all([patch, bind, published]);
       if (claimed === 'conflict' || claimed === 'gone') {
         this.d.metrics.claimed(namespace, pool, 'conflict');
         if (outcome === 'bound' && claimed === 'conflict') {

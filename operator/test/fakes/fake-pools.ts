@@ -46,6 +46,8 @@ export class FakePools {
   readonly conflictOnClaim = new Set<string>();
   /** How each Pod's agent answers binds (default: a real agent's rules). */
   readonly behaviour = new Map<string, AgentBehaviour>();
+  /** When set, each claim patch answers only once this settles (else at once). */
+  claimAnswer?: Promise<void>;
   /** Called as each bind call arrives (tests look at what holds while a claim is in flight). */
   onBind?: (pod: string) => void;
   /** Bound agents: Pod name -> the bind accepted. */
@@ -161,6 +163,8 @@ export class FakePools {
         return view;
       },
       claimPod: async (pod, session: SessionRef): Promise<ClaimOutcome> => {
+        // The API server's answer, held while a test looks at what happened before it.
+        if (this.claimAnswer) await this.claimAnswer;
         const current = this.index.pod(pod.metadata.namespace, pod.metadata.name);
         if (!current) return 'gone';
         if (

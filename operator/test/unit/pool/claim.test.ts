@@ -34,6 +34,11 @@ const key = (name = 'demo') => ({ namespace: 'team-a', name });
 const tokenOf = (name: string, u: string) => deriveToken(MASTER_KEY, { namespace: 'team-a', name, uid: u });
 const ready = (s: ReturnType<typeof cluster.session>) =>
   s?.status?.conditions?.find((c) => c.type === 'Ready');
+/** Lets the pending promises run until `done()` holds (at most 100 turns of the event loop). */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setImmediate(r));
+  if (!done()) throw new Error('the condition never held');
+}
 const claims = (result: string) =>
   pools.metrics.claims.get().then((m) => m.values.find((v) => v.labels.result === result)?.value ?? 0);
 
@@ -53,9 +58,42 @@ describe('a session naming a pool with an available warm Pod', () => {
       token: tokenOf('demo', 'uid-1'),
       pod: { name: 'warm-aaaaaaaaaa', uid: 'pod-warm-aaaaaaaaaa' },
     });
-    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'BoundFromPool', 'Ready']);
+    // Ready is written as the agent accepts the bind, before the claim is recorded (ADR 0016, "60 ms").
+    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'Ready', 'BoundFromPool']);
     expect(pools.woken).toEqual(['team-a/warm']);
     expect(await claims('hit')).toBe(1);
+  });
+
+  it('writes Ready once its agent accepted the bind, while the claim patch is still unanswered, and only once', async () => {
+    const pool = pools.putPool('warm');
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    cluster.putSession(session(poolRef('warm'), withSpec({ idleTimeoutSeconds: 600 })));
+    let answer!: () => void;
+    pools.claimAnswer = new Promise((resolve) => (answer = resolve));
+    const done = reconcile(key(), deps);
+    await until(() => cluster.writes.includes('patchStatus demo'));
+    expect(pools.ops).toEqual(['bind warm-aaaaaaaaaa']);
+    expect(cluster.session()?.status).toMatchObject({
+      podName: 'warm-aaaaaaaaaa',
+      podIP: '198.18.1.1',
+      phase: 'Ready',
+      expiresAt: '2030-01-01T00:10:10Z',
+    });
+    answer();
+    await done;
+    expect(pools.ops).toEqual(['bind warm-aaaaaaaaaa', 'claimPod warm-aaaaaaaaaa -> demo']);
+    expect(cluster.writes.filter((w) => w.startsWith('patchStatus'))).toEqual(['patchStatus demo']);
+  });
+
+  it('corrects the early Ready when the claim patch then loses (the Pod deleted, the next one bound)', async () => {
+    const pool = pools.putPool('warm', { replicas: 2 });
+    pools.putWarm(pool, 'warm-aaaaaaaaaa', opts);
+    pools.putWarm(pool, 'warm-bbbbbbbbbb', opts);
+    pools.conflictOnClaim.add('warm-aaaaaaaaaa');
+    cluster.putSession(session(poolRef('warm')));
+    await reconcile(key(), deps);
+    expect(cluster.session()?.status).toMatchObject({ podName: 'warm-bbbbbbbbbb', phase: 'Ready' });
+    expect(pools.ops).toContain('deletePod warm-aaaaaaaaaa');
   });
 
   it('does nothing more on the next reconcile (the status records the Pod)', async () => {
