@@ -28,8 +28,8 @@ export const CODE_STREAM_CHUNK_BYTES = 64 * 1024;
 export const CODE_ITEM_MAX_BYTES = 8 * 1024 * 1024;
 /** All MIME items of one run's results and displays together; items beyond are omitted. */
 export const CODE_DISPLAY_MAX_BYTES = 16 * 1024 * 1024;
-/** Longest NDJSON line of a run's event stream, serialized (an item plus the line's members). */
-export const CODE_LINE_MAX_BYTES = CODE_ITEM_MAX_BYTES + 64 * 1024;
+/** Longest NDJSON line of a run's event stream, serialized: a display with all its items, and its members. */
+export const CODE_LINE_MAX_BYTES = CODE_DISPLAY_MAX_BYTES + 64 * 1024;
 /**
  * Most bytes a whole run's event stream may take, serialized: both streams (JSON escaping may
  * double them), every display, the error and the end line. The gateway refuses more.
