@@ -468,6 +468,124 @@ export const sandboxSessionSchema = {
             },
           },
         },
+        egress: {
+          type: 'object',
+          description:
+            "Where the sandbox may connect, by host name (docs/egress.md, docs/adr/0032). Every connection out of a sandbox goes through the platform's egress proxy (HTTP_PROXY / HTTPS_PROXY; a direct connection is refused by NetworkPolicy); the proxy answers a request or CONNECT only when a rule allows its host and port. The rules may change while the session runs (PUT /v1/sessions/<name>/egress); the proxy applies a change within a second. The sandbox policy at admission decides which hosts a namespace's sessions may name (policy.egressHosts).",
+          properties: {
+            inheritNamespaceDefaults: {
+              type: 'boolean',
+              default: true,
+              description:
+                "Also allow what the namespace's defaults allow (chart value egressProxy.defaults / egressProxy.namespaces.<ns>.defaults).",
+            },
+            rules: {
+              type: 'array',
+              maxItems: 64,
+              description: 'Hosts the sandbox may reach; a connection no rule allows is refused and audited.',
+              items: {
+                type: 'object',
+                required: ['host'],
+                properties: {
+                  host: {
+                    type: 'string',
+                    maxLength: 253,
+                    pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                    description:
+                      'A host name in lowercase (pypi.org), or `*.` and a suffix (*.pythonhosted.org: any name below it, not the suffix itself). IP literals are not names and never match.',
+                  },
+                  ports: {
+                    type: 'array',
+                    maxItems: 16,
+                    items: {
+                      type: 'integer',
+                      minimum: 1,
+                      maximum: 65535,
+                    },
+                    description: 'Ports allowed for the host; unset means 80 and 443.',
+                  },
+                  methods: {
+                    type: 'array',
+                    maxItems: 9,
+                    items: {
+                      type: 'string',
+                      enum: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+                    },
+                    description:
+                      'Only these request methods (plain HTTP, or HTTPS the proxy intercepts); unset means any.',
+                  },
+                  pathPrefixes: {
+                    type: 'array',
+                    maxItems: 16,
+                    items: {
+                      type: 'string',
+                      minLength: 1,
+                      maxLength: 1024,
+                      pattern: '^/',
+                    },
+                    description: 'Only request paths starting with one of these; unset means any.',
+                  },
+                  injectHeaders: {
+                    type: 'array',
+                    maxItems: 8,
+                    description:
+                      'Headers the proxy adds to every request to this host, each value read from a key of a Secret of the session\'s namespace: the credential never enters the sandbox. For HTTPS the proxy terminates TLS with the namespace\'s egress CA, which the sandbox must trust (docs/adr/0032, "Credential brokering").',
+                    items: {
+                      type: 'object',
+                      required: ['name', 'secretKeyRef'],
+                      'x-kubernetes-validations': [
+                        {
+                          rule: "!(self.name.lowerAscii() in ['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'proxy-authorization', 'proxy-connection'])",
+                          message:
+                            'injectHeaders.name may not be a hop-by-hop or framing header (Host, Content-Length, Transfer-Encoding, Connection, Upgrade, TE, Trailer, Keep-Alive, Proxy-*)',
+                        },
+                      ],
+                      properties: {
+                        name: {
+                          type: 'string',
+                          minLength: 1,
+                          maxLength: 64,
+                          pattern: '^[A-Za-z0-9][-A-Za-z0-9]*$',
+                          description: 'Header name, e.g. Authorization.',
+                        },
+                        secretKeyRef: {
+                          type: 'object',
+                          required: ['name', 'key'],
+                          'x-kubernetes-validations': [
+                            {
+                              rule: '!has(self.__namespace__)',
+                              message:
+                                "injectHeaders.secretKeyRef.namespace is not allowed: a session's credentials come from its own namespace",
+                            },
+                          ],
+                          properties: {
+                            name: {
+                              type: 'string',
+                              minLength: 1,
+                              maxLength: 253,
+                              pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                            },
+                            key: {
+                              type: 'string',
+                              minLength: 1,
+                              maxLength: 253,
+                              pattern: '^[-._a-zA-Z0-9]+$',
+                            },
+                            namespace: {
+                              type: 'string',
+                              maxLength: 63,
+                              description: 'Not allowed (always refused).',
+                            },
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
       },
     },
     status: {

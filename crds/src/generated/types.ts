@@ -153,6 +153,791 @@ export interface SandboxSessionSpec {
      */
     name: string;
   };
+  /**
+   * Where the sandbox may connect, by host name (docs/egress.md, docs/adr/0032). Every connection out of a sandbox goes through the platform's egress proxy (HTTP_PROXY / HTTPS_PROXY; a direct connection is refused by NetworkPolicy); the proxy answers a request or CONNECT only when a rule allows its host and port. The rules may change while the session runs (PUT /v1/sessions/<name>/egress); the proxy applies a change within a second. The sandbox policy at admission decides which hosts a namespace's sessions may name (policy.egressHosts).
+   */
+  egress?: {
+    /**
+     * Also allow what the namespace's defaults allow (chart value egressProxy.defaults / egressProxy.namespaces.<ns>.defaults).
+     */
+    inheritNamespaceDefaults?: boolean;
+    /**
+     * Hosts the sandbox may reach; a connection no rule allows is refused and audited.
+     *
+     * @maxItems 64
+     */
+    rules?: {
+      /**
+       * A host name in lowercase (pypi.org), or `*.` and a suffix (*.pythonhosted.org: any name below it, not the suffix itself). IP literals are not names and never match.
+       */
+      host: string;
+      /**
+       * Ports allowed for the host; unset means 80 and 443.
+       *
+       * @maxItems 16
+       */
+      ports?:
+        | []
+        | [number]
+        | [number, number]
+        | [number, number, number]
+        | [number, number, number, number]
+        | [number, number, number, number, number]
+        | [number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number, number, number, number, number]
+        | [number, number, number, number, number, number, number, number, number, number, number, number]
+        | [
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+          ]
+        | [
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+          ]
+        | [
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+          ]
+        | [
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+            number,
+          ];
+      /**
+       * Only these request methods (plain HTTP, or HTTPS the proxy intercepts); unset means any.
+       *
+       * @maxItems 9
+       */
+      methods?:
+        | []
+        | ['GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS']
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ]
+        | [
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+            'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS',
+          ];
+      /**
+       * Only request paths starting with one of these; unset means any.
+       *
+       * @maxItems 16
+       */
+      pathPrefixes?:
+        | []
+        | [string]
+        | [string, string]
+        | [string, string, string]
+        | [string, string, string, string]
+        | [string, string, string, string, string]
+        | [string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string, string, string, string, string]
+        | [string, string, string, string, string, string, string, string, string, string, string, string]
+        | [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+          ]
+        | [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+          ]
+        | [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+          ]
+        | [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+          ];
+      /**
+       * Headers the proxy adds to every request to this host, each value read from a key of a Secret of the session's namespace: the credential never enters the sandbox. For HTTPS the proxy terminates TLS with the namespace's egress CA, which the sandbox must trust (docs/adr/0032, "Credential brokering").
+       *
+       * @maxItems 8
+       */
+      injectHeaders?:
+        | []
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ]
+        | [
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+            {
+              /**
+               * Header name, e.g. Authorization.
+               */
+              name: string;
+              secretKeyRef: {
+                name: string;
+                key: string;
+                /**
+                 * Not allowed (always refused).
+                 */
+                namespace?: string;
+              };
+            },
+          ];
+    }[];
+  };
 }
 
 /**
