@@ -25,11 +25,14 @@ export function watcherScript(dir: string, recursive: boolean, io: string | unde
   return [
     markerLine({ watch: true }, io),
     `${setup}set -- ${q(dir)} ${recursive ? "''" : '1'} ${q(events)}`,
-    'dir=$1; depth=(); [ -n "$2" ] && depth=(-maxdepth "$2"); out=${3:-/dev/stdout}',
+    'dir=$1; depth=(); [ -n "$2" ] && depth=(-maxdepth "$2"); out=$3',
     '[ -d "$dir" ] || exit 44',
     'declare -A prev cur',
     `scan() { cur=(); local p v; while IFS= read -r -d '' p && IFS= read -r -d '' v; do cur[$p]=$v; done < <(find "$dir" -mindepth 1 "\${depth[@]}" -printf '%p\\0%T@ %s\\0' 2>/dev/null); }`,
-    `emit() { printf '%s %s\\0' "$1" "\${2#"$dir"/}" >>"$out"; }`,
+    // The events file is opened for each record, so a drain's rename starts a new one; stdout is
+    // the agent's pipe (a socket: /dev/stdout cannot be opened), written as it is.
+    `rec() { printf '%s %s\\0' "$1" "\${2#"$dir"/}"; }`,
+    'emit() { if [ -n "$out" ]; then rec "$@" >>"$out"; else rec "$@"; fi; }',
     'keep() { prev=(); local k; for k in "${!cur[@]}"; do prev[$k]=${cur[$k]}; done; }',
     "scan; keep; printf 'S\\0'",
     `while [ -d "$dir" ]; do sleep ${SCAN_INTERVAL_SECONDS}; scan`,

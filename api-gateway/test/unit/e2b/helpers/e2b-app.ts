@@ -95,7 +95,10 @@ export class OperatingStore extends FakeStore {
     const isReady = s.status?.conditions?.some((c) => c.reason === 'SandboxReady') === true;
     if (s.spec.suspend === true && isReady) {
       await this.stopAgent(key);
-      const next = structuredClone(s);
+      // Read again: the session may have been resumed while its agent stopped.
+      const now = this.sessions.get(key);
+      if (!now) return;
+      const next = structuredClone(now);
       next.status = {
         conditions: [
           {
@@ -107,7 +110,7 @@ export class OperatingStore extends FakeStore {
           },
         ],
       };
-      super.put(next);
+      this.put(next);
       return;
     }
     if (s.spec.suspend !== true && !isReady) await this.startFor(s);
@@ -137,7 +140,8 @@ export class OperatingStore extends FakeStore {
     if (!current || this.closed) return void (await agent.close(0));
     const next = structuredClone(current);
     ready(ip)(next);
-    super.put(next);
+    // put, not super.put: when it was suspended meanwhile, the next reaction stops this agent.
+    this.put(next);
   }
 
   private async stopAgent(key: string): Promise<void> {
