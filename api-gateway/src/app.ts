@@ -43,6 +43,7 @@ import healthRoutes from './routes/health.js';
 import processRoutes from './routes/processes/index.js';
 import portRoutes from './routes/ports/index.js';
 import ptyRoutes from './routes/pty/index.js';
+import watchRoutes from './routes/watch/index.js';
 import mcpRoutes from './routes/mcp/index.js';
 import sessionRoutes from './routes/sessions/index.js';
 import { previewPlugin, previewRewrite, type PreviewDeps } from './preview/index.js';
@@ -140,6 +141,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes);
   await app.register(processRoutes);
   await app.register(codeRoutes);
+  await app.register(watchRoutes);
   await app.register(ptyRoutes);
   await app.register(portRoutes);
   await app.register(mcpRoutes);

@@ -11,6 +11,7 @@ import type { ExecTarget } from '../sessions/model.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
 import { AgentCode, type CodeTransport } from './agent-code.js';
 import { AgentProcesses, type ProcessTransport } from './agent-processes.js';
+import { AgentWatch, type WatchTransport } from './agent-watch.js';
 import type { AgentTransport } from './agent-transport.js';
 import { dialWebSocket, type DialOptions } from './ws-dial.js';
 
@@ -19,10 +20,13 @@ export class AgentInteractive {
   readonly processes: ProcessTransport;
   /** The code interpreter's calls (ADR 0031). */
   readonly code: CodeTransport;
+  /** File watching (ADR 0031). */
+  readonly watch: WatchTransport;
 
   constructor(private readonly agent: AgentTransport) {
     this.processes = new AgentProcesses(agent);
     this.code = new AgentCode(agent);
+    this.watch = new AgentWatch(agent);
   }
 
   /** `<ip>:<agent port>` (IPv6 in brackets) of the session's agent, as the transport dials it. */

@@ -1,18 +1,21 @@
 /**
- * Decorates the app with the code interpreter's service (ADR 0031), shared by the REST routes and
- * the MCP tools. Without the Agent's interactive calls (tests built on fake transports) every code
- * route answers 501 `not-supported`.
+ * Decorates the app with the code interpreter's and file watching's services (ADR 0031), shared
+ * by the REST routes and the MCP tools. Without the Agent's interactive calls (tests built on fake
+ * transports) every such route answers 501 `not-supported`.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 
 import { CodeService } from '../service/code-service.js';
+import { WatchService } from '../service/watch-service.js';
 import './interactive.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Code runs and contexts of sessions (plugins/code.ts). */
     codeRuns: CodeService;
+    /** File watches of sessions (plugins/code.ts). */
+    fileWatches: WatchService;
   }
 }
 
@@ -21,6 +24,10 @@ export default fp(
     app.decorate(
       'codeRuns',
       new CodeService({ execs: app.execs, activity: app.activity, code: app.interactive?.code }),
+    );
+    app.decorate(
+      'fileWatches',
+      new WatchService({ execs: app.execs, store: app.store, watch: app.interactive?.watch }),
     );
     done();
   },

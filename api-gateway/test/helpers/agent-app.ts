@@ -81,6 +81,8 @@ export async function startAgentApp(
     tracing?: GatewayTracing;
     /** The agent's code interpreter options (its Python, the bridge script). */
     code?: StartOptions['code'];
+    /** The agent's file watching options (its inotify helper). */
+    watch?: StartOptions['watch'];
   } = {},
 ): Promise<AgentApp> {
   const workspace = await mkdtemp(join(tmpdir(), 'gw-agent-'));
@@ -99,6 +101,7 @@ export async function startAgentApp(
       logSink: () => undefined,
       baseEnv: { ...process.env, HOME: workspace },
       ...(opts.code ? { code: opts.code } : {}),
+      ...(opts.watch ? { watch: opts.watch } : {}),
     },
   );
   const config = loadConfig({ ...TEST_ENV, GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true', ...opts.env });
