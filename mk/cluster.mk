@@ -23,6 +23,11 @@ LOCALKUBE_RUNSC_FLAGS ?=
 # kubelet podPidsLimit (processes and threads per pod); 0 = unlimited, only to show the PID test fails.
 LOCALKUBE_POD_PIDS_LIMIT ?= 1024
 LOCALKUBE_ADDONS := test-e2e/localkube/addons/build.sh
+# Simulated nodes run by KWOK next to the real node (opt-in, docs/localkube.md "Simulated nodes"):
+# `make cluster-up LOCALKUBE_KWOK_NODES=100` builds KWOK (test-e2e/localkube/addons/kwok/build.sh)
+# and starts it; a start without it removes the simulated nodes of an earlier start.
+LOCALKUBE_KWOK_NODES ?= 0
+LOCALKUBE_KWOK := test-e2e/localkube/addons/kwok/build.sh
 
 .PHONY: localkube
 localkube: ## Build the localkube binary (cached: unchanged sources cost no compile)
@@ -58,6 +63,8 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	  if [ "$(LOCALKUBE_NETWORK_POLICY)" = true ]; then \
 	    node_flags="$$node_flags --kube-router=$$($(LOCALKUBE_ADDONS) kube-router)/kube-router"; fi; \
 	  if [ "$(LOCALKUBE_GVISOR)" = true ]; then node_flags="$$node_flags --runsc=$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi; \
+	  if [ "$(LOCALKUBE_KWOK_NODES)" != 0 ]; then \
+	    node_flags="$$node_flags --kwok=$$($(LOCALKUBE_KWOK))/kwok --kwok-nodes=$(LOCALKUBE_KWOK_NODES)"; fi; \
 	fi; \
 	$(LOCALKUBE_BIN) start --dir=$(LOCALKUBE_DIR) --profile=$(LOCALKUBE_PROFILE) \
 	  --port=$(LOCALKUBE_PORT) --etcd-port=$(LOCALKUBE_ETCD_PORT) --timeout=$(LOCALKUBE_TIMEOUT) $$node_flags \

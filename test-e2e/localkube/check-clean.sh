@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verify that a stopped localkube left nothing behind: no process (components, containerd, runc,
-# kube-router, runsc), mount, network namespace (pods' and the isolation e2e's), veth, bridge,
+# kube-router, runsc, kwok), mount, network namespace (pods' and the isolation e2e's), veth, bridge,
 # iptables or nftables rule, kube-router ipset, kubelet cgroup or listening port. Exits 1 and lists
 # what remains otherwise.
 #   usage: check-clean.sh <state-dir> [apiserver-port] [etcd-port]
@@ -13,7 +13,7 @@ left=()
 # Cluster processes: localkube components, containerd and its shims, runc, run with the state dir
 # in their arguments. Other programs that merely name the directory (a shell or make recipe
 # sourcing a file from it, an editor) are not the cluster's and are not counted.
-procs="$(ps -eo pid=,comm=,args= | awk -v d="$dir/" 'index($0, d) && $2 ~ /^(localkube|containerd|runc|runsc|kube-|etcd|exe)/' || true)"
+procs="$(ps -eo pid=,comm=,args= | awk -v d="$dir/" 'index($0, d) && $2 ~ /^(localkube|containerd|runc|runsc|kube-|kwok|etcd|exe)/' || true)"
 [ -n "$procs" ] && left+=("processes:"$'\n'"$procs")
 
 mounts="$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)"

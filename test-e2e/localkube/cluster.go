@@ -87,7 +87,7 @@ func (c *cluster) bringUp(ctx context.Context, f upFlags) (settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("certificates: %w", err)
 	}
-	for _, name := range []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kube-router"} {
+	for _, name := range []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kube-router", "kwok"} {
 		if err := writeKubeconfig(p, name, s.server(), s.l.componentKubeconfig(name)); err != nil {
 			return s, err
 		}
@@ -192,6 +192,9 @@ func (c *cluster) waitUsable(ctx context.Context, s settings) error {
 	if err := ensureRuntimeClass(ctx, cs, s.node.runsc != ""); err != nil {
 		return err
 	}
+	if err := c.node.startSimulatedNodes(ctx, c, cs); err != nil {
+		return err
+	}
 	if !s.node.networkPolicy {
 		logf("NetworkPolicy enforcement is OFF (--network-policy=false): policies are stored but nothing enforces them")
 		return nil
@@ -214,6 +217,9 @@ func (c *cluster) shutdown() {
 		if err := ch.stop(stopGrace); err != nil {
 			logf("stop %s: %v", ch.name, err)
 		}
+		if ch.name == "kwok" {
+			c.removeSimulatedNodes()
+		}
 		if c.runDir != "" {
 			_ = os.Remove(componentPidFile(c.runDir, ch.name))
 		}
@@ -222,6 +228,23 @@ func (c *cluster) shutdown() {
 		c.node.cleanupHost()
 	}
 	logf("all components stopped")
+}
+
+// removeSimulatedNodes deletes the simulated nodes (and Pods still bound to them) once KWOK has
+// stopped, while the API server still runs: a later start without them finds none left NotReady.
+func (c *cluster) removeSimulatedNodes() {
+	cs, err := adminClient(c.node.l.componentKubeconfig("admin"))
+	if err != nil {
+		logf("remove simulated nodes: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := removeSimulatedNodes(ctx, cs, 0)
+	if err != nil {
+		logf("remove simulated nodes: %v (the next start removes what is left)", err)
+	}
+	logf("removed %d simulated nodes", n)
 }
 
 func copyFile(from, to string, mode os.FileMode) error {

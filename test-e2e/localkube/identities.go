@@ -19,6 +19,9 @@ var componentCerts = []certSpec{
 	{name: "kube-proxy", cn: "system:kube-proxy"},
 	// The NetworkPolicy enforcer: read-only rights from a ClusterRole localkube creates (netpol.go).
 	{name: "kube-router", cn: kubeRouterUser},
+	// KWOK, the simulated nodes' kubelet (kwok.go): system:nodes for the API server's flow
+	// schema of kubelets, its rights from a ClusterRole localkube creates.
+	{name: "kwok", cn: kwokUser, orgs: []string{"system:nodes"}},
 	// The API server's identity towards kubelets (logs, exec, port-forward).
 	{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 }

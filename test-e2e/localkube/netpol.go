@@ -16,13 +16,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// nodeOptions are the node add-ons of the cluster profile: the NetworkPolicy enforcer and gVisor.
+// nodeOptions are the node add-ons of the cluster profile: the NetworkPolicy enforcer, gVisor and
+// the simulated nodes (KWOK).
 type nodeOptions struct {
 	networkPolicy bool     // run kube-router's policy controller
 	kubeRouter    string   // its binary (built by addons/build.sh kube-router)
 	runsc         string   // gVisor's runsc ("" = no gVisor runtime)
 	runscFlags    []string // extra runsc flags (--runsc-flags), e.g. --platform=ptrace
 	podPidsLimit  int      // kubelet podPidsLimit (0 = none: only to show the PID limit test fails)
+	kwok          string   // KWOK's controller binary (addons/kwok/build.sh), for the simulated nodes
+	kwokNodes     int      // simulated nodes (0 = none; kwok.go)
 }
 
 // validate checks the add-on binaries exist, with a message saying how to build them. It runs
@@ -52,7 +55,7 @@ func (o nodeOptions) validate() error {
 	if err := validateRunscFlags(o.runscFlags); err != nil {
 		return err
 	}
-	return nil
+	return o.validateKwok()
 }
 
 func executable(path string) error {
@@ -95,7 +98,13 @@ func kubeRouterRBAC() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 
 // ensureKubeRouterRBAC creates or updates the ClusterRole and its binding.
 func ensureKubeRouterRBAC(ctx context.Context, cs *kubernetes.Clientset) error {
-	role, binding := kubeRouterRBAC()
+	return ensureClusterRole(ctx, cs, kubeRouterRBAC)
+}
+
+// ensureClusterRole creates or updates a ClusterRole of an add-on and creates its binding.
+func ensureClusterRole(ctx context.Context, cs *kubernetes.Clientset,
+	build func() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding)) error {
+	role, binding := build()
 	roles, bindings := cs.RbacV1().ClusterRoles(), cs.RbacV1().ClusterRoleBindings()
 	if cur, err := roles.Get(ctx, role.Name, metav1.GetOptions{}); err == nil {
 		cur.Rules = role.Rules

@@ -42,10 +42,10 @@ func belongsTo(l layout, argv []string) bool {
 		return true
 	}
 	base := filepath.Base(argv[0])
-	// kube-router runs from the add-on cache with its kubeconfig under the dir; gVisor's runsc
-	// (runsc, runsc-sandbox, runsc-gofer) has --root under the dir.
+	// kube-router and KWOK run from the add-on cache with their kubeconfigs under the dir;
+	// gVisor's runsc (runsc, runsc-sandbox, runsc-gofer) has --root under the dir.
 	isComponent := base == "localkube" || strings.HasPrefix(base, "localkube-") || base == "kube-router" ||
-		strings.HasPrefix(base, "runsc")
+		base == "kwok" || strings.HasPrefix(base, "runsc")
 	isRuntime := base == "containerd" || strings.HasPrefix(base, "containerd-shim")
 	if !isComponent && !isRuntime {
 		return false
