@@ -61,7 +61,7 @@ $(IMAGES_BUILD)/kernel-bridge.py: sandbox-agent/src/code/kernel-bridge.py
 	@mkdir -p $(@D)
 	cp $< $@
 $(IMAGES_DIR)/operator.tar: $(IMAGES_BUILD)/bundles/operator.mjs
-$(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs
+$(IMAGES_DIR)/api-gateway.tar: $(IMAGES_BUILD)/bundles/api-gateway.mjs $(IMAGES_BUILD)/console/console.js
 $(IMAGES_DIR)/hostile-agent.tar: $(IMAGES_BUILD)/hostile-agent.mjs
 
 # The hostile agent is one file with no dependencies: copied as it is.
@@ -95,3 +95,7 @@ $(IMAGES_BUILD)/bundles/operator.mjs: $(call BUNDLE_DEPS,operator) | node-deps
 	node $(IMAGES_SRC)/scripts/bundle.mjs operator/src/main.ts $@ operator
 $(IMAGES_BUILD)/bundles/api-gateway.mjs: $(call BUNDLE_DEPS,api-gateway) | node-deps
 	node $(IMAGES_SRC)/scripts/bundle.mjs api-gateway/src/server.ts $@ api-gateway
+# The web console's static files (console/, docs/adr/0032): index.html, console.js and console.css,
+# written together by its build (which fails when console.js is over 300 KB gzipped).
+$(IMAGES_BUILD)/console/console.js: $(shell find console/src sdk/typescript/src -type f 2>/dev/null) console/scripts/build.mjs package-lock.json | node-deps
+	node console/scripts/build.mjs $(@D)
