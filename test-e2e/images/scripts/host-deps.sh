@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, what building and testing the local images needs and the host lacks:
 # a static C toolchain (pause, netecho), containerd's ctr plus runc and umoci (import and the
-# runtime tests), and the Debian packages whose files the recipes copy into the images.
+# runtime tests), the Debian packages whose files the recipes copy into the images, and Chromium
+# for the console's browser e2e.
 # containerd is installed for its binaries only: this never starts or enables the system service
 # (the cluster runs its own containerd with its own socket, and the tests start private ones).
 set -euo pipefail
@@ -13,9 +14,13 @@ recipe_packages=(
   python3-minimal python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
 )
 tool_packages=(gcc libc6-dev containerd runc umoci util-linux)
+# The web console's e2e (test-e2e/specs/console) drives Debian's Chromium headless with
+# playwright-core; fonts-liberation gives its screenshots real glyphs (a Recommends of chromium,
+# which --no-install-recommends leaves out).
+browser_packages=(chromium fonts-liberation)
 
 missing=()
-for p in "${recipe_packages[@]}" "${tool_packages[@]}"; do
+for p in "${recipe_packages[@]}" "${tool_packages[@]}" "${browser_packages[@]}"; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
 
