@@ -324,16 +324,15 @@ async function main(): Promise<void> {
       loads.push(os.loadavg()[0]!);
       const round = Math.min(B, N - warm.length);
       const warmNames: string[] = [];
-      for (let i = 0; i < round; i++) {
-        for (const withEnv of [false, true]) {
-          const name = uniqueName(withEnv ? 'bench-env' : 'bench-warm');
-          warmNames.push(name);
-          const floorWrites = await apiWriteFloor();
-          writes.push(floorWrites.three);
-          writesTwo.push(floorWrites.two);
-          (withEnv ? warmEnv : warm).push(await sample(name, poolName, watch, withEnv));
-          writesAfter.push((await apiWriteFloor()).three);
-        }
+      // Alternating kinds: warm, warm+env, warm, ... each after its own floor writes.
+      for (const withEnv of Array.from({ length: 2 * round }, (_, i) => i % 2 === 1)) {
+        const name = uniqueName(withEnv ? 'bench-env' : 'bench-warm');
+        warmNames.push(name);
+        const floorWrites = await apiWriteFloor();
+        writes.push(floorWrites.three);
+        writesTwo.push(floorWrites.two);
+        (withEnv ? warmEnv : warm).push(await sample(name, poolName, watch, withEnv));
+        writesAfter.push((await apiWriteFloor()).three);
       }
       const coldNames = Array.from({ length: round }, () => uniqueName('bench-cold'));
       for (const name of coldNames) {
