@@ -13,9 +13,13 @@ import {
   type HttpConfig,
   type RetryOptions,
 } from './http.js';
+import * as code from './code.js';
 import { encodeBase64 } from './encoding.js';
 import { ndjsonLines } from './ndjson.js';
 import type {
+  CodeContext,
+  CodeEvent,
+  CodeResult,
   CreateSessionRequest,
   ExecExitEvent,
   ExecRequest,
@@ -31,7 +35,10 @@ import type {
   ProcessSignal,
   ProcessStartRequest,
   ResumeRequest,
+  RunCodeRequest,
   Session,
+  WatchLine,
+  WatchRequest,
   WriteFileResult,
 } from './types.js';
 
@@ -433,6 +440,58 @@ export class SandboxClient {
     }
     ok.done();
     await ok.response.body?.cancel();
+  }
+
+  /**
+   * Runs code in a context of the session (a Jupyter kernel in the sandbox, started on first use;
+   * variables persist between runs) and returns the whole run: output, results and displays in
+   * every MIME type (charts as base64 image/png), the error. Never retried. See code.ts.
+   */
+  runCode(name: string, req: RunCodeRequest, opts?: string | CallOptions): Promise<CodeResult> {
+    return code.runCode(this.caller, name, req, opts);
+  }
+
+  /** Runs code and yields its events as they come; the last one is `end`. */
+  runCodeStream(name: string, req: RunCodeRequest, opts?: string | CallOptions): AsyncGenerator<CodeEvent> {
+    return code.runCodeStream(this.caller, name, req, opts);
+  }
+
+  /** The code contexts of a session. */
+  listCodeContexts(name: string, opts?: string | CallOptions): Promise<CodeContext[]> {
+    return code.listCodeContexts(this.caller, name, opts);
+  }
+
+  /** Starts a code context now (a run starts it otherwise). */
+  createCodeContext(
+    name: string,
+    context: { name: string; language?: 'python' },
+    opts?: string | CallOptions,
+  ): Promise<CodeContext> {
+    return code.createCodeContext(this.caller, name, context, opts);
+  }
+
+  /** Interrupts the running code of a context (KeyboardInterrupt in Python). */
+  interruptCodeContext(name: string, context: string, opts?: string | CallOptions): Promise<CodeContext> {
+    return code.codeContextAction(this.caller, name, { context, action: 'interrupt' }, opts);
+  }
+
+  /** Restarts the kernel of a context: every variable is gone. */
+  restartCodeContext(name: string, context: string, opts?: string | CallOptions): Promise<CodeContext> {
+    return code.codeContextAction(this.caller, name, { context, action: 'restart' }, opts);
+  }
+
+  /** Removes a code context. */
+  deleteCodeContext(name: string, context: string, opts?: string | CallOptions): Promise<void> {
+    return code.deleteCodeContext(this.caller, name, context, opts);
+  }
+
+  /** Follows changes under a workspace directory (see code.ts watch); breaking out stops it. */
+  watch(name: string, req: WatchRequest = {}, opts?: string | CallOptions): AsyncGenerator<WatchLine> {
+    return code.watch(this.caller, name, req, opts);
+  }
+
+  private get caller(): code.Caller {
+    return { call: (opts, spec) => this.call(opts, spec), maxBytes: this.http.maxResponseBytes };
   }
 
   private call(opts: string | CallOptions | undefined, spec: CallSpec): ReturnType<typeof send> {

@@ -35,6 +35,11 @@ export {
 export type { ClientErrorCode, ErrorCode, ProblemCode } from './errors.js';
 export { decodeOutput, eventBytes, stderrBytes, stdoutBytes } from './encoding.js';
 export type {
+  CodeContext,
+  CodeEvent,
+  CodeOutput,
+  CodeResult,
+  CodeStatus,
   CreateSessionRequest,
   ExecExitEvent,
   ExecOutputEvent,
@@ -57,8 +62,11 @@ export type {
   ProcessSignal,
   ProcessStartRequest,
   ResumeRequest,
+  RunCodeRequest,
   Session,
   ShutdownPolicy,
+  WatchLine,
+  WatchRequest,
   WriteFileResult,
 } from './types.js';
 export { VERSION } from './version.js';

@@ -253,3 +253,81 @@ export interface ProcessExitEvent {
 
 /** One event of a follow: output events, then an exit event when the process ended. */
 export type ProcessFollowEvent = ProcessOutputEvent | ProcessExitEvent;
+
+/** A run of code in a context of a session (a Jupyter kernel; POST /v1/sessions/{name}/code). */
+export interface RunCodeRequest {
+  /** Source to run, as a notebook cell: the value of a last expression is the result. */
+  code: string;
+  /** Context name (default "default"): each has its own kernel and variables. */
+  context?: string;
+  /** Language of the context (only python; fixed when the context starts). */
+  language?: 'python';
+  /** Seconds before the run is interrupted (default 60, at most 300); the context stays usable. */
+  timeoutSeconds?: number;
+  /** Seconds to wait for a session that is not Ready yet. */
+  waitSeconds?: number;
+}
+
+/** A result (the last expression's value) or a display of a run: MIME type -> content. */
+export interface CodeOutput {
+  type: 'result' | 'display';
+  /** E.g. {"text/plain": "42"}; images as base64, application/json as JSON text. */
+  data: Record<string, string>;
+  /** Items left out because they were over the size bounds. */
+  omitted?: Array<{ mime: string; bytes: number }>;
+}
+
+/** How a run ended. */
+export type CodeStatus = 'ok' | 'error' | 'timeout' | 'interrupted' | 'kernel-died';
+
+/** A whole run. */
+export interface CodeResult {
+  status: CodeStatus;
+  stdout: string;
+  stderr: string;
+  /** Results and displays in the order the kernel gave them. */
+  outputs: CodeOutput[];
+  error?: { name: string; value: string; traceback: string[] };
+  executionCount?: number;
+  durationMs: number;
+  /** A new kernel ran this code: variables of earlier runs are gone. */
+  contextReset: boolean;
+  /** Something was dropped or omitted (see dropped and each output's omitted). */
+  truncated: boolean;
+  dropped: { stdout: number; stderr: number; displays: number };
+}
+
+/** One event of a streamed run; the last one is `end`. */
+export type CodeEvent =
+  | { type: 'stdout' | 'stderr'; text: string }
+  | (CodeOutput & { executionCount?: number })
+  | { type: 'error'; name: string; value: string; traceback: string[] }
+  | ({ type: 'end' } & Omit<CodeResult, 'stdout' | 'stderr' | 'outputs' | 'error'>);
+
+/** A code context. */
+export interface CodeContext {
+  name: string;
+  language: 'python';
+  state: 'starting' | 'idle' | 'busy' | 'stopped';
+  pid?: number;
+  executionCount: number;
+  createdAt: string;
+  lastRunAt?: string;
+}
+
+/** What a watch follows (GET /v1/sessions/{name}/watch). */
+export interface WatchRequest {
+  /** Directory relative to the workspace (default: the workspace). */
+  path?: string;
+  /** Subdirectories too (default false). */
+  recursive?: boolean;
+  /** Seconds before the watch ends with reason timeout (default 300, at most 3600). */
+  timeoutSeconds?: number;
+}
+
+/** A line of a watch: watching first, changes and overflows, one end last. */
+export type WatchLine =
+  | { type: 'create' | 'modify' | 'delete' | 'rename'; path: string; from?: string; directory: boolean }
+  | { type: 'watching'; path: string; recursive: boolean }
+  | { type: 'overflow'; dropped: number }
+  | { type: 'end'; reason: string };
