@@ -88,6 +88,23 @@ export function connectErrorAnswer(problem: ProblemError): { status: number; bod
   return { status, body: { code: codeName(code), message: publicMessage(problem) } };
 }
 
+/**
+ * A Connect streaming error answer for a failure before the handler ran: HTTP 200 and one
+ * end-of-stream envelope holding the error (flags 0x02, then the JSON `{error: {code, message}}`),
+ * in the request's content type. Connect clients read the code of a streaming call only from
+ * there: to them any other status is a bare HTTP error (400 reads as Internal).
+ */
+export function connectStreamErrorAnswer(problem: ProblemError): Buffer {
+  const json = Buffer.from(
+    JSON.stringify({ error: { code: codeName(codeOf(problem)), message: publicMessage(problem) } }),
+  );
+  const envelope = Buffer.alloc(5 + json.length);
+  envelope[0] = 0b10;
+  envelope.writeUInt32BE(json.length, 1);
+  json.copy(envelope, 5);
+  return envelope;
+}
+
 /** envd's HTTP error answer (`{code, message}`, code being the HTTP status). */
 export function envdHttpErrorAnswer(problem: ProblemError): { status: number; body: object } {
   const code = codeOf(problem);

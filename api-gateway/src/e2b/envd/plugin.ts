@@ -15,11 +15,12 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import * as protoConnect from '@connectrpc/connect/protocol-connect';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
+import { ProblemError } from '../../errors.js';
 import { toProblem } from '../../plugins/errors.js';
 import { envdCallOf } from '../auth-bridge.js';
 import { Filesystem } from '../gen/filesystem/filesystem_pb.js';
 import { Process } from '../gen/process/process_pb.js';
-import { connectErrorAnswer } from './errors.js';
+import { connectErrorAnswer, connectStreamErrorAnswer } from './errors.js';
 import type { EnvdFilesystem } from './filesystem-service.js';
 import envdHttpRoutes from './http-routes.js';
 import type { EnvdProcesses } from './process-service.js';
@@ -35,22 +36,43 @@ export interface EnvdPluginOptions {
   workspace: string;
 }
 
+/** Content types of Connect streaming requests. */
+const STREAM_TYPE = /^application\/connect\+(json|proto)\b/i;
+
 function rpcErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const problem = toProblem(err);
   if (problem.status >= 500)
     request.log.warn({ slug: problem.slug, detail: problem.detail }, 'e2b envd call failed');
   if (problem.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.retryAfterSeconds));
+  const streaming = STREAM_TYPE.exec(request.headers['content-type'] ?? '');
+  if (streaming) {
+    const type = `application/connect+${streaming[1]!.toLowerCase()}`;
+    return reply.status(200).type(type).send(connectStreamErrorAnswer(problem));
+  }
   const { status, body } = connectErrorAnswer(problem);
   return reply.status(status).type('application/json').send(body);
 }
 
-function mountRouter(rpc: FastifyInstance, router: ConnectRouter): void {
+/**
+ * A request body over the limit is refused before Connect reads it, as InvalidArgument (the SDKs'
+ * InvalidArgumentError). Connect's own readMaxBytes (the same limit) still bounds bodies sent
+ * without a length, but answers ResourceExhausted, which the SDKs report as a rate limit.
+ */
+function checkLength(request: FastifyRequest, limit: number): void {
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    throw new ProblemError('invalid-request', `the request is ${declared} bytes; the limit is ${limit}`);
+  }
+}
+
+function mountRouter(rpc: FastifyInstance, router: ConnectRouter, readMaxBytes: number): void {
   // Connect reads its own bodies (bounded by readMaxBytes): no fastify parsing for its types.
   rpc.removeAllContentTypeParsers();
   rpc.addContentTypeParser(protoConnect.contentTypeRegExp, (_req, _payload, done) => done(null, undefined));
   rpc.setErrorHandler(rpcErrorHandler);
   for (const handler of router.handlers) {
     rpc.all(handler.requestPath, async (request, reply) => {
+      checkLength(request, readMaxBytes);
       const values = createContextValues().set(ENVD_CALL, envdCallOf(request.raw));
       const answer = await handler(
         universalRequestFromNodeRequest(request.raw, reply.raw, undefined, values),
@@ -82,7 +104,7 @@ export default async function envdPlugin(app: FastifyInstance, opts: EnvdPluginO
   router.service(Process, opts.processes.impl());
   router.service(Filesystem, opts.filesystem.impl());
   await app.register((rpc: FastifyInstance, _o: unknown, done: (err?: Error) => void) => {
-    mountRouter(rpc, router);
+    mountRouter(rpc, router, opts.readMaxBytes);
     done();
   });
   await app.register(envdHttpRoutes, { workspace: opts.workspace });
