@@ -40,7 +40,7 @@ async function dispatch(io: Io): Promise<number> {
     await write(io.stdout, commandHelp(io.prog, command));
     return 0;
   }
-  if (rest.length && command.name !== 'exec')
+  if (rest.length && command.name !== 'exec' && command.name !== 'run')
     throw new UsageError(`${command.name} takes no arguments after --`);
   const settings = resolveSettings(parsed.values, io.env);
   const ctx: Context = {

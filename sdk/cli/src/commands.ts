@@ -1,6 +1,7 @@
 /** The command table: names, flags and help of every command (cli.ts dispatches on it). */
 import type { ParseArgsConfig } from 'node:util';
 
+import { run, watchCommand } from './commands/code.js';
 import { completionCommand } from './commands/completion.js';
 import { config } from './commands/config.js';
 import { cp } from './commands/cp.js';
@@ -114,6 +115,40 @@ export const COMMANDS: Command[] = [
     run: exec,
   },
   {
+    name: 'run',
+    usage: 'run NAME [--context C] [--timeout 60s] [--out-dir DIR] (--file F | - | -- CODE...)',
+    summary:
+      'Run Python in a code context of a session (a Jupyter kernel: variables persist), print its results',
+    flags: {
+      context: { type: 'string' },
+      timeout,
+      file: { type: 'string', short: 'f' },
+      'out-dir': { type: 'string' },
+      wait: { type: 'string' },
+    },
+    flagHelp: [
+      '--context C   context name (default "default"); each has its own variables',
+      '--timeout D   interrupt the code after D (default 60s, at most 300s); the context stays usable',
+      '-f, --file F  read the code from a file (- reads stdin; or give it after --)',
+      '--out-dir DIR save images (charts) there as output-N.png',
+      '--wait D      wait up to D for a session that is not Ready yet',
+      'Exit status: 0 ok, 1 an exception (traceback on stderr), 124 timeout, 130 interrupted, 137 kernel died.',
+      'The session needs an image with a Python kernel, e.g. localhost/sandbox-platform/sandbox-python:dev.',
+    ],
+    run,
+  },
+  {
+    name: 'watch',
+    usage: 'watch NAME [PATH] [-r] [--timeout 300s]',
+    summary: 'Print changes under a workspace directory of a session as JSON lines',
+    flags: { recursive: { type: 'boolean', short: 'r' }, timeout },
+    flagHelp: [
+      '-r, --recursive  watch subdirectories too',
+      '--timeout D      end after D (default 300s, at most 1h)',
+    ],
+    run: watchCommand,
+  },
+  {
     name: 'cp',
     usage: 'cp SRC DST   (one side NAME:PATH in /workspace, the other a local path or -)',
     summary: 'Copy a file to or from a session, byte for byte',
@@ -160,6 +195,8 @@ export const SESSION_COMMANDS = [
   'suspend',
   'resume',
   'exec',
+  'run',
+  'watch',
   'wait',
   'shell',
 ];
