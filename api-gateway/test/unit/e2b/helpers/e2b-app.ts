@@ -41,6 +41,21 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+function isReady(s: SandboxSession): boolean {
+  return s.status?.conditions?.some((c) => c.reason === 'SandboxReady') === true;
+}
+
+function suspendedStatus(s: SandboxSession): SandboxSession {
+  const next = structuredClone(s);
+  const lastTransitionTime = new Date().toISOString();
+  next.status = {
+    conditions: [
+      { type: 'Ready', status: 'False', reason: 'Suspended', message: 'suspended', lastTransitionTime },
+    ],
+  };
+  return next;
+}
+
 /** A fake store that plays the operator with real agents (see the module comment). */
 export class OperatingStore extends FakeStore {
   readonly agents = new Map<string, { agent: RunningAgent; ip: string }>();
@@ -48,6 +63,7 @@ export class OperatingStore extends FakeStore {
   readonly pools = new Set<string>();
   private nextHost = 20;
   private pending = new Set<string>();
+  private starting = new Set<string>();
   private closed = false;
 
   constructor(
@@ -59,8 +75,10 @@ export class OperatingStore extends FakeStore {
   }
 
   override put(s: SandboxSession): void {
-    super.put(s);
     const key = `${s.metadata.namespace}/${s.metadata.name}`;
+    // A suspended session's Pod is going away at once: never dialable again (the Pod identity
+    // check sees it deleting), whatever its status said a moment ago.
+    super.put(s.spec.suspend === true && isReady(s) ? suspendedStatus(s) : s);
     if (!this.pending.has(key)) {
       this.pending.add(key);
       setImmediate(() => void this.react(key));
@@ -92,28 +110,11 @@ export class OperatingStore extends FakeStore {
     this.pending.delete(key);
     const s = this.sessions.get(key);
     if (!s || this.closed) return;
-    const isReady = s.status?.conditions?.some((c) => c.reason === 'SandboxReady') === true;
-    if (s.spec.suspend === true && isReady) {
-      await this.stopAgent(key);
-      // Read again: the session may have been resumed while its agent stopped.
-      const now = this.sessions.get(key);
-      if (!now) return;
-      const next = structuredClone(now);
-      next.status = {
-        conditions: [
-          {
-            type: 'Ready',
-            status: 'False',
-            reason: 'Suspended',
-            message: 'suspended',
-            lastTransitionTime: new Date().toISOString(),
-          },
-        ],
-      };
-      this.put(next);
-      return;
+    if (s.spec.suspend === true) await this.stopAgent(key);
+    else if (!isReady(s) && !this.agents.has(key) && !this.starting.has(key)) {
+      this.starting.add(key);
+      await this.startFor(s).finally(() => this.starting.delete(key));
     }
-    if (s.spec.suspend !== true && !isReady) await this.startFor(s);
   }
 
   private async startFor(s: SandboxSession): Promise<void> {
