@@ -9,8 +9,9 @@
 :class:`SandboxError` subclasses with a stable ``code`` (the gateway's problem slug).
 """
 
-from ._async_client import AsyncClient, AsyncExecStream, AsyncProcessFollow
-from ._client import Client, ExecStream, ProcessFollow
+from ._async_client import AsyncClient, AsyncCodeStream, AsyncExecStream, AsyncProcessFollow, AsyncWatch
+from ._client import Client, CodeStream, ExecStream, ProcessFollow, Watch
+from ._code import CodeContext, CodeError, CodeOutput, CodeResult
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -49,6 +50,14 @@ from ._models import (
 from ._version import __version__
 
 __all__ = [
+    "CodeResult",
+    "CodeOutput",
+    "CodeError",
+    "CodeContext",
+    "Watch",
+    "CodeStream",
+    "AsyncWatch",
+    "AsyncCodeStream",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",

@@ -10,7 +10,9 @@ from typing import AsyncIterator, Generic, Mapping, Optional, TypeVar
 import httpx
 
 from . import _calls as calls
+from . import _code as code_calls
 from . import _core as core
+from ._code import CodeContext, CodeEvent, CodeResult, WatchEvent
 from ._errors import APIError, NotFoundError, ProtocolError
 from ._models import (ExecResult, OutputChunk, ProcessEvent, ProcessExitEvent, ProcessInfo, ProcessOutput, Session,
                       WrittenFile)
@@ -238,6 +240,76 @@ class AsyncClient(_AsyncClosing):
         a 404 after a retried attempt counts as done (that attempt arrived)."""
         await self._delete(calls.remove_process(self._settings, name, process_id, namespace))
 
+    # -- code interpreter and file watching ---------------------------------------------------
+
+    async def run_code(
+        self,
+        name: str,
+        code: str,
+        *,
+        context: Optional[str] = None,
+        timeout: Optional[int] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> CodeResult:
+        """Runs Python in a code context of the session (a Jupyter kernel, started on first use;
+        variables persist between runs) and returns the whole run: ``stdout``, ``stderr``,
+        ``outputs`` (results and displays in every MIME type: charts as base64 ``image/png``),
+        ``error`` with its traceback, ``status``. Never retried. ``timeout``: seconds before the
+        code is interrupted (default 60, at most 300); the context stays usable."""
+        return await self._call(code_calls.run_code(self._settings, name, code, context=context, timeout=timeout,
+                                              wait=wait, namespace=namespace))
+
+    async def run_code_stream(
+        self,
+        name: str,
+        code: str,
+        *,
+        context: Optional[str] = None,
+        timeout: Optional[int] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> AsyncCodeStream:
+        """Runs code and streams its events (dicts; the last one ``end``); see :class:`AsyncCodeStream`."""
+        request = code_calls.run_code_stream(self._settings, name, code, context=context, timeout=timeout,
+                                             wait=wait, namespace=namespace)
+        return AsyncCodeStream(await self._send(request))
+
+    async def list_code_contexts(self, name: str, *, namespace: Optional[str] = None) -> list[CodeContext]:
+        """The code contexts of a session."""
+        return await self._call(code_calls.list_code_contexts(self._settings, name, namespace))
+
+    async def create_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Starts a code context now (a run starts it otherwise); an existing one is returned."""
+        return await self._call(code_calls.create_code_context(self._settings, name, context, namespace))
+
+    async def interrupt_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Interrupts the running code of a context (KeyboardInterrupt in Python)."""
+        return await self._call(code_calls.code_context_action(self._settings, name, context, "interrupt", namespace))
+
+    async def restart_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Restarts the kernel of a context: every variable is gone."""
+        return await self._call(code_calls.code_context_action(self._settings, name, context, "restart", namespace))
+
+    async def delete_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> None:
+        """Removes a code context."""
+        await self._delete(code_calls.delete_code_context(self._settings, name, context, namespace))
+
+    async def watch(
+        self,
+        name: str,
+        path: Optional[str] = None,
+        *,
+        recursive: bool = False,
+        timeout: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> AsyncWatch:
+        """Follows changes under a workspace directory; see :class:`AsyncWatch`. ``timeout``: seconds
+        before the gateway ends it with reason ``timeout`` (default 300, at most 3600)."""
+        request = code_calls.watch(self._settings, name, path=path, recursive=recursive, timeout=timeout,
+                                   namespace=namespace)
+        return AsyncWatch(await self._send(request))
+
     # -- I/O (as Client's, awaited) ---------------------------------------------------------
 
     async def _call(self, call: calls.Call[T]) -> T:
@@ -325,3 +397,31 @@ async def _read_bounded(response: httpx.Response, limit: int, *, strict: bool = 
     finally:
         await response.aclose()
     return body.value()
+
+
+class AsyncCodeStream(_AsyncStream[CodeEvent]):
+    """The events of a streamed run: ``async for event in run`` (see
+    :class:`~sandbox_platform.CodeStream`), an async context manager."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._code = code_calls.CodeStreamState()
+        super().__init__(response, self._code)
+
+    @property
+    def end(self) -> Optional[CodeEvent]:
+        """The end event, once seen."""
+        return self._code.end
+
+
+class AsyncWatch(_AsyncStream[WatchEvent]):
+    """The lines of a watch: ``async for change in watch`` (see :class:`~sandbox_platform.Watch`),
+    an async context manager."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._watch = code_calls.WatchState()
+        super().__init__(response, self._watch)
+
+    @property
+    def end_reason(self) -> Optional[str]:
+        """Why the watch ended."""
+        return self._watch.end_reason

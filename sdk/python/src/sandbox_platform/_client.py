@@ -9,7 +9,9 @@ from typing import Generic, Iterator, Mapping, Optional, TypeVar
 import httpx
 
 from . import _calls as calls
+from . import _code as code_calls
 from . import _core as core
+from ._code import CodeContext, CodeEvent, CodeResult, WatchEvent
 from ._errors import APIError, NotFoundError, ProtocolError
 from ._models import (ExecResult, OutputChunk, ProcessEvent, ProcessExitEvent, ProcessInfo, ProcessOutput, Session,
                       WrittenFile)
@@ -268,6 +270,76 @@ class Client(_Closing):
         a 404 after a retried attempt counts as done (that attempt arrived)."""
         self._delete(calls.remove_process(self._settings, name, process_id, namespace))
 
+    # -- code interpreter and file watching ---------------------------------------------------
+
+    def run_code(
+        self,
+        name: str,
+        code: str,
+        *,
+        context: Optional[str] = None,
+        timeout: Optional[int] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> CodeResult:
+        """Runs Python in a code context of the session (a Jupyter kernel, started on first use;
+        variables persist between runs) and returns the whole run: ``stdout``, ``stderr``,
+        ``outputs`` (results and displays in every MIME type: charts as base64 ``image/png``),
+        ``error`` with its traceback, ``status``. Never retried. ``timeout``: seconds before the
+        code is interrupted (default 60, at most 300); the context stays usable."""
+        return self._call(code_calls.run_code(self._settings, name, code, context=context, timeout=timeout,
+                                              wait=wait, namespace=namespace))
+
+    def run_code_stream(
+        self,
+        name: str,
+        code: str,
+        *,
+        context: Optional[str] = None,
+        timeout: Optional[int] = None,
+        wait: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> CodeStream:
+        """Runs code and streams its events (dicts; the last one ``end``); see :class:`CodeStream`."""
+        request = code_calls.run_code_stream(self._settings, name, code, context=context, timeout=timeout,
+                                             wait=wait, namespace=namespace)
+        return CodeStream(self._send(request))
+
+    def list_code_contexts(self, name: str, *, namespace: Optional[str] = None) -> list[CodeContext]:
+        """The code contexts of a session."""
+        return self._call(code_calls.list_code_contexts(self._settings, name, namespace))
+
+    def create_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Starts a code context now (a run starts it otherwise); an existing one is returned."""
+        return self._call(code_calls.create_code_context(self._settings, name, context, namespace))
+
+    def interrupt_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Interrupts the running code of a context (KeyboardInterrupt in Python)."""
+        return self._call(code_calls.code_context_action(self._settings, name, context, "interrupt", namespace))
+
+    def restart_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> CodeContext:
+        """Restarts the kernel of a context: every variable is gone."""
+        return self._call(code_calls.code_context_action(self._settings, name, context, "restart", namespace))
+
+    def delete_code_context(self, name: str, context: str, *, namespace: Optional[str] = None) -> None:
+        """Removes a code context."""
+        self._delete(code_calls.delete_code_context(self._settings, name, context, namespace))
+
+    def watch(
+        self,
+        name: str,
+        path: Optional[str] = None,
+        *,
+        recursive: bool = False,
+        timeout: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> Watch:
+        """Follows changes under a workspace directory; see :class:`Watch`. ``timeout``: seconds
+        before the gateway ends it with reason ``timeout`` (default 300, at most 3600)."""
+        request = code_calls.watch(self._settings, name, path=path, recursive=recursive, timeout=timeout,
+                                   namespace=namespace)
+        return Watch(self._send(request))
+
     # -- I/O --------------------------------------------------------------------------------
 
     def _call(self, call: calls.Call[T]) -> T:
@@ -378,3 +450,43 @@ def _read_bounded(response: httpx.Response, limit: int, *, strict: bool = True) 
     finally:
         response.close()
     return body.value()
+
+
+class CodeStream(_Stream[CodeEvent]):
+    """The events of a streamed run (dicts with ``type``: stdout, stderr, result, display, error,
+    then end), an iterator and a context manager; :attr:`end` is the end event after the loop::
+
+        with client.run_code_stream("demo", "for i in range(3): print(i)") as run:
+            for event in run:
+                if event["type"] == "stdout":
+                    print(event["text"], end="")
+        print(run.end["status"])
+    """
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._code = code_calls.CodeStreamState()
+        super().__init__(response, self._code)
+
+    @property
+    def end(self) -> Optional[CodeEvent]:
+        """The end event, once seen."""
+        return self._code.end
+
+
+class Watch(_Stream[WatchEvent]):
+    """The lines of a watch (dicts with ``type``: watching, create, modify, delete, rename,
+    overflow, then end), an iterator and a context manager; leaving the ``with`` block stops it::
+
+        with client.watch("demo", "out", recursive=True) as changes:
+            for change in changes:
+                print(change["type"], change.get("path"))
+    """
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._watch = code_calls.WatchState()
+        super().__init__(response, self._watch)
+
+    @property
+    def end_reason(self) -> Optional[str]:
+        """Why the watch ended (timeout, session-suspended, session-deleted, directory-gone ...)."""
+        return self._watch.end_reason
