@@ -7,6 +7,7 @@ export * from './pool.js';
 export * from './snapshot.js';
 export * from './bind.js';
 export * from './ownership.js';
+export * from './audit.js';
 export * from './telemetry-server.js';
 export * from './otel-config.js';
 export * from './version.js';

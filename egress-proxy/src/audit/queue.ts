@@ -1,0 +1,38 @@
+/**
+ * Batches the proxy's own audit events into the store (one append per tick), bounded: past
+ * `maxPending` events waiting, new ones are counted as dropped and reported, never buffered
+ * without limit (a sandbox opening connections in a loop must not grow the proxy's memory).
+ */
+import type { AuditEvent } from '@sandbox-platform/api';
+
+/** A bounded batching queue in front of `append`. */
+export class AuditQueue {
+  private pending: AuditEvent[] = [];
+  private scheduled = false;
+  dropped = 0;
+
+  constructor(
+    private readonly append: (events: AuditEvent[]) => Promise<unknown>,
+    private readonly onError: (err: unknown) => void,
+    private readonly maxPending = 10_000,
+  ) {}
+
+  push(event: AuditEvent): void {
+    if (this.pending.length >= this.maxPending) {
+      this.dropped++;
+      return;
+    }
+    this.pending.push(event);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length > 0) this.append(batch).catch(this.onError);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * Composition root of the egress proxy (docs/adr/0032): reads the configuration, starts the
+ * session index (watches), the audit store and its API, the proxy with TLS interception, and
+ * the probes; stops on SIGTERM.
+ */
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { rootCertificates } from 'node:tls';
+
+import * as k8s from '@kubernetes/client-node';
+import {
+  AUDIT_CLIENT_LABEL,
+  AUDIT_KEY_LABEL,
+  readMasterKeyFile,
+  startTelemetryServer,
+  type AuditRecord,
+} from '@sandbox-platform/api';
+
+import { AuditQueue } from './audit/queue.js';
+import { auditServer } from './audit/server.js';
+import { AuditStore } from './audit/store.js';
+import { loadConfig } from './config.js';
+import { blockList, filteringLookup } from './dial.js';
+import { TlsInterceptor } from './intercept.js';
+import { KubeCaStore } from './kube/ca-store.js';
+import { KubeSecretReader } from './kube/secrets.js';
+import { SessionIndex } from './kube/session-index.js';
+import { createLogger } from './logger.js';
+import { EgressProxy } from './proxy.js';
+
+const config = loadConfig(process.env);
+const log = createLogger(config.logLevel);
+const masterKey = readMasterKeyFile(config.masterKeyFile);
+const derive = (label: string): Buffer => createHmac('sha256', masterKey).update(label).digest();
+
+const kc = new k8s.KubeConfig();
+kc.loadFromDefault();
+
+let exportRecord: ((r: AuditRecord) => void) | undefined;
+let stopExport: (() => Promise<void>) | undefined;
+if (config.otlpEndpoint) {
+  const { startAuditLogExport } = await import('./audit/otel.js');
+  const exp = startAuditLogExport(config.otlpEndpoint, config.serviceName);
+  exportRecord = (r) => exp.emit(r);
+  stopExport = () => exp.shutdown();
+}
+const store = new AuditStore({
+  dir: config.auditDir,
+  key: derive(AUDIT_KEY_LABEL),
+  retentionSeconds: config.auditRetentionSeconds,
+  maxRecordsPerSession: config.auditMaxRecords,
+  onRecord: exportRecord,
+});
+const queue = new AuditQueue(
+  (events) => store.append(events),
+  (err) => log.error('audit append failed', { err: String(err) }),
+);
+
+const lookup = filteringLookup(blockList(config.blockedCidrs));
+const ca = config.upstreamCaFile
+  ? [...rootCertificates, readFileSync(config.upstreamCaFile, 'utf8')]
+  : undefined;
+const forwardDeps = {
+  httpAgent: new Agent({ keepAlive: true, maxFreeSockets: 64, lookup }),
+  httpsAgent: new HttpsAgent({ keepAlive: true, maxFreeSockets: 64, lookup, ca }),
+  secrets: new KubeSecretReader(kc),
+  timeoutMs: config.upstreamTimeoutMs,
+};
+const proxyRef: { proxy?: EgressProxy } = {};
+const sessions = new SessionIndex({
+  kc,
+  namespaces: config.namespaces,
+  defaults: config.defaults,
+  onRulesChanged: (s) => {
+    const closed = proxyRef.proxy?.revalidate(s) ?? 0;
+    if (closed > 0)
+      log.info('egress rules changed; tunnels closed', { namespace: s.namespace, session: s.name, closed });
+  },
+  log,
+});
+const interceptor = new TlsInterceptor({
+  ...forwardDeps,
+  sessions,
+  cas: new KubeCaStore(kc, {
+    platformNamespace: config.platformNamespace,
+    secretPrefix: config.caSecretPrefix,
+  }),
+  auditForward: (s, base, out) => proxyRef.proxy!.auditForward(s, base, out),
+});
+const proxy = new EgressProxy({
+  ...forwardDeps,
+  sessions,
+  audit: (e) => queue.push(e),
+  lookup,
+  interceptor,
+  helloTimeoutMs: 10_000,
+  maxTunnelsPerSession: config.maxTunnelsPerSession,
+});
+proxyRef.proxy = proxy;
+
+await sessions.start();
+const audit = auditServer(store, derive(AUDIT_CLIENT_LABEL).toString('hex'), (msg, err) =>
+  log.error(msg, { err: String(err) }),
+);
+await new Promise<void>((r) => audit.listen(config.auditPort, '0.0.0.0', r));
+await new Promise<void>((r) => proxy.server.listen(config.proxyPort, '0.0.0.0', r));
+const health = await startTelemetryServer({
+  port: config.healthPort,
+  isReady: () => sessions.synced(),
+  onError: (path, err) => log.error('probe failed', { path, err: String(err) }),
+});
+const sweep = setInterval(() => {
+  store.sweep().then(
+    ({ dropped }) => dropped > 0 && log.info('audit retention applied', { dropped }),
+    (err: unknown) => log.error('audit sweep failed', { err: String(err) }),
+  );
+  if (queue.dropped > 0) {
+    log.warn('audit events dropped (queue full)', { dropped: queue.dropped });
+    queue.dropped = 0;
+  }
+}, 60_000);
+log.info('egress proxy listening', {
+  proxyPort: config.proxyPort,
+  auditPort: config.auditPort,
+  namespaces: config.namespaces,
+});
+
+process.once('SIGTERM', () => {
+  clearInterval(sweep);
+  proxy.server.close();
+  audit.close();
+  health.close();
+  void Promise.all([sessions.stop(), stopExport?.()]).finally(() => process.exit(0));
+});

