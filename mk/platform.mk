@@ -49,6 +49,7 @@ platform-up: cluster-up images images-import tools platform-keys ## Install or u
 	$(HELM) $(PK) upgrade --install $(PLATFORM_RELEASE) $(CHART) -n $(PLATFORM_NAMESPACE) --create-namespace \
 	  -f $(PLATFORM_DIR)/values-keys.yaml \
 	  --set gateway.kubernetesExec.enabled=true \
+	  --set gateway.preview.domain=preview.sandbox.test --set gateway.preview.scheme=http \
 	  --set-string operator.podAnnotations.sandbox\\.dev/image=$(call image_digest,operator) \
 	  --set-string gateway.podAnnotations.sandbox\\.dev/image=$(call image_digest,api-gateway) \
 	  --wait --timeout 5m

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 /** Marks where index.html takes the answer's nonce. */
 export const NONCE_PLACEHOLDER = '__CSP_NONCE__';
@@ -16,6 +17,8 @@ export interface StaticFile {
   contentType: string;
   /** Strong validator: a hash of the bytes. */
   etag: string;
+  /** The same bytes gzipped once at start (served to clients that accept gzip), with its own ETag. */
+  gzip: { body: Buffer; etag: string };
 }
 
 /** What /console serves. */
@@ -34,10 +37,12 @@ const FILES: Readonly<Record<string, string>> = {
 
 /** A static file of these bytes. */
 export function staticFile(body: Buffer, contentType: string): StaticFile {
+  const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return {
     body,
     contentType,
-    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+    etag: `"${hash}"`,
+    gzip: { body: gzipSync(body, { level: 9 }), etag: `"${hash}-gz"` },
   };
 }
 

@@ -49,13 +49,21 @@ describe('console files', () => {
   });
 
   it('serves the files with ETags (304 when unchanged); anything else is 404', async () => {
-    const res = await fetch(`${g.url}/console/console.js`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-    const etag = res.headers.get('etag') ?? '';
+    const plain = await g.app.inject({ url: '/console/console.js' });
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.body).toBe('void 0;\n');
+    const etag = String(plain.headers.etag);
     expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
-    const again = await fetch(`${g.url}/console/console.js`, { headers: { 'if-none-match': etag } });
-    expect(again.status).toBe(304);
+    const again = await g.app.inject({ url: '/console/console.js', headers: { 'if-none-match': etag } });
+    expect(again.statusCode).toBe(304);
+    // Gzipped for clients that take it, under an ETag of its own.
+    const res = await fetch(`${g.url}/console/console.js`, { headers: { 'accept-encoding': 'gzip, br' } });
+    expect(res.headers.get('content-encoding')).toBe('gzip');
+    expect(res.headers.get('vary')).toBe('accept-encoding');
+    expect(await res.text()).toBe('void 0;\n');
+    expect(res.headers.get('etag')).toBe(etag.replace(/"$/, '-gz"'));
     expect((await fetch(`${g.url}/console/console.css`)).headers.get('content-type')).toBe(
       'text/css; charset=utf-8',
     );
