@@ -1,4 +1,4 @@
-# The code interpreter and file watching (issue 29, docs/adr/0031-code-interpreter.md): the Python
+# The code interpreter and file watching (issue 29, docs/adr/0033-code-interpreter.md): the Python
 # stack its kernels run on (test-e2e/images/python/requirements.txt, wheels from PyPI cached in
 # .cache/python-stack), the sandbox-python image's inputs, and `make bench-code`.
 
@@ -14,3 +14,6 @@ python-stack-site: ## /opt/sandbox-python/lib, the pinned stack the sandbox-pyth
 
 # The agent's unit tests start real kernels.
 test-agent test-unit: code-venv
+
+bench-code: node-deps platform-up ## run_code("1+1") on a warm kernel vs exec true through the in-cluster gateway, and the first run of a new session (kernel start); figures in docs/benchmarks.md
+	set -a; . $(PLATFORM_ENV); set +a; nice node test-e2e/bench/code.bench.mjs $(BENCH_CODE_ARGS)

@@ -55,7 +55,7 @@ $(IMAGES_DIR)/testbox.tar: $(IMAGES_BUILD)/netecho
 $(IMAGES_DIR)/coredns.tar: $(IMAGES_BUILD)/coredns
 $(IMAGES_DIR)/local-path-provisioner.tar: $(IMAGES_BUILD)/local-path-provisioner
 $(IMAGES_DIR)/sandbox-agent.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty $(IMAGES_BUILD)/sandbox-watch
-# The agent image plus the code interpreter's Python stack (mk/code.mk, docs/adr/0031).
+# The agent image plus the code interpreter's Python stack (mk/code.mk, docs/adr/0033).
 $(IMAGES_DIR)/sandbox-python.tar: $(IMAGES_BUILD)/bundles/sandbox-agent.mjs $(IMAGES_BUILD)/sandbox-pty $(IMAGES_BUILD)/sandbox-watch $(IMAGES_BUILD)/kernel-bridge.py python-stack-site
 $(IMAGES_BUILD)/kernel-bridge.py: sandbox-agent/src/code/kernel-bridge.py
 	@mkdir -p $(@D)

@@ -26,7 +26,7 @@ export const PROBLEMS = {
   'too-many-processes': { status: 409, title: 'The sandbox holds its maximum of processes' },
   'too-many-terminals': { status: 409, title: 'The sandbox has its maximum of open terminals' },
   'pty-unavailable': { status: 503, title: 'The sandbox image has no terminal helper' },
-  // The code interpreter and file watching: the agent's slugs, passed through (ADR 0031).
+  // The code interpreter and file watching: the agent's slugs, passed through (ADR 0033).
   'code-unavailable': { status: 503, title: 'No code kernel can run in this sandbox' },
   'context-not-found': { status: 404, title: 'No code context has this name' },
   'too-many-contexts': { status: 409, title: 'The sandbox holds its maximum of code contexts' },

@@ -50,9 +50,9 @@ export interface StartOptions {
   shell?: { respawnRetryMs?: number };
   /** Parent of the private directory of stdin pipes (default the OS temp directory, TMPDIR). */
   tempDir?: string;
-  /** The code interpreter's tunables (docs/adr/0031; defaults: CODE_DEFAULTS, the image's paths). */
+  /** The code interpreter's tunables (docs/adr/0033; defaults: CODE_DEFAULTS, the image's paths). */
   code?: Partial<CodeOptions>;
-  /** File watching's tunables (docs/adr/0031; defaults: WATCH_DEFAULTS, the image's helper). */
+  /** File watching's tunables (docs/adr/0033; defaults: WATCH_DEFAULTS, the image's helper). */
   watch?: Partial<WatchOptions>;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The code interpreter of a session over the Agent transport (ADR 0031): the agent's `/v1/code`
+ * The code interpreter of a session over the Agent transport (ADR 0033): the agent's `/v1/code`
  * calls with the session's derived token, through the transport's pool and delivery rules. The
  * run's NDJSON is checked line by line (code-guard.ts); context answers are bounded and validated
  * against the wire contract; agent problems pass through (code-unavailable 503,

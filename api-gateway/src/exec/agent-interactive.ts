@@ -18,9 +18,9 @@ import { dialWebSocket, type DialOptions } from './ws-dial.js';
 /** The session-facing parts of the Agent transport that are not exec or files. */
 export class AgentInteractive {
   readonly processes: ProcessTransport;
-  /** The code interpreter's calls (ADR 0031). */
+  /** The code interpreter's calls (ADR 0033). */
   readonly code: CodeTransport;
-  /** File watching (ADR 0031). */
+  /** File watching (ADR 0033). */
   readonly watch: WatchTransport;
 
   constructor(private readonly agent: AgentTransport) {

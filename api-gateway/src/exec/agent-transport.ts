@@ -398,7 +398,7 @@ const PASS_THROUGH = new Set([
   'too-many-processes',
   'too-many-terminals',
   'pty-unavailable',
-  // The code interpreter and file watching (ADR 0031).
+  // The code interpreter and file watching (ADR 0033).
   'code-unavailable',
   'context-not-found',
   'too-many-contexts',

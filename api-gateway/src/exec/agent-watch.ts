@@ -1,5 +1,5 @@
 /**
- * File watching of a session over the Agent transport (ADR 0031): the agent's `GET /v1/watch`
+ * File watching of a session over the Agent transport (ADR 0033): the agent's `GET /v1/watch`
  * with the session's token. Its NDJSON is checked line by line: each line at most
  * WATCH_LINE_MAX_BYTES, parsed and validated (a watching line first, changes and overflows, an
  * end line last), and handed on as objects. A watch has no total size (it may run for hours); the

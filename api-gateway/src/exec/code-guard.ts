@@ -1,5 +1,5 @@
 /**
- * The guard of a code run's event stream (`POST /v1/code`, ADR 0031): the agent's NDJSON passes
+ * The guard of a code run's event stream (`POST /v1/code`, ADR 0033): the agent's NDJSON passes
  * line by line, each line bounded (CODE_LINE_MAX_BYTES), shape-scanned, parsed, validated against
  * the wire contract (stdout/stderr, result/display, error, then exactly one end line) and
  * re-serialized; the whole stream is bounded by CODE_RUN_MAX_BYTES. What reaches the caller is

@@ -1,5 +1,5 @@
 /**
- * MCP tools of the code interpreter (ADR 0031): run_code runs Python in a named context of a
+ * MCP tools of the code interpreter (ADR 0033): run_code runs Python in a named context of a
  * session (variables persist between calls) and returns what a model or a person can look at:
  * the output, the value of the last expression, tables, errors with tracebacks, and charts as
  * image content blocks (an MCP client shows them). restart_code_context clears a context. They go

@@ -34,7 +34,7 @@ export interface ToolContext {
   execs: ExecService;
   /** Background processes (start_process, list_processes, read_process_output, signal_process). */
   processes: ProcessService;
-  /** The code interpreter (run_code, restart_code_context; ADR 0031); absent: not offered. */
+  /** The code interpreter (run_code, restart_code_context; ADR 0033); absent: not offered. */
   code?: CodeService;
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */

@@ -1,5 +1,5 @@
 /**
- * Decorates the app with the code interpreter's and file watching's services (ADR 0031), shared
+ * Decorates the app with the code interpreter's and file watching's services (ADR 0033), shared
  * by the REST routes and the MCP tools. Without the Agent's interactive calls (tests built on fake
  * transports) every such route answers 501 `not-supported`.
  */

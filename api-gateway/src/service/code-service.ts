@@ -1,5 +1,5 @@
 /**
- * The code interpreter of a session (ADR 0031), shared by the REST routes and the MCP tools:
+ * The code interpreter of a session (ADR 0033), shared by the REST routes and the MCP tools:
  * resolve the Ready session through the exec service (same tenant, readiness and address rules as
  * exec), refuse sessions without an agent (501), forward to the agent, count a run as activity
  * while it streams. `run()` gathers a run's events into one result; `stream()` passes them on.

@@ -1,5 +1,5 @@
 /**
- * File watching of a session (ADR 0031), for the REST route's three transports (NDJSON, SSE,
+ * File watching of a session (ADR 0033), for the REST route's three transports (NDJSON, SSE,
  * WebSocket): resolve the Ready Agent session as exec does, open the agent's watch, and give the
  * caller its lines with exactly one end line whose reason says why it ended: `session-deleted`
  * or `session-suspended` (seen in the session store, which is also watched meanwhile, so the

@@ -1,5 +1,5 @@
 /**
- * The code interpreter's part of the agent's wire contract (docs/adr/0031-code-interpreter.md):
+ * The code interpreter's part of the agent's wire contract (docs/adr/0033-code-interpreter.md):
  * stateful code runs in named contexts (one Jupyter kernel each), their streamed events, and the
  * contexts themselves. Schemas follow the conventions of ./schemas.ts (draft-07, no `$ref`, every
  * object closed) and are listed in its WIRE_SCHEMAS, which generates their types.

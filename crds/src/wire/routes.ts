@@ -28,7 +28,7 @@ export const AGENT_PATHS = {
    * session token: the session the agent serves.
    */
   bind: '/v1/bind',
-  /** POST: run code in a context (a Jupyter kernel), stream its events as NDJSON (ADR 0031). */
+  /** POST: run code in a context (a Jupyter kernel), stream its events as NDJSON (ADR 0033). */
   code: '/v1/code',
   /** GET: list the code contexts; POST: start one. `codeContextPath()` for one of them. */
   codeContexts: '/v1/code/contexts',
@@ -39,7 +39,7 @@ export const AGENT_PATHS = {
   archive: '/v1/archive',
   /** GET: the workspace digest and counts, without streaming anything. */
   archiveDigest: '/v1/archive/digest',
-  /** GET: follow changes under a workspace directory as NDJSON (ADR 0031). */
+  /** GET: follow changes under a workspace directory as NDJSON (ADR 0033). */
   watch: '/v1/watch',
 } as const;
 

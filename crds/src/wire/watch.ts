@@ -1,5 +1,5 @@
 /**
- * File watching's part of the agent's wire contract (docs/adr/0031-code-interpreter.md): `GET
+ * File watching's part of the agent's wire contract (docs/adr/0033-code-interpreter.md): `GET
  * /v1/watch` follows create, modify, delete and rename events under a directory of the workspace
  * as NDJSON, in the order the kernel (inotify) reported them. Schemas follow ./schemas.ts and are
  * listed in its WIRE_SCHEMAS.

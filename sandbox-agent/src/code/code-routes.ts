@@ -1,5 +1,5 @@
 /**
- * `/v1/code`: the code interpreter's routes (docs/adr/0031, contexts.ts).
+ * `/v1/code`: the code interpreter's routes (docs/adr/0033, contexts.ts).
  *
  *   POST   /v1/code                              run        200 NDJSON events, then one end line
  *   GET    /v1/code/contexts                     list       200 {contexts}

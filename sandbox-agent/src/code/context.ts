@@ -1,5 +1,5 @@
 /**
- * One code context: a named kernel whose variables persist between runs (docs/adr/0031). The
+ * One code context: a named kernel whose variables persist between runs (docs/adr/0033). The
  * kernel starts on first use; runs go one at a time in arrival order (a bounded queue); each run
  * has a deadline after which the kernel is interrupted (SIGINT: KeyboardInterrupt in Python), and
  * if it does not come back within INTERRUPT_GRACE_MS it is killed, so the context is usable after

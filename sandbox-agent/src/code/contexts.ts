@@ -1,5 +1,5 @@
 /**
- * The agent's code contexts (docs/adr/0031): a bounded table of named contexts, each with its own
+ * The agent's code contexts (docs/adr/0033): a bounded table of named contexts, each with its own
  * kernel, and the private directory their connection files and IPC sockets live in (mode 0700
  * under TMPDIR, removed when the agent stops). Contexts live in the agent's memory only and end
  * with it, like background processes.

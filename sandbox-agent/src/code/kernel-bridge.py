@@ -1,4 +1,4 @@
-"""The agent's bridge to one Jupyter kernel (docs/adr/0031-code-interpreter.md).
+"""The agent's bridge to one Jupyter kernel (docs/adr/0033-code-interpreter.md).
 
 The agent starts the kernel itself (``python3 -m ipykernel_launcher -f <connection file>``) and,
 at the same time, this bridge, which speaks the Jupyter messaging protocol (v5.3) to the kernel

@@ -1,5 +1,5 @@
 /**
- * One Jupyter kernel and its bridge (docs/adr/0031-code-interpreter.md). The agent starts both at
+ * One Jupyter kernel and its bridge (docs/adr/0033-code-interpreter.md). The agent starts both at
  * once: the kernel (`python3 -m ipykernel_launcher -f <connection file>`, IPC sockets in the
  * agent's private directory, its own process group) and the bridge (`kernel-bridge.py`), which
  * speaks the Jupyter messaging protocol to the kernel and NDJSON to us. The agent owns both

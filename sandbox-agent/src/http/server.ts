@@ -48,11 +48,11 @@ export interface ServerDeps {
   files: FileStore;
   processes: ProcessTable;
   terminals: Terminals;
-  /** Code contexts (docs/adr/0031); absent in embedders that do not run kernels. */
+  /** Code contexts (docs/adr/0033); absent in embedders that do not run kernels. */
   code?: CodeContexts;
   /** The archive calls' lock (docs/snapshots.md); absent in embedders without archive routes. */
   archive?: ArchiveLock;
-  /** File watches (docs/adr/0031); absent in embedders that do not watch. */
+  /** File watches (docs/adr/0033); absent in embedders that do not watch. */
   watches?: Watches;
   limits: {
     execBodyMaxBytes: number;

@@ -1,6 +1,6 @@
 /**
  * `GET /v1/watch?path=<dir>&recursive=true|false`: changes under a workspace directory as NDJSON
- * (docs/adr/0031). The directory must be inside the workspace after resolving symlinks (403
+ * (docs/adr/0033). The directory must be inside the workspace after resolving symlinks (403
  * `path-forbidden` otherwise, 404 `not-found` when missing, 400 when not a directory). The answer
  * starts with `{"type":"watching"}` once every watch is in place, then one line per change in
  * the kernel's order, and ends with `{"type":"end","reason"}` (the directory went, the agent

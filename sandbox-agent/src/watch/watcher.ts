@@ -1,5 +1,5 @@
 /**
- * One file watch (docs/adr/0031): the static helper `sandbox-watch` (inotify; its C source is
+ * One file watch (docs/adr/0033): the static helper `sandbox-watch` (inotify; its C source is
  * test-e2e/images/src/sandbox-watch.c) run on a directory of the workspace, its NUL-separated
  * records turned into the wire contract's lines (crds/src/wire/watch.ts). The helper runs as the
  * sandbox's user, so its output is parsed with bounds like any other output of the sandbox.

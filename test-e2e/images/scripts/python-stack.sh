@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python stack of the code interpreter (docs/adr/0031-code-interpreter.md): the pinned wheels
+# The Python stack of the code interpreter (docs/adr/0033-code-interpreter.md): the pinned wheels
 # of test-e2e/images/python/requirements.txt (CPython 3.11, manylinux x86_64) downloaded from PyPI
 # once into .cache/python-stack/wheels-<key>, <key> = a hash of the requirements and this script,
 # then installed offline:

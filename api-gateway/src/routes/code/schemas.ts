@@ -1,5 +1,5 @@
 /**
- * Schemas of the code routes (ADR 0031). Requests are the agent's wire schemas plus the gateway's
+ * Schemas of the code routes (ADR 0033). Requests are the agent's wire schemas plus the gateway's
  * own members (waitSeconds, namespace); answers are the wire schemas, or (the gathered run) built
  * from their parts, so the OpenAPI document and the agent contract cannot drift apart.
  */

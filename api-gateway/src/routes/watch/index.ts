@@ -1,5 +1,5 @@
 /**
- * GET /v1/sessions/{name}/watch: changes under a workspace directory of the session (ADR 0031),
+ * GET /v1/sessions/{name}/watch: changes under a workspace directory of the session (ADR 0033),
  * as NDJSON (default), as Server-Sent Events (`Accept: text/event-stream`: `event: <type>`,
  * `data: <the line>`), or over a WebSocket (one JSON text message per line, then close 1000).
  * Every problem comes before the answer starts (HTTP problem+json, also for a refused upgrade):
