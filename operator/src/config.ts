@@ -15,6 +15,7 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
+import { SNAPSHOT_ENV_SCHEMA, snapshotConfig, type SnapshotConfig } from './snapshot/config.js';
 import { LOG_LEVELS, type LogLevel } from './telemetry/logger.js';
 
 const QUANTITY = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$';
@@ -270,6 +271,7 @@ export const ENV_SCHEMA = {
       description: 'Address the probe and metrics endpoints bind.',
     },
     ...otelEnvSchema('sandbox-operator', 'reconcile traces'),
+    ...SNAPSHOT_ENV_SCHEMA,
     LOG_LEVEL: {
       type: 'string',
       enum: [...LOG_LEVELS],
@@ -347,6 +349,8 @@ export interface OperatorConfig {
   readonly logLevel: LogLevel;
   /** SHUTDOWN_TIMEOUT_SECONDS in ms. */
   readonly shutdownTimeoutMs: number;
+  /** SNAPSHOT_*: the object store and limits of snapshots (snapshot/config.ts). */
+  readonly snapshots: SnapshotConfig;
 }
 
 type Env = Record<string, string | undefined>;
@@ -419,6 +423,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
     tracing: tracingConfig(p),
     logLevel: p.LOG_LEVEL as LogLevel,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    snapshots: snapshotConfig(p),
   };
 }
 

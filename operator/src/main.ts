@@ -2,6 +2,8 @@
  * Composition root: the only module that reads the environment, builds clients and starts
  * listeners. Everything else receives its dependencies.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 
 import * as k8s from '@kubernetes/client-node';
@@ -39,6 +41,10 @@ import { createSessionStore } from './kube/session-store.js';
 import type { ClaimView, PodView, SecretView } from './kube/views.js';
 import { WorkQueue } from './kube/work-queue.js';
 import { PoolController } from './pool/pool-controller.js';
+import { createAgentArchiveClient } from './snapshot/agent-archive.js';
+import type { SnapshotStoreConfig } from './snapshot/config.js';
+import { S3Client } from './snapshot/s3-client.js';
+import { SnapshotController } from './snapshot/snapshot-controller.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { Workload } from './runtime/workload.js';
 import { startHttpServer, stopHttpServer } from './telemetry/http-server.js';
@@ -122,6 +128,25 @@ async function main(): Promise<void> {
     logger,
   });
   built.pools = pools;
+  // Snapshots (docs/snapshots.md): copies and restores through the agents, objects in S3.
+  const snapshots = new SnapshotController({
+    kc,
+    clients,
+    namespaces: config.watchNamespaces,
+    store: config.snapshots.store && snapshotStore(config.snapshots.store),
+    agent: createAgentArchiveClient({
+      port: config.pool.agentPort,
+      idleTimeoutMs: config.snapshots.agentIdleTimeoutMs,
+    }),
+    masterKey,
+    session: (namespace, name) => deps.sessions.get({ namespace, name }),
+    pod: (namespace, name) => deps.pods.cached(namespace, name),
+    wakeSession: enqueue('snapshots'),
+    events,
+    limits: config.snapshots.limits,
+    backoff: config.backoff,
+    logger,
+  });
   const deps: ControllerDeps = {
     // A session watch that stopped delivering (kube/watch-lag.ts) is not repaired in place (dot-i
     // cannot re-watch without exiting): stop gracefully, hand the Lease over, and let the restart
@@ -152,10 +177,11 @@ async function main(): Promise<void> {
     otherWork: () => queue.depth + Math.max(0, queue.inFlight - 1),
     statusDeferral: new StatusDeferral(),
     pools: pools.claims,
+    restores: snapshots.restores,
   };
   const filter = new SessionChangeFilter();
   const workload = new Workload({
-    informers: [...informers.all, pools],
+    informers: [...informers.all, pools, snapshots],
     queue,
     events,
     resync: new Resync({
@@ -282,6 +308,21 @@ function storageClassReadFailed(logger: Logger): (err: unknown) => void {
       fields,
     );
   };
+}
+
+/**
+ * The snapshot store's client; the credentials are the files of the Secret mounted into the
+ * operator only (chart: snapshots.s3.credentialsSecret).
+ */
+function snapshotStore(store: SnapshotStoreConfig): S3Client {
+  const read = (file: string): string => readFileSync(join(store.credentialsDir, file), 'utf8').trim();
+  return new S3Client({
+    endpoint: store.endpoint,
+    bucket: store.bucket,
+    region: store.region,
+    credentials: { accessKeyId: read('access-key-id'), secretAccessKey: read('secret-access-key') },
+    timeoutMs: store.timeoutMs,
+  });
 }
 
 /** The watch path of SandboxSessions in a namespace, '' = all (what dot-i watches). */

@@ -9,8 +9,9 @@
  * first, status after.
  *
  *   live session:       claimPooledPod (a warm Pod of a pool, docs/adr/0016; its Secret alongside)
- *                       -> ensureSecret -> ensureWorkspace -> ensurePod (provisioning; stops at the
- *                       first halt or error) -> expireIfDue (always runs, so a session stuck in
+ *                       -> ensureSecret -> ensureWorkspace -> ensurePod -> ensureRestored (a
+ *                       workspace from a snapshot, written and verified: snapshot/restore-phase.ts)
+ *                       (provisioning; stops at the first halt or error) -> expireIfDue (always runs, so a session stuck in
  *                       provisioning is still collected at its deadline)
  *   suspended session:  suspendPod -> ensureSecret -> ensureWorkspace (the Pod goes first; the
  *                       Secret and workspace stay) -> expireIfDue (the lifetime still runs)
@@ -31,6 +32,7 @@ import { ensureSecret } from './secret-phase.js';
 import { suspendPod } from './suspend-phase.js';
 import { isSuspended, resumeTimeOf } from './suspension.js';
 import { ensureWorkspace } from './workspace-phase.js';
+import { ensureRestored } from '../snapshot/restore-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
 import { collectedReason, computeStatus, type Outcome } from './status.js';
 import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
@@ -92,7 +94,7 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
   const provision = await runPhases(
     isSuspended(scope.session)
       ? [suspendPod, ensureSecret, ensureWorkspace]
-      : [claimPooledPod, ensureSecret, ensureWorkspace, ensurePod],
+      : [claimPooledPod, ensureSecret, ensureWorkspace, ensurePod, ensureRestored],
     scope,
     deps,
   );

@@ -30,6 +30,8 @@ import type { StatusDeferral } from './status-deferral.js';
 import type { Outcome, StatusInputs } from './status.js';
 import type { SuspendCause } from './suspension.js';
 import type { WorkspaceState } from './workspace-state.js';
+import type { RestoreRunner } from '../snapshot/restore-runner.js';
+import type { WorkspaceVerdict } from '../snapshot/workspace-verdict.js';
 
 /** Everything the controller needs from outside; the composition root builds it. */
 export interface ControllerDeps {
@@ -81,6 +83,11 @@ export interface ControllerDeps {
    * every session is created cold.
    */
   readonly pools?: PoolClaimer;
+  /**
+   * Restores of spec.workspace.fromSnapshot (snapshot/restore-runner.ts, docs/snapshots.md).
+   * Undefined: sessions naming a snapshot are never Ready.
+   */
+  readonly restores?: RestoreRunner;
 }
 
 /** What the reconcile of one session has learned so far. */
@@ -129,6 +136,8 @@ export interface Scope {
   /** Why spec.env cannot be resolved (a Secret or key missing): nothing is created meanwhile. */
   envProblem?: EnvProblem;
   expiresAt?: Date;
+  /** What the restore (or resume) phase found about /workspace (snapshot/workspace-verdict.ts). */
+  workspaceVerdict?: WorkspaceVerdict;
   /** Set when the session is (being) collected with shutdownPolicy Retain. */
   collected?: ExpiryReason;
   /** The status a phase already wrote in this reconcile (the Retain collection commit). */
@@ -174,5 +183,6 @@ export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
     envProblem: scope.envProblem,
     outcome,
     expiresAt: scope.expiresAt,
+    workspaceVerdict: scope.workspaceVerdict,
   };
 }

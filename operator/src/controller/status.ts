@@ -15,6 +15,7 @@ import {
   type SandboxSession,
   type SandboxSessionCondition,
   type SandboxSessionStatus,
+  type WorkspaceReason,
 } from '@sandbox-platform/api';
 
 import type { ClaimView, PodView } from '../kube/views.js';
@@ -24,6 +25,12 @@ import { podCondition, podReadiness } from './pod-readiness.js';
 import { isSuspended, reportedSuspended, type SuspendCause } from './suspension.js';
 import { formatTime, parseTime } from './time.js';
 import type { WorkspaceState } from './workspace-state.js';
+import {
+  workspaceBlocksReady,
+  workspaceCondition,
+  workspaceFields,
+  type WorkspaceVerdict,
+} from '../snapshot/workspace-verdict.js';
 
 /** How the reconcile ended, as far as status is concerned. */
 export type Outcome =
@@ -60,11 +67,13 @@ export interface StatusInputs {
   readonly envProblem?: EnvProblem;
   readonly outcome: Outcome;
   readonly expiresAt?: Date;
+  /** What the restore (or resume) phase found about /workspace; gates Ready for fromSnapshot. */
+  readonly workspaceVerdict?: WorkspaceVerdict;
 }
 
 interface Verdict {
   readonly status: 'True' | 'False';
-  readonly reason: ReadyReason;
+  readonly reason: ReadyReason | WorkspaceReason;
   readonly message: string;
 }
 
@@ -116,6 +125,11 @@ function podVerdict(inputs: StatusInputs): Verdict {
   const workspace = inputs.workspace;
   if (!pod.ready && workspace && !inputs.pod.metadata.deletionTimestamp)
     return { status: 'False', reason: workspace.reason, message: workspace.message };
+  // A workspace restored from a snapshot must be verified first (docs/snapshots.md).
+  const workspaceNotReady = pod.ready
+    ? workspaceBlocksReady(inputs.session, inputs.workspaceVerdict)
+    : undefined;
+  if (workspaceNotReady) return { status: 'False', ...workspaceNotReady };
   return { status: pod.ready ? 'True' : 'False', reason: pod.reason, message: pod.message };
 }
 
@@ -149,11 +163,14 @@ export function computeStatus(inputs: StatusInputs): SandboxSessionStatus {
   const conditions = [condition(prev.conditions, { type: CONDITIONS.ready, ...verdict }, generation, now)];
   const scheduled = pod && mirroredPodScheduled(pod);
   if (scheduled) conditions.push(condition(prev.conditions, scheduled, generation, now));
+  const workspace = workspaceCondition(prev, inputs.workspaceVerdict, generation, now);
+  if (workspace) conditions.push(workspace);
   return withoutUndefined({
     observedGeneration: generation,
     conditions,
     ...(live ? childFields(session.metadata.name ?? '', pod, isSuspended(session)) : {}),
     ...claimField(inputs),
+    ...workspaceFields(prev, inputs.workspaceVerdict),
     readyTime: prev.readyTime ?? (verdict.status === 'True' ? formatTime(now) : undefined),
     ...times(inputs),
     phase: phaseOf(verdict, outcome),

@@ -174,6 +174,7 @@ export function buildEvent(
     reason: event.reason,
     note: event.note.slice(0, 1024),
     type: event.type,
-    regarding: { apiVersion: API_VERSION, kind: KIND, name, namespace, uid, resourceVersion },
+    // The object's own kind when it has one (a SandboxSnapshot's Events: snapshot/snapshot-reconcile.ts).
+    regarding: { apiVersion: API_VERSION, kind: session.kind ?? KIND, name, namespace, uid, resourceVersion },
   };
 }
