@@ -1,6 +1,8 @@
 /**
  * Exec and file operations shared by the REST routes and the MCP tools: find the session in the
- * informer cache, resume it when it is suspended, wait (bounded) for it to be Ready, pick its
+ * informer cache, resume it when it is suspended (any call that resolves a target does: exec,
+ * files, processes, the terminal, port routes and previews: wake on traffic, ADR 0015), wait
+ * (bounded) for it to be Ready, pick its
  * transport, forward, and report activity off the request path. The pod address only ever comes
  * from the session's status, and is dialed only once the gateway's Pod cache ties it to the
  * session (sessions/pod-identity.ts).
@@ -95,7 +97,10 @@ export class ExecService {
     namespace: string,
     name: string,
     waitSeconds: number | undefined,
-    call: Pick<CallOptions, 'signal' | 'trace'> = {},
+    call: Pick<CallOptions, 'signal' | 'trace'> & {
+      /** When this call resumes the session, wait for it at least the default budget. */
+      wake?: boolean;
+    } = {},
   ): Promise<ExecTarget> {
     const { signal, trace } = call;
     assertSessionName(name);
@@ -109,10 +114,8 @@ export class ExecService {
     for (;;) {
       // Resume on the next call (ADR 0015): a suspended session is resumed by this call, once,
       // then waited for like any session that is starting.
-      const cached = this.d.store.get(namespace, name);
-      if (!resumed && cached?.spec.suspend === true && !cached.metadata.deletionTimestamp) {
+      if (!resumed && (await this.resumeIfSuspended(namespace, name, call, limits))) {
         resumed = true;
-        await this.resume(namespace, name, trace);
         continue;
       }
       const step = this.check(namespace, name, limits, signal);
@@ -132,6 +135,28 @@ export class ExecService {
       }
       await this.d.store.waitForChange(namespace, name, step.waitMs, signal);
     }
+  }
+
+  /**
+   * Resumes the session when the cache shows it suspended; true when it did. Wake on traffic
+   * (issue 27): a port route asks for no wait (a merely starting session answers 503 at once) but
+   * `wake`: when it resumes the session, it is answered once the session is Ready, within the
+   * default wait budget.
+   */
+  private async resumeIfSuspended(
+    namespace: string,
+    name: string,
+    call: { trace?: TraceContext; wake?: boolean },
+    limits: { deadline: number },
+  ): Promise<boolean> {
+    const cached = this.d.store.get(namespace, name);
+    if (cached?.spec.suspend !== true || cached.metadata.deletionTimestamp) return false;
+    await this.resume(namespace, name, call.trace);
+    if (call.wake) {
+      const wakeMs = Math.min(this.d.limits.defaultWaitSeconds, this.d.limits.maxWaitSeconds) * 1000;
+      limits.deadline = Math.max(limits.deadline, Date.now() + wakeMs);
+    }
+    return true;
   }
 
   /** Resumes a suspended session (one merge patch); 404/410 when it is gone. */

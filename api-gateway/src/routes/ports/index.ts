@@ -124,7 +124,12 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
     const port = portOf(request.params.port);
     if (request.ws) checkOrigin(request, app.config.allowedOrigins);
     else refuseBodyOnBodylessMethod(request.method, request.headers);
-    const target = await app.execs.resolveTarget(namespace, request.params.name, 0, traceOption(request));
+    // No wait for a starting session; one this request wakes from suspension is waited for
+    // (wake on traffic, issue 27: a preview or dev server comes back on its first request).
+    const target = await app.execs.resolveTarget(namespace, request.params.name, 0, {
+      ...traceOption(request),
+      wake: true,
+    });
     if (target.transport !== 'Agent') {
       throw new ProblemError(
         'not-supported',
