@@ -142,8 +142,9 @@ export default fp<AuthBridgeOptions>(
     const envdPrefix = E2B_ENVD_PREFIX + '/';
     const apiPrefix = E2B_API_PREFIX + '/';
     app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, hookDone) => {
-      const url = request.routeOptions.url;
-      if (url === undefined || !url.startsWith(apiPrefix)) return hookDone();
+      // An unknown path under /e2b has no route: its key is still read, so it is answered 404.
+      const url = request.routeOptions.url ?? request.url;
+      if (!url.startsWith(apiPrefix)) return hookDone();
       if (!url.startsWith(envdPrefix)) {
         bridgeApiKey(request);
         return hookDone();

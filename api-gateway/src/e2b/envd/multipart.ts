@@ -83,7 +83,14 @@ export async function* fileParts(
     throw new ProblemError('invalid-request', `malformed multipart upload: ${(err as Error).message}`);
   }
   bb.on('file', (_field, stream, filename) => {
-    stream.once('limit', () => stream.destroy(tooLarge(limits.maxFileBytes)));
+    // The part's error reaches its reader (and the upload fails); a part nobody reads yet must not
+    // crash the process with an unhandled 'error' event.
+    stream.on('error', () => undefined);
+    stream.once('limit', () => {
+      const err = tooLarge(limits.maxFileBytes);
+      stream.destroy(err);
+      fail(err);
+    });
     queue.push({ filename, stream });
     wake();
   });
