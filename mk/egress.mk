@@ -1,4 +1,4 @@
-# Egress by name (issue 30, docs/adr/0033): the egress proxy's image and its benchmark. The image
+# Egress by name (issue 30, docs/adr/0034): the egress proxy's image and its benchmark. The image
 # joins `make images` here. This file is read before images.mk (mk/*.mk in order), whose variables
 # are not set yet when these rules are parsed: the paths are spelled from LOCALKUBE_DIR (set by the
 # Makefile before any include) the way images.mk spells them, and images.mk's pattern rule builds

@@ -1,5 +1,5 @@
 /**
- * The audit trail's vocabulary (issue 30, docs/adr/0033): what the gateway and the egress proxy
+ * The audit trail's vocabulary (issue 30, docs/adr/0034): what the gateway and the egress proxy
  * record about a session, the shape of a record, and the audit service's paths. The audit service
  * runs in the egress proxy's process; it alone appends, so each session's records form one
  * hash chain (each record's `hash` is an HMAC over the previous record's hash and its own

@@ -1,5 +1,5 @@
 /**
- * Composition root of the egress proxy (docs/adr/0033): reads the configuration, starts the
+ * Composition root of the egress proxy (docs/adr/0034): reads the configuration, starts the
  * session index (watches), the audit store and its API, the proxy with TLS interception, and
  * the probes; stops on SIGTERM.
  */

@@ -471,7 +471,7 @@ export const sandboxSessionSchema = {
         egress: {
           type: 'object',
           description:
-            "Where the sandbox may connect, by host name (docs/egress.md, docs/adr/0033). Every connection out of a sandbox goes through the platform's egress proxy (HTTP_PROXY / HTTPS_PROXY; a direct connection is refused by NetworkPolicy); the proxy answers a request or CONNECT only when a rule allows its host and port. The rules may change while the session runs (PUT /v1/sessions/<name>/egress); the proxy applies a change within a second. The sandbox policy at admission decides which hosts a namespace's sessions may name (policy.egressHosts).",
+            "Where the sandbox may connect, by host name (docs/egress.md, docs/adr/0034). Every connection out of a sandbox goes through the platform's egress proxy (HTTP_PROXY / HTTPS_PROXY; a direct connection is refused by NetworkPolicy); the proxy answers a request or CONNECT only when a rule allows its host and port. The rules may change while the session runs (PUT /v1/sessions/<name>/egress); the proxy applies a change within a second. The sandbox policy at admission decides which hosts a namespace's sessions may name (policy.egressHosts).",
           properties: {
             inheritNamespaceDefaults: {
               type: 'boolean',
@@ -529,7 +529,7 @@ export const sandboxSessionSchema = {
                     type: 'array',
                     maxItems: 8,
                     description:
-                      'Headers the proxy adds to every request to this host, each value read from a key of a Secret of the session\'s namespace: the credential never enters the sandbox. For HTTPS the proxy terminates TLS with the namespace\'s egress CA, which the sandbox must trust (docs/adr/0033, "Credential brokering").',
+                      'Headers the proxy adds to every request to this host, each value read from a key of a Secret of the session\'s namespace: the credential never enters the sandbox. For HTTPS the proxy terminates TLS with the namespace\'s egress CA, which the sandbox must trust (docs/adr/0034, "Credential brokering").',
                     items: {
                       type: 'object',
                       required: ['name', 'secretKeyRef'],
