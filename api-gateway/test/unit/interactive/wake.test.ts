@@ -6,7 +6,7 @@
  * answers 503 at once; one that wakes a session that does not come back gets 503 after the
  * default wait.
  */
-import http from 'node:http';
+import type http from 'node:http';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
