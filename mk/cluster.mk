@@ -14,6 +14,9 @@ LOCALKUBE_DEBS := containerd runc containernetworking-plugins iptables ipset
 # both on by default; `make cluster-up LOCALKUBE_NETWORK_POLICY=false` starts a node that stores
 # NetworkPolicies but enforces none (the isolation e2e must then fail: make test-isolation-unenforced).
 LOCALKUBE_NETWORK_POLICY ?= true
+# The snapshot object store (versitygw, an S3 server from its Go module; docs/snapshots.md) on
+# 198.18.0.1:7480, started and stopped with the cluster: `make cluster-up LOCALKUBE_S3=false` leaves it out.
+LOCALKUBE_S3 ?= true
 # gVisor runs through containerd's runc shim and a generated runsc wrapper (docs/localkube.md,
 # "Isolation"); `make cluster-up LOCALKUBE_GVISOR=false` leaves RuntimeClass gvisor out and the
 # gVisor specs skip.
@@ -34,8 +37,8 @@ localkube: ## Build the localkube binary (cached: unchanged sources cost no comp
 	@$(LOCALKUBE_SRC)/build.sh >/dev/null
 
 .PHONY: localkube-addons
-localkube-addons: ## Build kube-router, CoreDNS, gVisor's runsc and the local-path provisioner from their Go modules (cached by a hash of their inputs)
-	@$(LOCALKUBE_ADDONS) kube-router coredns gvisor local-path-provisioner
+localkube-addons: ## Build kube-router, CoreDNS, gVisor's runsc, the local-path provisioner and versitygw (S3) from their Go modules (cached by a hash of their inputs)
+	@$(LOCALKUBE_ADDONS) kube-router coredns gvisor local-path-provisioner versitygw
 
 .PHONY: localkube-node-deps
 localkube-node-deps: ## Install containerd, runc, CNI plugins, iptables and ipset with apt-get when missing
@@ -63,6 +66,7 @@ cluster-up: ## Start the local cluster in the background (reuses a running one);
 	  if [ "$(LOCALKUBE_NETWORK_POLICY)" = true ]; then \
 	    node_flags="$$node_flags --kube-router=$$($(LOCALKUBE_ADDONS) kube-router)/kube-router"; fi; \
 	  if [ "$(LOCALKUBE_GVISOR)" = true ]; then node_flags="$$node_flags --runsc=$$($(LOCALKUBE_ADDONS) gvisor)/runsc"; fi; \
+	  if [ "$(LOCALKUBE_S3)" = true ]; then node_flags="$$node_flags --s3=$$($(LOCALKUBE_ADDONS) versitygw)/versitygw"; fi; \
 	  if [ "$(LOCALKUBE_KWOK_NODES)" != 0 ]; then \
 	    node_flags="$$node_flags --kwok=$$($(LOCALKUBE_KWOK))/kwok --kwok-nodes=$(LOCALKUBE_KWOK_NODES)"; fi; \
 	fi; \

@@ -42,12 +42,12 @@ platform-keys: ## Create the local API keys (plain keys in .localkube/platform/*
 	} > $(PLATFORM_DIR)/values-keys.yaml
 
 .PHONY: platform-up
-platform-up: cluster-up images images-import tools platform-keys ## Install or upgrade the chart on the local cluster (images built and imported first)
+platform-up: cluster-up images images-import tools platform-keys platform-snapshot-store ## Install or upgrade the chart on the local cluster (images built and imported first)
 	@# Helm installs crds/ only on first install and never upgrades it: apply the current CRDs first.
-	$(KUBECTL_BIN) $(PK) apply --server-side --force-conflicts -f crds/sandboxsessions.sandbox.dev.yaml -f crds/sandboxpools.sandbox.dev.yaml
+	$(KUBECTL_BIN) $(PK) apply --server-side --force-conflicts -f crds/sandboxsessions.sandbox.dev.yaml -f crds/sandboxpools.sandbox.dev.yaml -f crds/sandboxsnapshots.sandbox.dev.yaml
 	@echo ">> helm upgrade --install $(PLATFORM_RELEASE) in $(PLATFORM_NAMESPACE)"
 	$(HELM) $(PK) upgrade --install $(PLATFORM_RELEASE) $(CHART) -n $(PLATFORM_NAMESPACE) --create-namespace \
-	  -f $(PLATFORM_DIR)/values-keys.yaml \
+	  -f $(PLATFORM_DIR)/values-keys.yaml -f $(PLATFORM_DIR)/values-snapshots.yaml \
 	  --set gateway.kubernetesExec.enabled=true \
 	  --set gateway.preview.domain=preview.sandbox.test --set gateway.preview.scheme=http \
 	  --set-string operator.podAnnotations.sandbox\\.dev/image=$(call image_digest,operator) \

@@ -13,7 +13,7 @@ left=()
 # Cluster processes: localkube components, containerd and its shims, runc, run with the state dir
 # in their arguments. Other programs that merely name the directory (a shell or make recipe
 # sourcing a file from it, an editor) are not the cluster's and are not counted.
-procs="$(ps -eo pid=,comm=,args= | awk -v d="$dir/" 'index($0, d) && $2 ~ /^(localkube|containerd|runc|runsc|kube-|kwok|etcd|exe)/' || true)"
+procs="$(ps -eo pid=,comm=,args= | awk -v d="$dir/" 'index($0, d) && $2 ~ /^(localkube|containerd|runc|runsc|kube-|kwok|etcd|exe|versitygw)/' || true)"
 [ -n "$procs" ] && left+=("processes:"$'\n'"$procs")
 
 mounts="$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)"
@@ -42,7 +42,7 @@ if command -v ipset >/dev/null 2>&1; then
   [ -n "$sets" ] && left+=("kube-router ipsets:"$'\n'"$sets")
 fi
 
-ports="$(ss -Hltn 2>/dev/null | awk -v ports=":$api_port :$etcd_port :$((etcd_port + 1)) :10250 :10248 :10256 :10249" \
+ports="$(ss -Hltn 2>/dev/null | awk -v ports=":$api_port :$etcd_port :$((etcd_port + 1)) :10250 :10248 :10256 :10249 :7480" \
   'BEGIN {n = split(ports, p, " ")} {for (i = 1; i <= n; i++) if ($4 ~ p[i] "$") print $4}')"
 [ -n "$ports" ] && left+=("listening ports:"$'\n'"$ports")
 

@@ -195,6 +195,11 @@ func (c *cluster) waitUsable(ctx context.Context, s settings) error {
 	if err := c.node.startSimulatedNodes(ctx, c, cs); err != nil {
 		return err
 	}
+	if s.node.s3 != "" {
+		if err := c.startObjectStore(ctx, s.l, s.node.s3); err != nil {
+			return err
+		}
+	}
 	if !s.node.networkPolicy {
 		logf("NetworkPolicy enforcement is OFF (--network-policy=false): policies are stored but nothing enforces them")
 		return nil

@@ -75,7 +75,7 @@ func (l layout) podLogsDir() string        { return l.path("pod-logs") }
 // ownedPaths are every path localkube creates under the state dir (reset deletes exactly these).
 func (l layout) ownedPaths() []string {
 	paths := []string{l.defaultKubeconfig(), filepath.Join(l.binDir(), "kubectl")}
-	for _, sub := range []string{"pki", "etcd", "logs", "run", "kubeconfigs", "containerd", "cni", "kubelet", "config", "pod-logs", "local-path"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "run", "kubeconfigs", "containerd", "cni", "kubelet", "config", "pod-logs", "local-path", "s3"} {
 		paths = append(paths, l.path(sub))
 	}
 	return paths

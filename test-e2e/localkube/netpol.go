@@ -26,6 +26,7 @@ type nodeOptions struct {
 	podPidsLimit  int      // kubelet podPidsLimit (0 = none: only to show the PID limit test fails)
 	kwok          string   // KWOK's controller binary (addons/kwok/build.sh), for the simulated nodes
 	kwokNodes     int      // simulated nodes (0 = none; kwok.go)
+	s3            string   // versitygw, the snapshot object store (addons/versitygw; s3.go); "" = none
 }
 
 // validate checks the add-on binaries exist, with a message saying how to build them. It runs
@@ -47,6 +48,11 @@ func (o nodeOptions) validate() error {
 	if o.runsc != "" {
 		if err := executable(o.runsc); err != nil {
 			return fmt.Errorf("--runsc: %w", err)
+		}
+	}
+	if o.s3 != "" {
+		if err := executable(o.s3); err != nil {
+			return fmt.Errorf("--s3: %w", err)
 		}
 	}
 	if len(o.runscFlags) > 0 && o.runsc == "" {

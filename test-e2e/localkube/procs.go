@@ -45,7 +45,7 @@ func belongsTo(l layout, argv []string) bool {
 	// kube-router and KWOK run from the add-on cache with their kubeconfigs under the dir;
 	// gVisor's runsc (runsc, runsc-sandbox, runsc-gofer) has --root under the dir.
 	isComponent := base == "localkube" || strings.HasPrefix(base, "localkube-") || base == "kube-router" ||
-		base == "kwok" || strings.HasPrefix(base, "runsc")
+		base == "kwok" || strings.HasPrefix(base, "runsc") || base == objectStoreComponent
 	isRuntime := base == "containerd" || strings.HasPrefix(base, "containerd-shim")
 	if !isComponent && !isRuntime {
 		return false

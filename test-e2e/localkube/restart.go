@@ -19,6 +19,8 @@ var restartable = map[string]bool{
 	"kube-apiserver":          true,
 	"kube-controller-manager": true,
 	"kube-scheduler":          true,
+	// The snapshot object store keeps its data on disk (s3.go); a chaos test may kill it.
+	objectStoreComponent: true,
 }
 
 // restartableNames lists the restartable components, sorted (run/state.json).

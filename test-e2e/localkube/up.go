@@ -45,6 +45,7 @@ func parseUpFlags(name string, args []string) (upFlags, error) {
 	fs.IntVar(&f.node.podPidsLimit, "pod-pids-limit", defaultPodPidsLimit, "kubelet podPidsLimit: processes and threads per pod (0 = unlimited)")
 	fs.StringVar(&f.node.runsc, "runsc", "", "path of gVisor's runsc: registers the runtime and RuntimeClass "+gvisorRuntimeClass+" (empty: no gVisor)")
 	fs.StringVar(&f.node.kwok, "kwok", "", "path of KWOK's controller (test-e2e/localkube/addons/kwok/build.sh); needed by --kwok-nodes")
+	fs.StringVar(&f.node.s3, "s3", "", "path of versitygw: serves the snapshot object store on "+nodeIP+":7480 (test-e2e/localkube/addons/build.sh versitygw; empty: none)")
 	fs.IntVar(&f.node.kwokNodes, "kwok-nodes", 0, "simulated nodes next to the real one, run by KWOK (0 = none; a start without them removes those of an earlier start)")
 	fs.Func("runsc-flags", "extra runsc flags, space-separated (e.g. \"--platform=ptrace\" to compare platforms)", func(v string) error {
 		f.node.runscFlags = strings.Fields(v)

@@ -57,7 +57,7 @@ export const SNAPSHOT_ENV_SCHEMA = {
     type: 'integer',
     minimum: 1,
     maximum: 16,
-    default: 3,
+    default: 2,
     description: 'Parts one copy writes to the object store at once.',
   },
   SNAPSHOT_CONCURRENCY: {

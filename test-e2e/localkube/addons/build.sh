@@ -4,6 +4,7 @@
 #   coredns      cluster DNS (github.com/coredns/coredns, with only the plugins localkube uses: main.go)
 #   gvisor       runsc, gVisor's OCI runtime (gvisor.dev/gvisor), run by containerd's runc v2 shim
 #   local-path-provisioner  rancher's dynamic provisioner (github.com/rancher/local-path-provisioner), kind's
+#   versitygw    Versity's S3 gateway (github.com/versity/versitygw, Apache-2.0): the snapshot object store (s3.go)
 # Each add-on is its own Go module under addons/<name>/ (its dependencies cannot share localkube's
 # go.mod: kube-router pins client-go 0.29, localkube 0.35). The cache key is a sha256 of every input
 # (go.mod, go.sum, Go files, this script, Go version and platform), so an unchanged tree costs no
@@ -27,12 +28,13 @@ outputs() {
     coredns) echo "coredns ." ;;
     gvisor) echo "runsc gvisor.dev/gvisor/runsc" ;;
     local-path-provisioner) echo "local-path-provisioner github.com/rancher/local-path-provisioner" ;;
-    *) fail "unknown add-on '$1' (known: kube-router coredns gvisor local-path-provisioner)" ;;
+    versitygw) echo "versitygw github.com/versity/versitygw/cmd/versitygw" ;;
+    *) fail "unknown add-on '$1' (known: kube-router coredns gvisor local-path-provisioner versitygw)" ;;
   esac
 }
 
 command -v go >/dev/null 2>&1 || fail "Go is not installed (or not on PATH); the node add-ons are compiled from Go modules. Install Go 1.26 or newer (https://go.dev/doc/install)."
-[ $# -gt 0 ] || fail "usage: build.sh NAME... (kube-router coredns gvisor local-path-provisioner)"
+[ $# -gt 0 ] || fail "usage: build.sh NAME... (kube-router coredns gvisor local-path-provisioner versitygw)"
 
 for name in "$@"; do
   dir="$here/$name"

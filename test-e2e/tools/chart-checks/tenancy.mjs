@@ -50,14 +50,14 @@ describe('tenant RBAC: aggregated to the built-in roles, never status', () => {
     assert.deepEqual(view.rules, [
       {
         apiGroups: ['sandbox.dev'],
-        resources: ['sandboxsessions', 'sandboxpools'],
+        resources: ['sandboxsessions', 'sandboxpools', 'sandboxsnapshots'],
         verbs: ['get', 'list', 'watch'],
       },
     ]);
     assert.deepEqual(edit.rules, [
       {
         apiGroups: ['sandbox.dev'],
-        resources: ['sandboxsessions', 'sandboxpools'],
+        resources: ['sandboxsessions', 'sandboxpools', 'sandboxsnapshots'],
         verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'],
       },
     ]);
