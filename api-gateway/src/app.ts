@@ -12,6 +12,7 @@ import Fastify, {
 } from 'fastify';
 
 import type { ActivityReporter } from './activity/reporter.js';
+import auditPlugin, { type AuditPluginOptions } from './audit/plugin.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
 import { onClientError } from './client-error.js';
@@ -45,10 +46,14 @@ import portRoutes from './routes/ports/index.js';
 import ptyRoutes from './routes/pty/index.js';
 import watchRoutes from './routes/watch/index.js';
 import mcpRoutes from './routes/mcp/index.js';
+import auditRoutes from './routes/audit/index.js';
+import egressRoutes from './routes/egress/index.js';
 import sessionRoutes from './routes/sessions/index.js';
+import snapshotRoutes from './routes/snapshots/index.js';
 import { previewPlugin, previewRewrite, type PreviewDeps } from './preview/index.js';
 import type { TransportKind } from './sessions/model.js';
 import type { SessionStore } from './sessions/store.js';
+import type { SnapshotApi } from './snapshots/kube-snapshots.js';
 
 /** Everything the app needs; nothing else is reached from inside it. */
 export interface AppDeps {
@@ -67,12 +72,16 @@ export interface AppDeps {
   interactive?: AgentInteractive;
   /** Tracing on: @fastify/otel's plugin, registered before every route (tracing/tracing.ts). */
   tracingPlugin?: FastifyPluginCallback;
+  /** Snapshots and forks (docs/snapshots.md); none: those routes answer 501. */
+  snapshots?: SnapshotApi;
   /** The web console's files (console/); none: /console is not served. */
   console?: ConsoleAssets;
   /** Browser previews (preview/); none: off (the link route answers 404). */
   previews?: PreviewDeps;
   /** The E2B-compatible API (e2b/index.ts); none: not served. */
   e2b?: E2bDeps;
+  /** The audit trail's client and the egress rule writer (issue 30); none: not audited, 501. */
+  audit?: AuditPluginOptions;
 }
 
 /**
@@ -134,9 +143,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(servicesPlugin);
   await app.register(interactivePlugin, { interactive: deps.interactive });
   await app.register(codePlugin);
+  await app.register(auditPlugin, deps.audit ?? {});
 
   await app.register(healthRoutes);
   await app.register(sessionRoutes);
+  await app.register(snapshotRoutes, { api: deps.snapshots });
   await app.register(execRoutes);
   await app.register(fileRoutes);
   await app.register(processRoutes);
@@ -145,6 +156,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(ptyRoutes);
   await app.register(portRoutes);
   await app.register(mcpRoutes);
+  await app.register(egressRoutes);
+  await app.register(auditRoutes);
   await app.register(previewPlugin, { previews: deps.previews });
   if (deps.console) await app.register(consoleRoutes, { assets: deps.console });
   if (deps.e2b) await app.register(e2bPlugin, deps.e2b);

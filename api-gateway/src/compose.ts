@@ -19,7 +19,10 @@ import { createPodExecutor } from './exec/pod-executor.js';
 import { ByteBudget } from './limits/byte-budget.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { createPreviewDeps } from './preview/index.js';
+import { AuditClient } from './audit/client.js';
+import { KubeEgressWriter } from './audit/egress-writer.js';
 import { KubeSessionStore } from './sessions/kube-store.js';
+import { KubeSnapshotApi } from './snapshots/kube-snapshots.js';
 import { dialLookup } from './sessions/pod-identity.js';
 import type { AgentCallTracing, KubeApiTracing } from './tracing/tracing-config.js';
 
@@ -108,9 +111,16 @@ export function composeDeps(inputs: ComposeInputs): ComposedDeps {
     activity,
     metrics,
     budget,
+    snapshots: new KubeSnapshotApi(inputs.kubeConfig, config.kubeApiTimeoutMs),
     // The console's files are read once here: a missing file stops the gateway at start.
     ...(config.console ? { console: loadConsoleAssets(config.console.dir) } : {}),
     previews: createPreviewDeps(config.preview, inputs.masterKey),
+    audit: {
+      egressRules: new KubeEgressWriter(inputs.kubeConfig),
+      ...(config.audit
+        ? { audit: new AuditClient({ url: config.audit.url, masterKey: inputs.masterKey, log: logger }) }
+        : {}),
+    },
     ...(config.e2b.enabled
       ? {
           e2b: createE2bDeps({

@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 
 import { consoleConfig, consoleEnvSchema, type ConsoleConfig } from './console/config.js';
 import { previewConfig, previewEnvSchema, type PreviewConfig } from './preview/config.js';
+import { auditConfig, auditEnvSchema, type AuditConfig } from './audit/config.js';
 import type { AddressPolicy } from './sessions/address.js';
 
 /** Raw environment schema. Numbers are coerced from strings; unknown variables are ignored. */
@@ -210,6 +211,8 @@ const envSchema = {
     ...consoleEnvSchema,
     /** Browser previews on origins of their own (preview/config.ts: GATEWAY_PREVIEW_*). */
     ...previewEnvSchema,
+    /** The audit trail (audit/config.ts: GATEWAY_AUDIT_URL). */
+    ...auditEnvSchema,
     /** The standard OpenTelemetry variables, as the operator reads them (@sandbox-platform/api). */
     ...otelEnvSchema('sandbox-api-gateway', 'request traces'),
   },
@@ -257,6 +260,8 @@ export interface GatewayConfig {
   console?: ConsoleConfig;
   /** Browser previews (GATEWAY_PREVIEW_*); undefined: off. */
   preview?: PreviewConfig;
+  /** The egress proxy's audit service (GATEWAY_AUDIT_URL); undefined: off. */
+  audit?: AuditConfig;
   /** OTEL_*: undefined (tracing off) while OTEL_EXPORTER_OTLP_ENDPOINT is empty. */
   tracing?: TracingConfig;
 }
@@ -453,6 +458,7 @@ function toConfig(e: RawEnv): GatewayConfig {
     e2b: { enabled: e.GATEWAY_E2B_ENABLED, persistentWorkspace: e.GATEWAY_E2B_PERSISTENT_WORKSPACE },
     console: consoleConfig(e),
     preview: previewConfig(e),
+    audit: auditConfig(e),
     ...(tracing ? { tracing } : {}),
   };
 }
