@@ -95,7 +95,16 @@ export interface PortProxyOptions {
   agent: http.Agent;
   /** Forward Cookie and Set-Cookie (GATEWAY_PORT_PROXY_FORWARD_COOKIES). */
   forwardCookies: boolean;
+  /**
+   * Until this time (ms since the epoch), a request without a body whose connection is refused is
+   * sent again every REFUSED_RETRY_MS: set when this very request woke the session (issue 27), whose
+   * startup command is still bringing its server up. Unset: a refusal is answered at once.
+   */
+  refusedRetryUntil?: number;
 }
+
+/** Pause between connection attempts to a server that is still starting (refusedRetryUntil). */
+const REFUSED_RETRY_MS = 100;
 
 /** Fails once more than `limit` bytes went through (bodies without a declared length). */
 class BodyLimit extends Transform {
@@ -202,6 +211,11 @@ function exchange(
       if (!answered && a.retry && upstream.reusedSocket && err.code === 'ECONNRESET') {
         stop();
         resolve(exchange(req, res, o, { ...a, retry: false }));
+        return;
+      }
+      if (!answered && a.bodyless && err.code === 'ECONNREFUSED' && Date.now() < (o.refusedRetryUntil ?? 0)) {
+        stop();
+        setTimeout(() => resolve(exchange(req, res, o, a)), REFUSED_RETRY_MS);
         return;
       }
       const detail =

@@ -100,6 +100,8 @@ export class ExecService {
     call: Pick<CallOptions, 'signal' | 'trace'> & {
       /** When this call resumes the session, wait for it at least the default budget. */
       wake?: boolean;
+      /** Told when this call resumed the session (a port route then lets its server start). */
+      onResume?: () => void;
     } = {},
   ): Promise<ExecTarget> {
     const { signal, trace } = call;
@@ -146,12 +148,13 @@ export class ExecService {
   private async resumeIfSuspended(
     namespace: string,
     name: string,
-    call: { trace?: TraceContext; wake?: boolean },
+    call: { trace?: TraceContext; wake?: boolean; onResume?: () => void },
     limits: { deadline: number },
   ): Promise<boolean> {
     const cached = this.d.store.get(namespace, name);
     if (cached?.spec.suspend !== true || cached.metadata.deletionTimestamp) return false;
     await this.resume(namespace, name, call.trace);
+    call.onResume?.();
     if (call.wake) {
       const wakeMs = Math.min(this.d.limits.defaultWaitSeconds, this.d.limits.maxWaitSeconds) * 1000;
       limits.deadline = Math.max(limits.deadline, Date.now() + wakeMs);

@@ -88,7 +88,10 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
     hookDone();
   });
   /** Targets resolved in preHandler, for the handler. */
-  const targets = new WeakMap<FastifyRequest, { target: ExecTarget; port: number; podIP: string }>();
+  const targets = new WeakMap<
+    FastifyRequest,
+    { target: ExecTarget; port: number; podIP: string; refusedRetryUntil?: number }
+  >();
   const upstreams = new WeakMap<FastifyRequest, WebSocket>();
 
   // The body is the sandbox's business: passed through as a stream whatever its type.
@@ -126,9 +129,11 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
     else refuseBodyOnBodylessMethod(request.method, request.headers);
     // No wait for a starting session; one this request wakes from suspension is waited for
     // (wake on traffic, issue 27: a preview or dev server comes back on its first request).
+    let woke = false;
     const target = await app.execs.resolveTarget(namespace, request.params.name, 0, {
       ...traceOption(request),
       wake: true,
+      onResume: () => (woke = true),
     });
     if (target.transport !== 'Agent') {
       throw new ProblemError(
@@ -137,7 +142,9 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
       );
     }
     const podIP = app.interactive?.podIP(target) ?? target.podIP;
-    targets.set(request, { target, port, podIP });
+    // A request that woke the session gives its startup command the wait budget to start listening.
+    const refusedRetryUntil = woke ? Date.now() + app.config.exec.defaultWaitSeconds * 1000 : undefined;
+    targets.set(request, { target, port, podIP, refusedRetryUntil });
     app.activity.touch(request.traceContext ? { ...target, trace: request.traceContext } : target);
   };
 
@@ -163,6 +170,7 @@ export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (
         maxBodyBytes: app.config.maxFileBytes,
         agent: upstreamPools.poolFor(request.principal.keyId),
         forwardCookies: app.config.portProxy.forwardCookies,
+        refusedRetryUntil: t.refusedRetryUntil,
       });
     } catch (err) {
       const problem =

@@ -4,9 +4,11 @@
  * plays the operator: the session is Ready again a moment after spec.suspend went false), within
  * the wait budget, and counts as activity. A port request to a session that merely starts still
  * answers 503 at once; one that wakes a session that does not come back gets 503 after the
- * default wait.
+ * default wait. A woken request whose server is still starting (the startup command) is retried
+ * on refused connections within the wait budget.
  */
-import type http from 'node:http';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
@@ -78,6 +80,26 @@ describe('wake on traffic', () => {
     expect([res.status, await res.text()]).toEqual([200, 'dev server says hi']);
     expect(resumes).toEqual(['team-a/demo']);
     expect(g.activity.touched).toContain('team-a/demo');
+  });
+
+  it('a woken port request waits for the startup command to bring its server up (refused connections retried)', async () => {
+    const late = http.createServer((_req, res) => res.end('late server'));
+    const free = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    g.store.put(suspended());
+    const answer = fetch(`${g.url}/v1/sessions/demo/ports/${free}/`, { headers: auth(KEYS.a) });
+    // The server starts listening 400 ms after the session came back (Ready at 100 ms).
+    setTimeout(() => late.listen(free, '127.0.0.1'), 500);
+    const res = await answer;
+    expect([res.status, await res.text()]).toEqual([200, 'late server']);
+    late.close();
+    // Without a wake, nothing listening is answered at once.
+    const refused = await fetch(`${g.url}/v1/sessions/demo/ports/${free}/`, { headers: auth(KEYS.a) });
+    expect(refused.status).toBe(502);
   });
 
   it('a port-route request that wakes a session that does not come back: 503 after the default wait', async () => {
