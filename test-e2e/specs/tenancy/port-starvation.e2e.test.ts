@@ -5,7 +5,8 @@
  * 1,000 port-route requests at once to a server in its sandbox that answers each after 3 s (so
  * the gateway would open up to 1,000 upstream connections, which then sit idle in its pool),
  * while tenant B measures its own port route: every one of B's requests must succeed, and its
- * p50 must stay within 2x of its quiet p50 measured just before (figures printed).
+ * p50 while A holds them and after (A's sockets idle) must stay within 2x of its quiet p50,
+ * measured before and after (figures printed).
  *
  * Needs the platform (make platform-up).
  */
@@ -108,10 +109,15 @@ describe('port-route fairness between tenants', () => {
     const busy = await measureB(SAMPLES);
     await hog;
     const idle = await measureB(SAMPLES); // A's connections now idle in the gateway's pools
-    const ratio = p50([...busy, ...idle]) / p50(quiet);
+    await new Promise((r) => setTimeout(r, 1000));
+    // Quiet again: the baseline is taken on both sides of the load, so a machine that got busier
+    // or quieter meanwhile (other work on a shared node) moves both.
+    const quiet2 = await measureB(SAMPLES);
+    const baseline = p50([...quiet, ...quiet2]);
+    const ratio = Math.max(p50(busy), p50(idle)) / baseline;
     process.stdout.write(
-      `port-route fairness: B p50 quiet ${p50(quiet).toFixed(2)} ms, while A holds ${HOLD} ` +
-        `${p50(busy).toFixed(2)} ms, after (idle) ${p50(idle).toFixed(2)} ms; ratio ${ratio.toFixed(2)}x; ` +
+      `port-route fairness: B p50 quiet ${p50(quiet).toFixed(2)} / ${p50(quiet2).toFixed(2)} ms, while A holds ${HOLD} ` +
+        `${p50(busy).toFixed(2)} ms, after (A's sockets idle) ${p50(idle).toFixed(2)} ms; ratio ${ratio.toFixed(2)}x; ` +
         `A's answers ${JSON.stringify(Object.fromEntries(answers))}\n`,
     );
     expect(ratio).toBeLessThanOrEqual(2);
