@@ -90,7 +90,8 @@ export function sessionsView(panel: HTMLElement, ctx: Ctx, host: SessionsHost): 
         button(s.name, () => host.open(s.name), { 'aria-label': `Open session ${s.name}`, class: 'link' }),
       ),
       el('td', { class: s.ready ? 'ok' : 'wait', text: statusText(s) }),
-      el('td', { text: s.image ?? '(default)' }),
+      // The last path segment fits the column; the whole reference is the cell's title.
+      el('td', { text: s.image?.split('/').pop() ?? '(default)', title: s.image ?? '' }),
       el('td', {}, toggle, del),
     );
   };

@@ -60,26 +60,21 @@ export async function unlabelledControls(page: Page): Promise<string[]> {
     .map((e) => e.outerHTML.slice(0, 120))`);
 }
 
-/** A first load's bytes on the wire by kind and its timings (ms from navigation start). */
+/** A first load's bytes on the wire by kind. */
 export interface FirstLoad {
   html: number;
   js: number;
   css: number;
-  total: number;
-  interactiveMs: number;
-  loadMs: number;
 }
 
-/** Loads the console in a fresh page and measures it (Navigation and Resource Timing). */
+/** Loads the console in a fresh page and reads its bytes on the wire (Navigation and Resource Timing). */
 export async function firstLoad(page: Page, url: string): Promise<FirstLoad> {
   await page.goto(url, { waitUntil: 'load' });
   await page.waitForFunction('document.documentElement.dataset.ready === "true"');
-  const m = await page.evaluate<Omit<FirstLoad, 'total'>>(`(() => {
+  return page.evaluate<FirstLoad>(`(() => {
     const nav = performance.getEntriesByType('navigation')[0];
     const res = performance.getEntriesByType('resource');
     const size = (suffix) => res.filter((r) => r.name.split('?')[0].endsWith(suffix)).reduce((n, r) => n + r.transferSize, 0);
-    const mark = performance.getEntriesByName('console-interactive')[0];
-    return { html: nav.transferSize, js: size('.js'), css: size('.css'), interactiveMs: mark ? mark.startTime : -1, loadMs: nav.loadEventEnd };
+    return { html: nav.transferSize, js: size('.js'), css: size('.css') };
   })()`);
-  return { ...m, total: m.html + m.js + m.css };
 }

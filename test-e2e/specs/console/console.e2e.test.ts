@@ -6,8 +6,8 @@
  * web server in the sandbox and opens its preview through a signed link (and sees a short-lived
  * link fail once expired, and a link fail on another session's origin), the other tenant's key
  * sees none of the first tenant's sessions, and the session is deleted (its preview then fails).
- * Every step leaves a screenshot under test-e2e/artifacts/console/<time>/. The first load's size
- * and time to interactive are printed (the benchmark of the issue; figures in docs/benchmarks.md).
+ * Every step leaves a screenshot under test-e2e/artifacts/console/<time>/. The first load's JS on
+ * the wire must be within the issue's budget (300 KB gzipped); its speed is make bench-console's.
  *
  * Needs: E2E_GATEWAY_URL, E2E_GATEWAY_API_KEY, E2E_OTHER_API_KEY, E2E_NAMESPACE (make platform-up),
  * the platform installed with gateway.preview.domain=preview.sandbox.test and scheme http (make
@@ -55,6 +55,21 @@ describe('web console in Chromium', () => {
     console.log(`console e2e: screenshots in ${shots.dir}`);
   });
 
+  /** A test whose failure leaves a screenshot of the console page too. */
+  const step = (title: string, fn: () => Promise<void>, timeout?: number): void =>
+    it(
+      title,
+      async () => {
+        try {
+          await fn();
+        } catch (err) {
+          await shots.take(page, 'FAILED').catch(() => undefined);
+          throw err;
+        }
+      },
+      timeout,
+    );
+
   afterAll(async () => {
     // The session goes even when a step failed before the delete step.
     await fetch(new URL(`/v1/sessions/${SESSION}?namespace=${NAMESPACE}`, BASE), {
@@ -64,22 +79,20 @@ describe('web console in Chromium', () => {
     await browser?.close();
   });
 
-  it('loads fast and small: first load size and time to interactive (benchmark)', async () => {
+  step('loads within the size budget: the JS on the wire is at most 300 KB (gzipped)', async () => {
+    // Sizes only: speed (time to interactive) is measured by make bench-console.
     const fresh = await browser.newContext();
     try {
       const m = await firstLoad(await fresh.newPage(), CONSOLE);
-      console.log(
-        `console first load: html ${m.html} B, js ${m.js} B, css ${m.css} B on the wire (${m.total} B in all); ` +
-          `time to interactive ${m.interactiveMs.toFixed(0)} ms, load event ${m.loadMs.toFixed(0)} ms`,
-      );
+      console.log(`console first load on the wire: html ${m.html} B, js ${m.js} B, css ${m.css} B`);
       expect(m.js).toBeGreaterThan(0);
-      expect(m.interactiveMs).toBeGreaterThan(0);
+      expect(m.js).toBeLessThanOrEqual(300_000);
     } finally {
       await fresh.close();
     }
   });
 
-  it('a wrong key shows a clear error and is not kept', async () => {
+  step('a wrong key shows a clear error and is not kept', async () => {
     await page.goto(CONSOLE);
     await signIn(page, 'not-a-valid-key-0123456789abcdef');
     const error = page.locator('#error');
@@ -88,7 +101,7 @@ describe('web console in Chromium', () => {
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
-  it('signs in by keyboard; the key is in sessionStorage only, never in the URL or a cookie', async () => {
+  step('signs in by keyboard; the key is in sessionStorage only, never in the URL or a cookie', async () => {
     await page.goto(CONSOLE);
     await signIn(page, KEY);
     await untilText(page.locator('#sessions-table caption'), /Sessions: \d+/);
@@ -101,16 +114,20 @@ describe('web console in Chromium', () => {
     expect(await unlabelledControls(page)).toEqual([]);
   });
 
-  it('creates a session and shows it ready', async () => {
-    await page.getByLabel('Name (optional)').fill(SESSION);
-    await page.getByRole('button', { name: 'Create session' }).click();
-    const row = page.locator(`tr[data-session="${SESSION}"]`);
-    await untilText(row.locator('td').nth(1), /^ready$/, 150_000);
-    await untilText(page.locator('#session-title'), new RegExp(`Session ${SESSION} \\(ready\\)`));
-    await shots.take(page, 'session-created');
-  });
+  step(
+    'creates a session and shows it ready',
+    async () => {
+      await page.getByLabel('Name (optional)').fill(SESSION);
+      await page.getByRole('button', { name: 'Create session' }).click();
+      const row = page.locator(`tr[data-session="${SESSION}"]`);
+      await untilText(row.locator('td').nth(1), /^ready$/, 240_000);
+      await untilText(page.locator('#session-title'), new RegExp(`Session ${SESSION} \\(ready\\)`));
+      await shots.take(page, 'session-created');
+    },
+    300_000,
+  );
 
-  it('runs echo hi in the terminal', async () => {
+  step('runs echo hi in the terminal', async () => {
     await page.getByRole('tab', { name: 'Terminal' }).click();
     await page.getByRole('button', { name: 'Open terminal' }).click();
     await untilText(page.locator('#session-panel-terminal .hint'), /^Connected\.$/);
@@ -121,7 +138,7 @@ describe('web console in Chromium', () => {
     await shots.take(page, 'terminal-echo-hi');
   });
 
-  it('uploads files and lists them', async () => {
+  step('uploads files and lists them', async () => {
     await page.getByRole('tab', { name: 'Terminal' }).press('ArrowRight');
     expect(await page.getByRole('tab', { name: 'Files' }).getAttribute('aria-selected')).toBe('true');
     const upload = page.getByLabel('Upload a file to this folder');
@@ -142,7 +159,7 @@ describe('web console in Chromium', () => {
     await shots.take(page, 'files-uploaded');
   });
 
-  it('starts a background process and follows its log', async () => {
+  step('starts a background process and follows its log', async () => {
     await page.getByRole('tab', { name: 'Processes' }).click();
     await page
       .getByLabel('Command to run in the background')
@@ -152,36 +169,39 @@ describe('web console in Chromium', () => {
     await shots.take(page, 'process-log');
   });
 
-  it('opens the preview of a server in the sandbox through its signed link, on its own origin', async () => {
-    await page
-      .getByLabel('Command to run in the background')
-      .fill(`exec python3 -m http.server ${PORT} --bind 0.0.0.0`);
-    await page.getByRole('button', { name: 'Start', exact: true }).click();
-    await untilText(page.locator('pre.log'), /Serving HTTP on 0\.0\.0\.0 port 8000/, 60_000);
-    await page.getByRole('tab', { name: 'Previews' }).click();
-    await page.getByLabel('Port of the server in the sandbox').fill(String(PORT));
-    await page.getByRole('button', { name: 'Make preview link' }).click();
-    const link = page.getByRole('link', { name: new RegExp(`^Open port ${PORT}`) }).first();
-    previewUrl = (await link.getAttribute('href')) ?? '';
-    expect(new URL(previewUrl).hostname).toBe(`${PORT}-${SESSION}--${NAMESPACE}.${PREVIEW_DOMAIN}`);
-    const [preview] = await Promise.all([context.waitForEvent('page'), link.click()]);
-    await preview.waitForLoadState();
-    await untilText(preview.locator('h1'), new RegExp(`^${MARKER}$`));
-    expect(new URL(preview.url()).pathname).toBe('/');
-    // The cookie is the preview origin's own and out of reach of the sandbox's pages.
-    expect(await preview.evaluate('document.cookie')).toBe('');
-    const cookies = await context.cookies(new URL(previewUrl).origin);
-    expect(
-      cookies.map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite, domain: c.domain })),
-    ).toEqual([
-      { name: 'sandbox-preview', httpOnly: true, sameSite: 'Lax', domain: new URL(previewUrl).hostname },
-    ]);
-    expect(await context.cookies(CONSOLE)).toEqual([]);
-    await shots.take(preview, 'preview-open');
-    await preview.close();
-  });
+  step(
+    'opens the preview of a server in the sandbox through its signed link, on its own origin',
+    async () => {
+      await page
+        .getByLabel('Command to run in the background')
+        .fill(`exec python3 -u -m http.server ${PORT} --bind 0.0.0.0`);
+      await page.getByRole('button', { name: 'Start', exact: true }).click();
+      await untilText(page.locator('pre.log'), /Serving HTTP on 0\.0\.0\.0 port 8000/, 60_000);
+      await page.getByRole('tab', { name: 'Previews' }).click();
+      await page.getByLabel('Port of the server in the sandbox').fill(String(PORT));
+      await page.getByRole('button', { name: 'Make preview link' }).click();
+      const link = page.getByRole('link', { name: new RegExp(`^Open port ${PORT}`) }).first();
+      previewUrl = (await link.getAttribute('href')) ?? '';
+      expect(new URL(previewUrl).hostname).toBe(`${PORT}-${SESSION}--${NAMESPACE}.${PREVIEW_DOMAIN}`);
+      const [preview] = await Promise.all([context.waitForEvent('page'), link.click()]);
+      await preview.waitForLoadState();
+      await untilText(preview.locator('h1'), new RegExp(`^${MARKER}$`));
+      expect(new URL(preview.url()).pathname).toBe('/');
+      // The cookie is the preview origin's own and out of reach of the sandbox's pages.
+      expect(await preview.evaluate('document.cookie')).toBe('');
+      const cookies = await context.cookies(new URL(previewUrl).origin);
+      expect(
+        cookies.map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite, domain: c.domain })),
+      ).toEqual([
+        { name: 'sandbox-preview', httpOnly: true, sameSite: 'Lax', domain: new URL(previewUrl).hostname },
+      ]);
+      expect(await context.cookies(CONSOLE)).toEqual([]);
+      await shots.take(preview, 'preview-open');
+      await preview.close();
+    },
+  );
 
-  it("refuses the link on another session's origin, and once it expired", async () => {
+  step("refuses the link on another session's origin, and once it expired", async () => {
     const other = new URL(previewUrl);
     other.hostname = `${PORT}-${SESSION}-other--${NAMESPACE}.${PREVIEW_DOMAIN}`;
     const elsewhere = await context.newPage();
@@ -207,7 +227,7 @@ describe('web console in Chromium', () => {
     await expired.close();
   });
 
-  it("another tenant's key sees none of the first tenant's sessions", async () => {
+  step("another tenant's key sees none of the first tenant's sessions", async () => {
     const otherContext = await browser.newContext();
     try {
       const other = await otherContext.newPage();
@@ -227,7 +247,7 @@ describe('web console in Chromium', () => {
     }
   });
 
-  it('deletes the session; its preview fails from then on', async () => {
+  step('deletes the session; its preview fails from then on', async () => {
     await page
       .locator(`tr[data-session="${SESSION}"]`)
       .getByRole('button', { name: `Delete session ${SESSION}` })

@@ -13,8 +13,8 @@
  * are checked for their Origin (routes/ws-origin.ts) and bridged message by message with bounded
  * buffers (exec/ws-bridge.ts).
  *
- * Browsers cannot send the Authorization header on navigation or WebSocket: signed, expiring
- * preview URLs are not implemented (docs/gateway.md).
+ * Browsers cannot send the Authorization header on navigation or WebSocket: they open a sandbox
+ * port as a preview on an origin of its own instead (preview/, ADR 0032).
  */
 import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

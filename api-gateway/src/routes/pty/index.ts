@@ -10,8 +10,8 @@
  * from the agent, then close 1000). Buffers are bounded both ways (exec/ws-bridge.ts).
  *
  * Browsers cannot set an Authorization header on a WebSocket: this route takes the API key from
- * the header only (a browser page needs a server-side proxy that adds it; signed, expiring
- * preview tokens are not implemented).
+ * the header, which the web console's hook (console/ws-key.ts) sets from a subprotocol for this
+ * route only (ADR 0032).
  */
 import {
   AGENT_PATHS,
