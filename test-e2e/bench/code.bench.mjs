@@ -92,7 +92,10 @@ const runCode = (name, code, context) =>
   call('POST', `/v1/sessions/${name}/code`, { code, ...(context ? { context } : {}) });
 
 async function main() {
-  const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
   console.log(`bench-code: ${new Date().toISOString()}  load ${load()}  image ${IMAGE}`);
   const sessions = [];
   try {
@@ -102,7 +105,8 @@ async function main() {
       const name = await newSession('bench-code-first');
       sessions.push(name);
       const { ms, value } = await timed(() => runCode(name, '1+1'));
-      if (value.outputs?.[0]?.data?.['text/plain'] !== '2') throw new Error(`unexpected run: ${JSON.stringify(value)}`);
+      if (value.outputs?.[0]?.data?.['text/plain'] !== '2')
+        throw new Error(`unexpected run: ${JSON.stringify(value)}`);
       first.push(ms);
     }
     const warmSession = sessions[0] ?? (await newSession('bench-code-warm'));
@@ -123,7 +127,9 @@ async function main() {
     const code = [];
     const exec = [];
     for (let i = 0; i < Number(args.iterations); i++) {
-      exec.push((await timed(() => call('POST', `/v1/sessions/${warmSession}/exec`, { command: 'true' }))).ms);
+      exec.push(
+        (await timed(() => call('POST', `/v1/sessions/${warmSession}/exec`, { command: 'true' }))).ms,
+      );
       await sleep(PACE_MS);
       code.push((await timed(() => runCode(warmSession, '1+1'))).ms);
       await sleep(PACE_MS);
