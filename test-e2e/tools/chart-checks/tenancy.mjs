@@ -135,9 +135,9 @@ describe('sandbox policy at admission', () => {
     assert.match(quote.stderr, /tolerations\/0\/key/);
   });
 
-  it('the defaults: the default image only, gvisor, no scheduling fields, 4 CPU and 8Gi, default pools allowed', () => {
+  it('the defaults: the default image and the Python image, gvisor, no scheduling fields, 4 CPU and 8Gi, default pools allowed', () => {
     assert.deepEqual(params(render(), 'sandboxes').data, {
-      images: 'localhost/sandbox-platform/sandbox-agent:dev',
+      images: 'localhost/sandbox-platform/sandbox-agent:dev,localhost/sandbox-platform/sandbox-python',
       runtimeClasses: 'gvisor',
       defaultRuntimeClass: 'gvisor',
       nodeSelectors: '',
