@@ -15,6 +15,7 @@ export const PROBLEMS = {
   forbidden: { status: 403, title: 'This API key may not use that namespace' },
   'path-forbidden': { status: 403, title: 'The path leaves the sandbox workspace' },
   'session-not-found': { status: 404, title: 'No such session' },
+  'snapshot-not-found': { status: 404, title: 'No such snapshot' },
   'not-found': { status: 404, title: 'No such resource' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'The session exists with a different spec or is being deleted' },

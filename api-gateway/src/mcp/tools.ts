@@ -25,6 +25,8 @@ import type { SessionsService } from '../service/sessions-service.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
 import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
 import { registerCodeTools } from './code-tools.js';
+import { registerSnapshotTools } from './snapshot-tools.js';
+import type { SnapshotsService } from '../service/snapshots-service.js';
 import { registerProcessTools } from './process-tools.js';
 
 /** What the tools need. */
@@ -36,6 +38,8 @@ export interface ToolContext {
   processes: ProcessService;
   /** The code interpreter (run_code, restart_code_context; ADR 0033); absent: not offered. */
   code?: CodeService;
+  /** Snapshots and forks (fork_session, snapshot_session, ...; docs/snapshots.md); absent: not offered. */
+  snapshots?: SnapshotsService;
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
@@ -356,5 +360,14 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   );
   registerProcessTools(server, { processes: ctx.processes, ns, guarded, call, session, namespace });
   if (ctx.code) registerCodeTools(server, { code: ctx.code, ns, guarded, call, session, namespace });
+  if (ctx.snapshots)
+    registerSnapshotTools(server, {
+      snapshots: ctx.snapshots,
+      principal: ctx.principal,
+      ns,
+      guarded,
+      session,
+      namespace,
+    });
   return server;
 }

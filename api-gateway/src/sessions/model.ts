@@ -3,7 +3,7 @@
  * representation returned to API callers. No I/O here.
  */
 import type { SandboxSession, SandboxSessionCondition } from '@sandbox-platform/api';
-import { CONDITIONS, REASONS } from '@sandbox-platform/api';
+import { CONDITIONS, REASONS, WORKSPACE_VERIFIED } from '@sandbox-platform/api';
 
 import { DEFAULT_ADDRESS_POLICY, dialable, type AddressPolicy } from './address.js';
 
@@ -129,6 +129,13 @@ export interface SessionView {
   pool: string | undefined;
   lastActivityTime: string | undefined;
   expiresAt: string | undefined;
+  /** spec.workspace.fromSnapshot.name: the SandboxSnapshot the workspace was restored from. */
+  fromSnapshot?: string;
+  /**
+   * The WorkspaceVerified condition (docs/snapshots.md): a restore from a snapshot verified
+   * against its digest, or a resumed workspace compared with the digest taken at suspension.
+   */
+  workspaceVerified?: { status: string; reason: string; message: string };
 }
 
 function iso(value: string | Date | undefined): string | undefined {
@@ -168,5 +175,17 @@ export function toSessionView(s: SandboxSession, state: SessionState = sessionSt
     ...keepingFields(s),
     lastActivityTime: s.status?.lastActivityTime,
     expiresAt: s.status?.expiresAt,
+    ...workspaceFields(s),
+  };
+}
+
+/** The view's snapshot and workspace verification fields (absent when they do not apply). */
+function workspaceFields(s: SandboxSession): Pick<SessionView, 'fromSnapshot' | 'workspaceVerified'> {
+  const verified = s.status?.conditions?.find((c) => c.type === WORKSPACE_VERIFIED);
+  return {
+    ...(s.spec.workspace?.fromSnapshot ? { fromSnapshot: s.spec.workspace.fromSnapshot.name } : {}),
+    ...(verified
+      ? { workspaceVerified: { status: verified.status, reason: verified.reason, message: verified.message } }
+      : {}),
   };
 }

@@ -76,6 +76,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       execs: app.execs,
       processes: app.processes,
       code: app.codeRuns,
+      snapshots: app.snapshots,
       limits: app.config.exec,
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,

@@ -29,6 +29,21 @@ export const sessionView = {
     pool: { type: 'string', description: 'The SandboxPool the session was created from (spec.poolRef)' },
     lastActivityTime: { type: 'string' },
     expiresAt: { type: 'string' },
+    fromSnapshot: {
+      type: 'string',
+      description: 'The SandboxSnapshot the workspace was restored from (spec.workspace.fromSnapshot)',
+    },
+    workspaceVerified: {
+      type: 'object',
+      description:
+        'Condition WorkspaceVerified: the restored workspace verified against the snapshot digest, or a resumed workspace compared with the digest taken at suspension',
+      required: ['status', 'reason', 'message'],
+      properties: {
+        status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+        reason: { type: 'string' },
+        message: { type: 'string' },
+      },
+    },
   },
 } as const;
 
