@@ -1,5 +1,5 @@
 /**
- * The E2B-compatible API (issue 28; docs/e2b.md, ADR 0031): the official e2b SDKs, pointed at
+ * The E2B-compatible API (issue 28; docs/e2b.md, ADR 0035): the official e2b SDKs, pointed at
  * the gateway with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY, run unchanged. Two plugins:
  * the credential bridge (registered just before the gateway's authentication) and the API itself
  * (the control API under /e2b, envd under /e2b/envd), registered after the services it calls.
@@ -23,6 +23,7 @@ import { EnvdWatchers } from './envd/watcher.js';
 import { E2bKeyAuthenticator } from './keys.js';
 import '../plugins/types.js';
 import '../plugins/interactive.js';
+import '../plugins/code.js';
 
 export { E2B_API_PREFIX, E2B_ENVD_PREFIX };
 
@@ -93,7 +94,7 @@ export async function e2bPlugin(app: FastifyInstance, deps: E2bDeps): Promise<vo
     ...common,
     ...(deps.ptyHelper ? { ptyHelper: deps.ptyHelper } : {}),
   });
-  const watchers = new EnvdWatchers({ ...common, workspace });
+  const watchers = new EnvdWatchers({ ...common, fileWatches: app.fileWatches, workspace });
   const filesystem = new EnvdFilesystem({ execs: app.execs, watchers, workspace });
   await app.register(controlRoutes, { prefix: E2B_API_PREFIX, sandboxes });
   const readMaxBytes = app.config.maxBodyBytes;

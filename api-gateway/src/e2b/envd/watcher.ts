@@ -1,12 +1,13 @@
 /**
- * Directory watchers (watch-scripts.ts says how they scan): the streaming WatchDir, whose watcher
- * lives as long as its stream, and the polled watchers of CreateWatcher / GetWatcherEvents /
- * RemoveWatcher (the Python sync SDK), whose ID names the agent process and the FIFO directory
- * holding the events file, so any gateway replica can serve the next poll.
+ * Directory watchers. The streaming WatchDir is the agent's inotify watch (the gateway's file
+ * watching service, ADR 0033: exact events in the kernel's order, renames, overflow counts), its
+ * lines mapped to envd's events; a rename within the tree is E2B's RENAME of the old name and
+ * CREATE of the new one, as envd reports it. The polled watchers of CreateWatcher /
+ * GetWatcherEvents / RemoveWatcher (the Python sync SDK) must outlive any one connection and be
+ * served by any replica, so they are a scanning process in the sandbox (watch-scripts.ts) whose ID
+ * names the agent process and the FIFO directory holding its events file.
  */
-import type { Readable } from 'node:stream';
-
-import type { ProcessInfo as AgentProcess } from '@sandbox-platform/api';
+import type { ProcessInfo as AgentProcess, WatchLine } from '@sandbox-platform/api';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { FastifyBaseLogger } from 'fastify';
@@ -15,22 +16,17 @@ import { ProblemError, isProblemError } from '../../errors.js';
 import type { CallOptions } from '../../exec/types.js';
 import type { ExecService } from '../../service/exec-service.js';
 import type { ProcessService, SessionRef } from '../../service/process-service.js';
-import type {
-  CreateWatcherRequest,
-  FilesystemEventSchema,
-  WatchDirRequest,
-  WatchDirResponseSchema,
+import type { WatchService } from '../../service/watch-service.js';
+import {
+  EventType,
+  type CreateWatcherRequest,
+  type FilesystemEventSchema,
+  type WatchDirRequest,
+  type WatchDirResponseSchema,
 } from '../gen/filesystem/filesystem_pb.js';
 import { cleanupScript, newIoToken } from './launcher.js';
 import { workspacePath } from './paths.js';
-import {
-  followLines,
-  outputBytes,
-  outputData,
-  TICK,
-  withKeepalive,
-  type FollowLine,
-} from './process-events.js';
+import { followLines, outputData, TICK, withKeepalive, type FollowLine } from './process-events.js';
 import { keepaliveMs } from './process-service.js';
 import { runScript, stdoutBytes } from './sandbox-calls.js';
 import { drainScript, eventsFile, parseRecords, watcherScript, type WatchRecord } from './watch-scripts.js';
@@ -41,11 +37,13 @@ type FsEvent = MessageInitShape<typeof FilesystemEventSchema>;
 const WATCHER_ID = /^([0-9a-f]{12})\.([0-9a-f]{32})$/;
 /** How long a new watcher may take for its first scan. */
 const READY_TIMEOUT_MS = 30_000;
-/** Length of one follow of a streaming watcher (followed again while the stream lasts). */
-const FOLLOW_MS = 240_000;
+/** How long the agent's watch may last (its maximum); the caller's deadline usually ends it first. */
+const WATCH_SECONDS = 3600;
 
 /** What the watchers need. */
 export interface WatcherDeps {
+  /** The agent's file watching (streaming WatchDir). */
+  fileWatches: WatchService;
   processes: ProcessService;
   execs: ExecService;
   log: FastifyBaseLogger;
@@ -80,61 +78,50 @@ async function* records(
   }
 }
 
-/**
- * One follow of a streaming watcher as WatchDir answers; true when the watcher ended (its
- * directory is gone), false when the follow reached its deadline. `at.offset` advances.
- */
-async function* watchEvents(
-  follow: Readable,
-  at: { offset: number },
-  tickMs: number,
-  dir: string,
-): AsyncGenerator<WatchResponse, boolean> {
-  try {
-    const items = records(countOffset(followLines(follow), (n) => (at.offset = n)));
-    for await (const item of withKeepalive(items, tickMs)) {
-      if (item === TICK) yield { event: { case: 'keepalive', value: {} } };
-      else if (item.kind === 'ready') yield { event: { case: 'start', value: {} } };
-      else if (item.kind === 'event') yield { event: { case: 'filesystem', value: toEvent(item) } };
-      else {
-        notFoundUnlessOk(item.exitCode, dir);
-        return true;
-      }
-    }
-    return false;
-  } finally {
-    follow.destroy();
-  }
+const TYPES: Partial<Record<WatchLine['type'], EventType>> = {
+  create: EventType.CREATE,
+  modify: EventType.WRITE,
+  delete: EventType.REMOVE,
+};
+
+/** envd's answers for one line of the agent's watch (none for overflow and end). */
+export function watchAnswers(line: WatchLine, dir: string): WatchResponse[] {
+  const rel = (p: string): string => (dir === '' ? p : p.slice(dir.length + 1));
+  const ev = (type: EventType, p: string): WatchResponse => ({
+    event: { case: 'filesystem', value: { name: rel(p), type } },
+  });
+  if (line.type === 'watching') return [{ event: { case: 'start', value: {} } }];
+  if (line.type === 'rename')
+    return [ev(EventType.RENAME, line.from ?? line.path), ev(EventType.CREATE, line.path)];
+  const type = TYPES[line.type];
+  return type === undefined || typeof line.path !== 'string' ? [] : [ev(type, line.path)];
 }
 
 /** Streaming and polled directory watchers. */
 export class EnvdWatchers {
   constructor(private readonly d: WatcherDeps) {}
 
-  /** WatchDir: a start event once the first scan is done, then the events, until the client leaves. */
+  /** WatchDir: the agent's watch, a start event once it is in place, then the events. */
   async *stream(ref: SessionRef, req: WatchDirRequest, ctx: HandlerContext): AsyncGenerator<WatchResponse> {
     checkRequest(req);
-    const dir = workspacePath(req.path, this.d.workspace).absolute;
-    const opts: CallOptions = { signal: ctx.signal };
-    const proc = await this.d.processes.start(
-      ref,
-      { command: watcherScript(dir, req.recursive, undefined) },
-      opts,
-    );
+    const dir = workspacePath(req.path, this.d.workspace).relative;
+    const query = {
+      ...(dir !== '' ? { path: dir } : {}),
+      recursive: req.recursive,
+      timeoutSeconds: WATCH_SECONDS,
+    };
+    const lines = await this.d.fileWatches.open(ref, query, { signal: ctx.signal });
     try {
-      const at = { offset: 0 };
-      for (;;) {
-        const follow = await this.d.processes.follow(
-          ref,
-          proc.id,
-          { stdoutOffset: at.offset, stderrOffset: 0, deadlineAt: Date.now() + FOLLOW_MS },
-          opts,
-        );
-        const ended = yield* watchEvents(follow, at, keepaliveMs(ctx), dir);
-        if (ended || ctx.signal.aborted) return;
+      for await (const item of withKeepalive(
+        (lines as AsyncIterable<WatchLine>)[Symbol.asyncIterator](),
+        keepaliveMs(ctx),
+      )) {
+        if (item === TICK) yield { event: { case: 'keepalive', value: {} } };
+        else if (item.type === 'end') return;
+        else yield* watchAnswers(item, dir);
       }
     } finally {
-      void this.stop(ref, proc, undefined);
+      lines.destroy();
     }
   }
 
@@ -224,17 +211,4 @@ export function parseWatcherId(watcherId: string): { id: string; io: string } {
   const m = WATCHER_ID.exec(watcherId);
   if (!m) throw new ProblemError('not-found', `no watcher ${JSON.stringify(watcherId.slice(0, 64))}`);
   return { id: m[1]!, io: m[2]! };
-}
-
-/** Passes lines through, reporting the stdout offset after each stdout line. */
-async function* countOffset(
-  lines: AsyncIterable<FollowLine>,
-  report: (offset: number) => void,
-): AsyncGenerator<FollowLine> {
-  for await (const line of lines) {
-    if (line.type === 'stdout') {
-      report(line.offset + outputBytes(line));
-    }
-    yield line;
-  }
 }

@@ -124,7 +124,7 @@ describe('e2b JS SDK against the gateway', () => {
     expect(await sbx.files.read('m/b.txt')).toBe('B');
   });
 
-  it('watches a directory: create, write and remove events', async () => {
+  it("watches a directory (the agent's inotify watch): create, write, rename and remove events", async () => {
     await sbx.files.makeDir('watched');
     const events: string[] = [];
     const handle = await sbx.files.watchDir('watched', (ev) => void events.push(`${ev.type} ${ev.name}`));
@@ -132,8 +132,13 @@ describe('e2b JS SDK against the gateway', () => {
     await eventually(() => events.includes('create new.txt'), 'a create event');
     await sbx.commands.run(`printf more >> ${e.workspace}/watched/new.txt`);
     await eventually(() => events.includes('write new.txt'), 'a write event');
-    await sbx.files.remove('watched/new.txt');
-    await eventually(() => events.includes('remove new.txt'), 'a remove event');
+    await sbx.files.rename('watched/new.txt', 'watched/renamed.txt');
+    await eventually(
+      () => events.includes('rename new.txt') && events.includes('create renamed.txt'),
+      'rename events',
+    );
+    await sbx.files.remove('watched/renamed.txt');
+    await eventually(() => events.includes('remove renamed.txt'), 'a remove event');
     await handle.stop();
   });
 

@@ -13,6 +13,7 @@ import {
   toConnectError,
 } from '../../../src/e2b/envd/errors.js';
 import { fileParts } from '../../../src/e2b/envd/multipart.js';
+import { watchAnswers } from '../../../src/e2b/envd/watcher.js';
 import { workspaceEntry, workspacePath } from '../../../src/e2b/envd/paths.js';
 import { ProblemError } from '../../../src/errors.js';
 
@@ -147,5 +148,26 @@ describe('multipart uploads', () => {
           p.stream.resume();
       })(),
     ).rejects.toMatchObject({ slug: 'invalid-request' });
+  });
+});
+
+describe("the agent's watch lines as envd events", () => {
+  const names = (line: Parameters<typeof watchAnswers>[0], dir = 'w'): unknown[] =>
+    watchAnswers(line, dir).map((a) =>
+      a.event?.case === 'filesystem' ? [a.event.value.type, a.event.value.name] : a.event?.case,
+    );
+
+  it('start, create, modify, delete; a rename is RENAME of the old name and CREATE of the new', () => {
+    expect(names({ type: 'watching', path: 'w', recursive: false })).toEqual(['start']);
+    expect(names({ type: 'create', path: 'w/a', directory: false })).toEqual([[1, 'a']]);
+    expect(names({ type: 'modify', path: 'w/sub/b', directory: false })).toEqual([[2, 'sub/b']]);
+    expect(names({ type: 'delete', path: 'w/a', directory: false })).toEqual([[3, 'a']]);
+    expect(names({ type: 'rename', from: 'w/a', path: 'w/b', directory: false })).toEqual([
+      [4, 'a'],
+      [1, 'b'],
+    ]);
+    expect(names({ type: 'create', path: 'top', directory: true }, '')).toEqual([[1, 'top']]);
+    expect(names({ type: 'overflow', dropped: 3 })).toEqual([]);
+    expect(names({ type: 'end', reason: 'timeout' })).toEqual([]);
   });
 });

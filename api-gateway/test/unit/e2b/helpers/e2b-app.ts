@@ -6,10 +6,13 @@
  * (Ready=False/Suspended) and gets a new one when resumed; a deleted one loses its agent. All
  * agents share one workspace directory, which the E2B API is told is the sandboxes' workspace.
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 import type { FastifyInstance } from 'fastify';
@@ -29,6 +32,9 @@ import { FakeActivity, TEST_ENV, testKeys } from '../../../helpers/app.js';
 import { FakeStore } from '../../../helpers/fake-store.js';
 import { FakeTransport } from '../../../helpers/fake-transport.js';
 import { ready } from '../../../helpers/sessions.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const WATCH_SOURCE = join(here, '../../../../../test-e2e/images/src/sandbox-watch.c');
 
 /** The master key of these tests. */
 export const MASTER_KEY = Buffer.alloc(32, 7);
@@ -69,7 +75,7 @@ export class OperatingStore extends FakeStore {
   constructor(
     private readonly port: number,
     private readonly workspace: string,
-    private readonly ptyHelper?: string,
+    private readonly helpers: { pty?: string; watch: string },
   ) {
     super();
   }
@@ -132,9 +138,13 @@ export class OperatingStore extends FakeStore {
         port: this.port,
         workspace: this.workspace,
         logLevel: 'error',
-        ...(this.ptyHelper ? { ptyHelperPath: this.ptyHelper } : {}),
+        ...(this.helpers.pty ? { ptyHelperPath: this.helpers.pty } : {}),
       }),
-      { logSink: () => undefined, baseEnv: { ...process.env, HOME: this.workspace } },
+      {
+        logSink: () => undefined,
+        baseEnv: { ...process.env, HOME: this.workspace },
+        watch: { helperPath: this.helpers.watch },
+      },
     );
     this.agents.set(key, { agent, ip });
     const current = this.sessions.get(key);
@@ -175,7 +185,13 @@ export async function startE2bApp(
 ): Promise<E2bApp> {
   const workspace = await mkdtemp(join(tmpdir(), 'gw-e2b-'));
   const port = await freePort();
-  const store = new OperatingStore(port, workspace, opts.ptyHelper);
+  // The agent's inotify helper (its file watching), compiled as the image build does.
+  const watch = join(workspace, '.sandbox-watch');
+  await promisify(execFile)('gcc', ['-O1', '-Wall', '-o', watch, WATCH_SOURCE]);
+  const store = new OperatingStore(port, workspace, {
+    watch,
+    ...(opts.ptyHelper ? { pty: opts.ptyHelper } : {}),
+  });
   const config = loadConfig({
     ...TEST_ENV,
     GATEWAY_ALLOW_LOOPBACK_POD_IPS: 'true',
