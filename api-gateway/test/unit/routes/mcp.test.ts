@@ -34,7 +34,7 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
     await t.app.close();
   });
 
-  it('lists the twelve tools with descriptions and input schemas', async () => {
+  it('lists the fourteen tools with descriptions and input schemas', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([
       'create_session',
@@ -44,7 +44,9 @@ describe('MCP endpoint (SDK client against a listening gateway with fakes)', () 
       'list_sessions',
       'read_file',
       'read_process_output',
+      'restart_code_context',
       'resume_session',
+      'run_code',
       'signal_process',
       'start_process',
       'suspend_session',
