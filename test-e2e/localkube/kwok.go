@@ -164,8 +164,9 @@ func kwokRBAC() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 }
 
 // kwokArgs: manage only the annotated nodes, with the stages file, node Leases as a kubelet
-// renews them, and no server (KWOK's exec/logs/port-forward endpoints would listen on every
-// interface; nothing here needs them).
+// renews them, no server (KWOK's exec/logs/port-forward endpoints would listen on every
+// interface; nothing here needs them), and warnings only in its log (at info it logs every Lease
+// renewal: 10 lines a second with 100 nodes).
 func kwokArgs(l layout, binary string) []string {
 	return []string{
 		"--kubeconfig=" + l.componentKubeconfig("kwok"),
@@ -174,6 +175,7 @@ func kwokArgs(l layout, binary string) []string {
 		"--node-lease-duration-seconds=40",
 		"--server-address=",
 		"--node-port=0",
+		"--v=WARN",
 	}
 }
 

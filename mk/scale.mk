@@ -1,0 +1,21 @@
+# Scale by simulation (issue 32): `make bench-scale` on the local cluster's simulated nodes
+# (localkube's KWOK add-on, docs/localkube.md "Simulated nodes"). Not part of `make test` or `make
+# bench`: it needs a cluster started with LOCALKUBE_KWOK_NODES, takes tens of minutes, and loads
+# the shared machine. docs/benchmarks.md#bench-scale has what it measures and the figures.
+
+# Burst sizes, concurrent creates of the minimal client, idle timeout of the largest burst, and push
+# sizes run afterwards until one fails (empty: none).
+BENCH_SCALE_SIZES ?= 1000,5000,10000
+BENCH_SCALE_WORKERS ?= 32
+BENCH_SCALE_IDLE_SECONDS ?= 600
+BENCH_SCALE_PUSH ?=
+# Extra --set values of the bench's release, separated by spaces (e.g. operator.concurrency=32).
+BENCH_SCALE_SET ?=
+
+.PHONY: bench-scale
+bench-scale: node-deps tools $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/api-gateway.tar images-import ## Sessions by the thousand on simulated nodes vs bare Secret+Pod creates: Ready p50/p99, per-second rates, operator CPU/RSS, gateway lookups and memory, API calls per session, failover, idle GC (needs make cluster-up LOCALKUBE_KWOK_NODES=100)
+	@KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" HELM=$(HELM) CHART=$(ROOT)/$(CHART) LOCALKUBE_DIR=$(LOCALKUBE_DIR) \
+	  BENCH_SET_STRING="operator.podAnnotations.sandbox\.dev/image=$(call image_digest,operator) gateway.podAnnotations.sandbox\.dev/image=$(call image_digest,api-gateway)" \
+	  BENCH_SET="$(BENCH_SCALE_SET)" \
+	  nice node test-e2e/bench/scale/run.mjs --sizes $(BENCH_SCALE_SIZES) --workers $(BENCH_SCALE_WORKERS) \
+	  --idle-seconds $(BENCH_SCALE_IDLE_SECONDS) $(if $(BENCH_SCALE_PUSH),--push $(BENCH_SCALE_PUSH))

@@ -1,0 +1,311 @@
+/**
+ * `make bench-scale` (issue 32): sessions by the thousand on the local cluster's simulated nodes
+ * (localkube's KWOK add-on: `make cluster-up LOCALKUBE_KWOK_NODES=100`), side by side with the
+ * floor of the same number of bare Secret + Pod creates, through the bench's own Helm release of
+ * the chart (platform.ts). Per size: the floor burst, then the same number of sessions; for each,
+ * create-to-Ready p50/p99 and sessions per second, CPU by process, the operator's and gateways'
+ * RSS, API calls per object by verb. At the largest size also: the gateway's lookup latency and
+ * memory against 10 sessions, a leader failover (SIGKILL), and the idle GC of every session.
+ * With --push, ever larger bursts until one fails: what gave way first.
+ *
+ *   --sizes 1000,5000,10000   burst sizes (the last one gets lookups, failover and idle GC)
+ *   --workers 32              concurrent creates of the minimal client (both sides)
+ *   --idle-seconds 600        idleTimeoutSeconds of the largest burst's sessions
+ *   --push 15000,20000        push sizes, run after the others until one fails (default none)
+ *   --keep                    leave the release installed afterwards (sessions are still deleted)
+ * Environment: KUBECONFIG, HELM, CHART, LOCALKUBE_DIR; BENCH_SET and BENCH_SET_STRING: extra --set and
+ * --set-string values of the release, separated by spaces.
+ */
+import { parseArgs } from 'node:util';
+
+import * as k8s from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
+
+import { floorBurst, sessionBurst, type BurstContext } from './bursts.js';
+import { failover } from './failover.js';
+import { KubeHttp } from './kube-http.js';
+import { lookups } from './lookups.js';
+import { heapUsedMb, memory, startWindow } from './observe.js';
+import {
+  BENCH,
+  componentPods,
+  exemptFromOtherReleases,
+  installRelease,
+  leaderProcess,
+  nodeProcesses,
+  restoreExemptions,
+  uninstallRelease,
+  type Tools,
+} from './platform.js';
+import { burstLine, compareLine, failoverLine, fixed, load, pct, windowLines } from './report.js';
+import { idleGc, purge, simulatedNodes } from './lifecycle.js';
+
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,5000,10000' },
+    workers: { type: 'string', default: '32' },
+    'idle-seconds': { type: 'string', default: '600' },
+    push: { type: 'string', default: '' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const sizes = args.sizes.split(',').map(Number);
+const pushSizes = args.push ? args.push.split(',').map(Number) : [];
+const WORKERS = Number(args.workers);
+const IDLE = Number(args['idle-seconds']);
+const LOCALKUBE_DIR = process.env.LOCALKUBE_DIR ?? '.localkube';
+const SESSIONS_PATH = `/apis/${GROUP}/${VERSION}/namespaces/${BENCH.sandboxNamespace}/${PLURAL}`;
+
+function words(v: string | undefined): string[] {
+  return (v ?? '').split(/\s+/).filter(Boolean);
+}
+
+function env(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run through make bench-scale)`);
+  return v;
+}
+
+async function main(): Promise<void> {
+  const tools: Tools = { helm: env('HELM'), chart: env('CHART'), kubeconfig: env('KUBECONFIG') };
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(tools.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const nodes = await simulatedNodes(core);
+  if (nodes === 0)
+    throw new Error(
+      'no simulated node is Ready: restart the cluster with them (make cluster-down; make cluster-up LOCALKUBE_KWOK_NODES=100)',
+    );
+  console.log(
+    `bench-scale: ${nodes} simulated nodes, sizes ${sizes.join(', ')}, ${WORKERS} workers, idle timeout ${IDLE} s; ${load()}`,
+  );
+  const http = await KubeHttp.from(kc, WORKERS + 4);
+  const exemptions = await exemptFromOtherReleases(kc);
+  try {
+    const apiKey = installRelease(tools, words(process.env.BENCH_SET), words(process.env.BENCH_SET_STRING));
+    await ensureFloorNamespace(core);
+    const ctx = (namespace: string, n: number): BurstContext => ({
+      kc,
+      http,
+      namespace,
+      workers: WORKERS,
+      timeoutMs: 120_000 + n * 60,
+    });
+    const gateway = await gatewayUrl(core);
+    const small = await gatewayAt(kc, core, http, {
+      gateway,
+      apiKey,
+      n: 10,
+      ctx: ctx(BENCH.sandboxNamespace, 10),
+    });
+    const largest = sizes[sizes.length - 1]!;
+    for (const n of sizes) {
+      const ok = await sizeRound(
+        kc,
+        core,
+        http,
+        ctx,
+        n,
+        n === largest ? { gateway, apiKey, small } : undefined,
+      );
+      if (!ok) return;
+    }
+    for (const n of pushSizes) {
+      if (!(await pushRound(kc, core, http, ctx(BENCH.sandboxNamespace, n), n))) break;
+    }
+  } finally {
+    await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace).catch((e: unknown) =>
+      console.error('purge sessions:', e),
+    );
+    await core.deleteNamespace({ name: BENCH.floorNamespace }).catch(() => undefined);
+    if (!args.keep) uninstallRelease(tools);
+    await restoreExemptions(kc, exemptions);
+    http.close();
+  }
+}
+
+type Ctx = (namespace: string, n: number) => BurstContext;
+interface Gateway {
+  readonly gateway: URL;
+  readonly apiKey: string;
+  readonly small: { p50: number; rssMb: number };
+}
+
+/** Floor, then sessions, of one size; at the largest also lookups, failover and idle GC. */
+async function sizeRound(
+  kc: k8s.KubeConfig,
+  core: k8s.CoreV1Api,
+  http: KubeHttp,
+  ctx: Ctx,
+  n: number,
+  last: Gateway | undefined,
+): Promise<boolean> {
+  const procs = await processes(kc, core);
+  let end = await startWindow(kc, procs, LOCALKUBE_DIR);
+  const floor = await floorBurst(ctx(BENCH.floorNamespace, n), 'f', n, Buffer.alloc(32, 7));
+  console.log(burstLine('floor', floor));
+  windowLines(await end(), n).forEach((l) => console.log(l));
+  await purge(http, `/api/v1/namespaces/${BENCH.floorNamespace}/pods`, BENCH.floorNamespace, 'secrets');
+
+  end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
+  let tracker: Parameters<NonNullable<Parameters<typeof sessionBurst>[4]>>[0] | undefined;
+  const sessions = await sessionBurst(
+    ctx(BENCH.sandboxNamespace, n),
+    `s${n}`,
+    n,
+    last ? IDLE : 3600,
+    (t) => (tracker = t),
+  );
+  console.log(burstLine('sessions', sessions));
+  windowLines(await end(), n).forEach((l) => console.log(l));
+  console.log(compareLine(n, floor, sessions));
+  if (sessions.failures > 0 || sessions.latencies.length < n) {
+    tracker?.stop();
+    console.log(`stopping: the ${n} burst did not complete`);
+    return false;
+  }
+  if (!last) {
+    tracker?.stop();
+    await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace);
+    return true;
+  }
+  const names = [...tracker!.seen.keys()];
+  const big = await gatewayFigures(core, last.gateway, last.apiKey, names);
+  console.log(
+    `gateway at ${n}: lookup p50 ${fixed(big.p50)} ms (at 10: ${fixed(last.small.p50)} ms, ${(big.p50 / last.small.p50).toFixed(2)}x, ` +
+      `goal <= 1.1x); RSS ${big.rssMb.toFixed(0)} MB (at 10: ${last.small.rssMb.toFixed(0)} MB); ${load()}`,
+  );
+  const op = await leaderProcess(kc, core);
+  console.log(`operator at ${n}: RSS ${fixed(memory(op.pid)?.rssMb, 0)} MB (goal <= 400)`);
+  for (const mode of ['crash', 'pod-gone'] as const) {
+    const f = await failover(kc, core, http, {
+      mode,
+      namespace: BENCH.sandboxNamespace,
+      operatorNamespace: BENCH.namespace,
+      canary: `canary-${mode}-${n}`,
+      idleSeconds: IDLE,
+      timeoutMs: 180_000,
+    });
+    console.log(failoverLine(f));
+    await waitOperatorsReady(core);
+  }
+  console.log(await idleGc(tracker!, IDLE, n + 2));
+  tracker!.stop();
+  return true;
+}
+
+/** One push burst of sessions only; false when it failed (what gave way is printed). */
+async function pushRound(
+  kc: k8s.KubeConfig,
+  core: k8s.CoreV1Api,
+  http: KubeHttp,
+  c: BurstContext,
+  n: number,
+): Promise<boolean> {
+  const before = await restarts(core);
+  const end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
+  const b = await sessionBurst(c, `p${n}`, n, 3600);
+  console.log(burstLine('push sessions', b));
+  windowLines(await end(), n).forEach((l) => console.log(l));
+  const after = await restarts(core);
+  const restarted = [...after].filter(([pod, r]) => r > (before.get(pod) ?? 0)).map(([pod]) => pod);
+  if (restarted.length > 0) console.log(`restarted during the burst: ${restarted.join(', ')}`);
+  await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace);
+  return b.failures === 0 && b.latencies.length === n && restarted.length === 0;
+}
+
+/** Lookup p50 and gateway RSS with `n` sessions created for it (then deleted). */
+async function gatewayAt(
+  kc: k8s.KubeConfig,
+  core: k8s.CoreV1Api,
+  http: KubeHttp,
+  o: { gateway: URL; apiKey: string; n: number; ctx: BurstContext },
+): Promise<{ p50: number; rssMb: number }> {
+  const b = await sessionBurst(o.ctx, 'look', o.n, 3600);
+  if (b.failures > 0 || b.latencies.length < o.n) console.log(burstLine('lookup sessions', b));
+  const names = Array.from({ length: o.n }, (_, i) => `look-${String(i).padStart(5, '0')}`);
+  const figures = await gatewayFigures(core, o.gateway, o.apiKey, names);
+  console.log(
+    `gateway at ${b.n} sessions: lookup p50 ${fixed(figures.p50)} ms, RSS ${figures.rssMb.toFixed(0)} MB; ${load()}`,
+  );
+  await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace);
+  void kc;
+  return figures;
+}
+
+async function gatewayFigures(
+  core: k8s.CoreV1Api,
+  gateway: URL,
+  apiKey: string,
+  names: readonly string[],
+): Promise<{ p50: number; p99: number; rssMb: number; heapMb: string }> {
+  const l = await lookups(gateway, apiKey, BENCH.sandboxNamespace, names, { samples: 300, gapMs: 20 });
+  if (l.failures > 0) console.log(`  lookups: ${l.failures} failed (first: ${l.firstError})`);
+  const pods = await componentPods(core, 'gateway');
+  const rss = nodeProcesses(pods).map((p) => memory(p.pid)?.rssMb ?? 0);
+  const heaps = await Promise.all(pods.map((p) => heapUsedMb(p.status!.podIP!, 9090)));
+  return {
+    p50: pct(l.latencies, 50),
+    p99: pct(l.latencies, 99),
+    rssMb: Math.max(...rss),
+    heapMb: heaps.map((h) => fixed(h, 0)).join('/'),
+  };
+}
+
+/** The operator leader's and the gateways' node processes, by role. */
+async function processes(kc: k8s.KubeConfig, core: k8s.CoreV1Api): Promise<Record<string, number>> {
+  const out: Record<string, number> = { 'operator leader': (await leaderProcess(kc, core)).pid };
+  nodeProcesses(await componentPods(core, 'gateway')).forEach((p, i) => (out[`gateway ${i + 1}`] = p.pid));
+  return out;
+}
+
+/** Waits until both operator replicas run again (the next measurement needs a leader and a standby). */
+async function waitOperatorsReady(core: k8s.CoreV1Api): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    const pods = await componentPods(core, 'operator');
+    const ready = pods.filter((p) => p.status?.containerStatuses?.every((c) => c.ready));
+    if (ready.length >= 2) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  console.log('  (the operator replicas were not both Ready within 3 min)');
+}
+
+/** Container restarts of the release's pods, by pod name. */
+async function restarts(core: k8s.CoreV1Api): Promise<Map<string, number>> {
+  const list = await core.listNamespacedPod({ namespace: BENCH.namespace });
+  return new Map(
+    list.items.map((p) => [
+      p.metadata!.name!,
+      (p.status?.containerStatuses ?? []).reduce((s, c) => s + c.restartCount, 0),
+    ]),
+  );
+}
+
+async function gatewayUrl(core: k8s.CoreV1Api): Promise<URL> {
+  const svc = await core.readNamespacedService({ name: BENCH.gatewayService, namespace: BENCH.namespace });
+  return new URL(`http://${svc.spec!.clusterIP}:${svc.spec!.ports![0]!.port}`);
+}
+
+async function ensureFloorNamespace(core: k8s.CoreV1Api): Promise<void> {
+  await core
+    .createNamespace({
+      body: {
+        metadata: {
+          name: BENCH.floorNamespace,
+          labels: {
+            'pod-security.kubernetes.io/enforce': 'restricted',
+            'pod-security.kubernetes.io/enforce-version': 'latest',
+          },
+        },
+      },
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof k8s.ApiException && err.code === 409)) throw err;
+    });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
