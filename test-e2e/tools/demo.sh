@@ -71,6 +71,12 @@ cat <<EOF
      }
    }
 
+ The official e2b SDKs (npm e2b, PyPI e2b), unchanged (docs/e2b.md):
+   export E2B_API_URL=$url/e2b
+   export E2B_SANDBOX_URL=$url/e2b/envd
+   export E2B_API_KEY=\$(cat $KEY_FILE)
+   node -e "import('e2b').then(async ({Sandbox}) => { const s = await Sandbox.create(); console.log((await s.commands.run('echo hi')).stdout); await s.kill() })"
+
  Metrics: curl http://$metrics_ip:$metrics_port/metrics    Stop: make cluster-down    Remove the platform: make platform-down
 ========================================================================================
 EOF
