@@ -62,6 +62,12 @@ describe('operational routes', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/sessions',
       '/v1/sessions/{name}',
+      '/v1/sessions/{name}/code',
+      '/v1/sessions/{name}/code/contexts',
+      '/v1/sessions/{name}/code/contexts/{context}',
+      '/v1/sessions/{name}/code/contexts/{context}/interrupt',
+      '/v1/sessions/{name}/code/contexts/{context}/restart',
+      '/v1/sessions/{name}/code/stream',
       '/v1/sessions/{name}/exec',
       '/v1/sessions/{name}/exec/stream',
       '/v1/sessions/{name}/files/{path}',
@@ -76,6 +82,7 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/pty',
       '/v1/sessions/{name}/resume',
       '/v1/sessions/{name}/suspend',
+      '/v1/sessions/{name}/watch',
     ]);
     expect(Object.keys(doc.paths['/v1/sessions']!).sort()).toEqual(['get', 'post']);
     expect(doc.paths['/v1/sessions/{name}/exec']!.post!.requestBody).toMatchObject({
