@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 
-import { ANNOTATIONS, type SandboxSession } from '@sandbox-platform/api';
+import { ANNOTATIONS, API_VERSION, KIND, type SandboxSession } from '@sandbox-platform/api';
 
 import type { Principal } from '../auth/keys.js';
 import { ProblemError } from '../errors.js';
@@ -123,6 +123,8 @@ export class SnapshotsService {
   ): Promise<SessionView> {
     const { namespace, name, source, snapshot } = at;
     const desired: SandboxSession = {
+      apiVersion: API_VERSION,
+      kind: KIND,
       metadata: { name, namespace, annotations: { [ANNOTATIONS.createdByKey]: principal.keyId } },
       spec: forkedSpec(source, snapshot),
     };

@@ -14,6 +14,8 @@ import {
   type RetryOptions,
 } from './http.js';
 import * as code from './code.js';
+import * as snapshots from './snapshots.js';
+import type { ForkRequest, ForkResult, Snapshot, SnapshotRequest } from './snapshots.js';
 import { encodeBase64 } from './encoding.js';
 import { ndjsonLines } from './ndjson.js';
 import type {
@@ -488,6 +490,42 @@ export class SandboxClient {
   /** Follows changes under a workspace directory (see code.ts watch); breaking out stops it. */
   watch(name: string, req: WatchRequest = {}, opts?: string | CallOptions): AsyncGenerator<WatchLine> {
     return code.watch(this.caller, name, req, opts);
+  }
+
+  /**
+   * Takes a snapshot of a session's /workspace (docs/snapshots.md); answers at once (ready false):
+   * waitUntilSnapshotReady or getSnapshot until ready. Not retried without a name.
+   */
+  snapshot(session: string, req: SnapshotRequest = {}, opts?: string | CallOptions): Promise<Snapshot> {
+    return snapshots.snapshot(this.caller, session, req, opts);
+  }
+
+  /** One snapshot. */
+  getSnapshot(name: string, opts?: string | CallOptions): Promise<Snapshot> {
+    return snapshots.getSnapshot(this.caller, name, opts);
+  }
+
+  /** The snapshots of a namespace, sorted by name. */
+  listSnapshots(opts?: string | CallOptions): Promise<Snapshot[]> {
+    return snapshots.listSnapshots(this.caller, opts);
+  }
+
+  /** Deletes a snapshot (its stored data goes with it). */
+  deleteSnapshot(name: string, opts?: string | CallOptions): Promise<void> {
+    return snapshots.deleteSnapshot(this.caller, name, opts);
+  }
+
+  /** Polls a snapshot until it is ready; throws when it failed or is not ready in time. */
+  waitUntilSnapshotReady(name: string, opts: WaitOptions = {}): Promise<Snapshot> {
+    return snapshots.waitUntilSnapshotReady(this.caller, name, opts, opts);
+  }
+
+  /**
+   * Forks a session: a snapshot of its /workspace and `count` new sessions started from it, with the
+   * same image and settings; each is ready once its copy is verified against the snapshot's digest.
+   */
+  fork(session: string, req: ForkRequest, opts?: string | CallOptions): Promise<ForkResult> {
+    return snapshots.fork(this.caller, session, req, opts);
   }
 
   private get caller(): code.Caller {

@@ -69,4 +69,5 @@ export type {
   WatchRequest,
   WriteFileResult,
 } from './types.js';
+export type { ForkRequest, ForkResult, Snapshot, SnapshotRequest } from './snapshots.js';
 export { VERSION } from './version.js';

@@ -43,6 +43,14 @@ export interface Session {
   pool?: string;
   lastActivityTime?: string;
   expiresAt?: string;
+  /** The snapshot the workspace was restored from (spec.workspace.fromSnapshot), if any. */
+  fromSnapshot?: string;
+  /**
+   * Condition WorkspaceVerified: a restore verified against the snapshot's digest (SnapshotVerified),
+   * or a resumed workspace compared with the digest taken at suspension (ResumeVerified or
+   * ResumeDigestMismatch).
+   */
+  workspaceVerified?: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
 }
 
 /** POST /v1/sessions body. Every field is optional; the gateway's policy bounds them. */
