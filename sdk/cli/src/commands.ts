@@ -8,6 +8,7 @@ import { cp } from './commands/cp.js';
 import { exec } from './commands/exec.js';
 import { create, get, remove, resume, suspend, wait } from './commands/sessions.js';
 import { shell } from './commands/shell.js';
+import { fork, snapshot } from './commands/snapshots.js';
 import type { Context } from './io.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -99,6 +100,35 @@ export const COMMANDS: Command[] = [
     flags: { wait: { type: 'string' } },
     flagHelp: ['--wait D      answer once the session is Ready, waiting up to D (default: at once)'],
     run: resume,
+  },
+  {
+    name: 'fork',
+    usage: 'fork NAME [--count N] [--name F]... [--wait] [--timeout 300s]',
+    summary: 'Fork a session: snapshot its /workspace and start N sessions from it (each verified)',
+    flags: {
+      count: { type: 'string', short: 'c' },
+      name: { type: 'string', multiple: true },
+      wait: { type: 'boolean' },
+      timeout,
+    },
+    flagHelp: [
+      '-c, --count N   sessions to start (1..10; default 1, or the number of --name)',
+      '--name F        name of a new session (repeatable; generated otherwise)',
+      '--wait          wait until every new session is Ready (its copy verified; up to --timeout, default 300s)',
+    ],
+    run: fork,
+  },
+  {
+    name: 'snapshot',
+    aliases: ['snapshots'],
+    usage: 'snapshot create SESSION [--name S] [--wait] | get [NAME...] | list | delete NAME... | wait NAME',
+    summary: "Save a session's /workspace (with a content digest), list and delete snapshots",
+    flags: { name: { type: 'string' }, wait: { type: 'boolean' }, timeout },
+    flagHelp: [
+      '--name S      snapshot name (create; generated otherwise)',
+      '--wait        create: wait until it is Ready (up to --timeout, default 300s)',
+    ],
+    run: snapshot,
   },
   {
     name: 'exec',
@@ -194,6 +224,7 @@ export const SESSION_COMMANDS = [
   'rm',
   'suspend',
   'resume',
+  'fork',
   'exec',
   'run',
   'watch',

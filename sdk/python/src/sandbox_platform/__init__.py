@@ -47,6 +47,7 @@ from ._models import (
     WrittenFile,
     decode_output,
 )
+from ._snapshots import ForkResult, Snapshot
 from ._version import __version__
 
 __all__ = [
@@ -91,6 +92,8 @@ __all__ = [
     "SandboxError",
     "Session",
     "SessionGoneError",
+    "Snapshot",
+    "ForkResult",
     "UnavailableError",
     "UpstreamError",
     "WrittenFile",

@@ -10,6 +10,8 @@ import httpx
 
 from . import _calls as calls
 from . import _code as code_calls
+from . import _snapshots as snapshot_calls
+from ._snapshots import ForkResult, Snapshot
 from . import _core as core
 from ._code import CodeContext, CodeEvent, CodeResult, WatchEvent
 from ._errors import APIError, NotFoundError, ProtocolError
@@ -339,6 +341,49 @@ class Client(_Closing):
         request = code_calls.watch(self._settings, name, path=path, recursive=recursive, timeout=timeout,
                                    namespace=namespace)
         return Watch(self._send(request))
+
+    # -- snapshots and forks (docs/snapshots.md) -------------------------------------------
+
+    def snapshot(
+        self, session: str, *, name: Optional[str] = None, ttl_seconds_after_ready: Optional[int] = None,
+        namespace: Optional[str] = None,
+    ) -> Snapshot:
+        """Takes a snapshot of a session's /workspace; answers at once (see :meth:`wait_until_snapshot_ready`)."""
+        return self._call(snapshot_calls.create_snapshot(self._settings, session, name, ttl_seconds_after_ready,
+                                                         namespace))
+
+    def get_snapshot(self, name: str, *, namespace: Optional[str] = None) -> Snapshot:
+        """One snapshot."""
+        return self._call(snapshot_calls.get_snapshot(self._settings, name, namespace))
+
+    def list_snapshots(self, *, namespace: Optional[str] = None) -> list[Snapshot]:
+        """The snapshots of a namespace, sorted by name."""
+        return self._call(snapshot_calls.list_snapshots(self._settings, namespace))
+
+    def delete_snapshot(self, name: str, *, namespace: Optional[str] = None) -> None:
+        """Deletes a snapshot and its stored data."""
+        self._delete(snapshot_calls.delete_snapshot(self._settings, name, namespace))
+
+    def wait_until_snapshot_ready(
+        self, name: str, *, timeout: float = 300.0, interval: float = 1.0, namespace: Optional[str] = None
+    ) -> Snapshot:
+        """Polls until the snapshot is Ready; raises when it failed or after ``timeout``."""
+        poll = snapshot_calls.SnapshotPoll(name, timeout)
+        while not poll.is_ready(snap := self.get_snapshot(name, namespace=namespace)):
+            time.sleep(interval)
+        return snap
+
+    def fork(
+        self, session: str, count: int = 1, *, names: Optional[list[str]] = None,
+        ttl_seconds_after_ready: Optional[int] = None, namespace: Optional[str] = None,
+    ) -> ForkResult:
+        """Forks a session: a snapshot of its /workspace and ``count`` new sessions started from it.
+
+        Each new session has the source's image and settings and becomes ready once its copy is
+        verified against the snapshot's digest. Never retried (it creates).
+        """
+        return self._call(snapshot_calls.fork(self._settings, session, count, names, ttl_seconds_after_ready,
+                                              namespace))
 
     # -- I/O --------------------------------------------------------------------------------
 

@@ -52,6 +52,11 @@ class Session:
     last_activity_time: Optional[str] = None
     expires_at: Optional[str] = None
     created: bool = False
+    from_snapshot: Optional[str] = None
+    """The snapshot the workspace was restored from (spec.workspace.fromSnapshot), if any."""
+    workspace_verified: Optional[Mapping[str, str]] = None
+    """Condition WorkspaceVerified (``status``, ``reason``, ``message``): a restore verified against the
+    snapshot's digest, or a resumed workspace compared with the digest taken at suspension."""
     """From :meth:`Client.create_session`: whether this call created it (False: it existed)."""
 
     @classmethod
@@ -76,6 +81,8 @@ class Session:
                 last_activity_time=data.get("lastActivityTime"),
                 expires_at=data.get("expiresAt"),
                 created=created,
+                from_snapshot=data.get("fromSnapshot"),
+                workspace_verified=data.get("workspaceVerified"),
             )
         except (KeyError, TypeError) as exc:
             raise ProtocolError(f"unexpected session in the gateway's answer: {exc!r}") from exc
