@@ -22,3 +22,5 @@ bench-egress: node-deps ## HTTP p50 and throughput, sandbox -> test upstream, th
 	node egress-proxy/bench/run.mjs $(BENCH_EGRESS_ARGS)
 
 bench: bench-egress
+# --mode cluster (BENCH_EGRESS_ARGS) imports the TypeScript SDK through the e2e helpers.
+bench-egress: sdk-ts-build

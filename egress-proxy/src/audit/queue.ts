@@ -5,6 +5,11 @@
  */
 import type { AuditEvent } from '@sandbox-platform/api';
 
+/** Longest an event waits before its batch is appended, ms (one file append per batch). */
+const FLUSH_DELAY_MS = 50;
+/** A batch this large is appended at once. */
+const FLUSH_EVENTS = 500;
+
 /** A bounded batching queue in front of `append`. */
 export class AuditQueue {
   private pending: AuditEvent[] = [];
@@ -23,9 +28,10 @@ export class AuditQueue {
       return;
     }
     this.pending.push(event);
-    if (!this.scheduled) {
+    if (this.pending.length >= FLUSH_EVENTS) this.flush();
+    else if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      setTimeout(() => this.flush(), FLUSH_DELAY_MS);
     }
   }
 

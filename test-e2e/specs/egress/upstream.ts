@@ -13,8 +13,12 @@ import { join } from 'node:path';
 
 import type * as k8s from '@kubernetes/client-node';
 
-import { apiStatus, isNotFound, podReady, waitForPod, type KubeClients } from '../../src/framework/index.js';
-import { AGENT_IMAGE } from '../isolation/support.js';
+// Narrow imports (no jest globals): bench-egress --mode cluster imports this file outside jest.
+import { apiStatus, isNotFound, type KubeClients } from '../../src/framework/kube.js';
+import { podReady, waitForPod } from '../../src/framework/pods.js';
+
+/** The agent image: node, for the upstream's server. */
+const AGENT_IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
 
 export const UPSTREAM_NS = 'egress-e2e-upstream';
 export const HTTP_PORT = 8080;
