@@ -1,8 +1,9 @@
-/** One session: its name and live status, and its tabs (terminal, files, processes, previews). */
+/** One session: its name and live status, and its tabs (terminal, files, processes, previews, code). */
 import type { Session } from '@sandbox-platform/client';
 
 import type { Ctx, View } from '../context.js';
 import { el, replace } from '../dom.js';
+import { codeView } from './code.js';
 import { filesView } from './files.js';
 import { previewsView } from './previews.js';
 import { processesView } from './processes.js';
@@ -25,6 +26,7 @@ export function sessionView(panel: HTMLElement, ctx: Ctx, name: string): Session
       { id: 'files', label: 'Files', mount: (p) => filesView(p, ctx, name) },
       { id: 'processes', label: 'Processes', mount: (p) => processesView(p, ctx, name) },
       { id: 'previews', label: 'Previews', mount: (p) => previewsView(p, ctx, name) },
+      { id: 'code', label: 'Code', mount: (p) => codeView(p, ctx, name) },
     ],
     'session',
   );

@@ -15,6 +15,7 @@ import {
   webSocketUrl,
 } from '../../src/api.js';
 import { LISTING_COMMAND, joinPath, parentPath, parseListing } from '../../src/listing.js';
+import { stripAnsi } from '../../src/views/code.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -108,5 +109,13 @@ describe('index.html', () => {
     expect(html).not.toMatch(/\son[a-z]+=/i);
     expect(html).not.toMatch(/javascript:/i);
     expect(html.match(/__CSP_NONCE__/g)).toHaveLength(2);
+  });
+});
+
+describe('code tab', () => {
+  it('shows tracebacks without terminal colours', () => {
+    expect(stripAnsi('\u001b[0;31mZeroDivisionError\u001b[0m: division by zero')).toBe(
+      'ZeroDivisionError: division by zero',
+    );
   });
 });

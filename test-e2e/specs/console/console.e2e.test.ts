@@ -6,6 +6,7 @@
  * web server in the sandbox and opens its preview through a signed link (and sees a short-lived
  * link fail once expired, and a link fail on another session's origin), the other tenant's key
  * sees none of the first tenant's sessions, and the session is deleted (its preview then fails).
+ * A second session on the code interpreter's image runs Python in the code tab.
  * Every step leaves a screenshot under test-e2e/artifacts/console/<time>/. The first load's JS on
  * the wire must be within the issue's budget (300 KB gzipped); its speed is make bench-console's.
  *
@@ -33,6 +34,9 @@ const NAMESPACE = env('E2E_NAMESPACE');
 const CONSOLE = new URL('/console/', BASE).href;
 const SESSION = uniqueName('console');
 const MARKER = `preview-${SESSION}`;
+/** A second session, on the image with the code interpreter, for the code tab. */
+const PY_SESSION = `${SESSION}-py`;
+const PY_IMAGE = process.env.E2E_PYTHON_IMAGE ?? 'localhost/sandbox-platform/sandbox-python:dev';
 /** Port of the web server started in the sandbox. */
 const PORT = 8000;
 
@@ -71,11 +75,13 @@ describe('web console in Chromium', () => {
     );
 
   afterAll(async () => {
-    // The session goes even when a step failed before the delete step.
-    await fetch(new URL(`/v1/sessions/${SESSION}?namespace=${NAMESPACE}`, BASE), {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${KEY}` },
-    }).catch(() => undefined);
+    // The sessions go even when a step failed before the delete step.
+    for (const name of [SESSION, PY_SESSION]) {
+      await fetch(new URL(`/v1/sessions/${name}?namespace=${NAMESPACE}`, BASE), {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${KEY}` },
+      }).catch(() => undefined);
+    }
     await browser?.close();
   });
 
@@ -226,6 +232,24 @@ describe('web console in Chromium', () => {
     await shots.take(expired, 'preview-link-expired');
     await expired.close();
   });
+
+  step(
+    'runs Python in the code tab of a session on the code interpreter image',
+    async () => {
+      await page.getByLabel('Name (optional)').fill(PY_SESSION);
+      await page.getByLabel('Image (optional)').fill(PY_IMAGE);
+      await page.getByRole('button', { name: 'Create session' }).click();
+      await untilText(page.locator(`tr[data-session="${PY_SESSION}"] td`).nth(1), /^ready$/, 240_000);
+      await page.getByRole('tab', { name: 'Code' }).click();
+      await page.getByLabel(/^Python code/).fill("print('hi from python')\n21 * 2");
+      await page.getByRole('button', { name: 'Run code' }).click();
+      await untilText(page.locator('#session-panel-code .hint'), /^Run ok in \d+ ms/, 120_000);
+      expect(await page.locator('.code-out pre.code-stdout').first().textContent()).toBe('hi from python\n');
+      expect(await page.locator('.code-out pre.code-result').first().textContent()).toBe('42');
+      await shots.take(page, 'code-run');
+    },
+    300_000,
+  );
 
   step("another tenant's key sees none of the first tenant's sessions", async () => {
     const otherContext = await browser.newContext();

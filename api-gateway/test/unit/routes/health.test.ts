@@ -73,6 +73,7 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/files/{path}',
       '/v1/sessions/{name}/ports/{port}',
       '/v1/sessions/{name}/ports/{port}/{path}',
+      '/v1/sessions/{name}/previews',
       '/v1/sessions/{name}/processes',
       '/v1/sessions/{name}/processes/{id}',
       '/v1/sessions/{name}/processes/{id}/output',
