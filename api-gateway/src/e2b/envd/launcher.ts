@@ -176,21 +176,35 @@ function pickMarker(json: object): Marker {
   return out;
 }
 
+/** Exit status of an input, close or resize script whose process never made its FIFOs. */
+export const EXIT_NOT_READY = 3;
+
+/**
+ * Waits (at most 5 s) until `test` holds for `file`: a call may come right after the start event,
+ * before the launcher has made its FIFOs. Never creates the file itself (a write to a path that is
+ * not a FIFO yet would make a regular file there and break the launcher's mkfifo).
+ */
+function awaitFile(test: '-p' | '-f', file: string): string {
+  return `i=0; while [ ! ${test} ${file} ]; do i=$((i+1)); [ $i -gt 50 ] && exit ${EXIT_NOT_READY}; sleep 0.1; done`;
+}
+
 /** Writes the command's stdin (the caller passes the bytes as the exec's stdin) into the FIFO. */
 export function inputScript(io: string): string {
-  return `exec cat >${ioDir(io)}/in`;
+  const f = `${ioDir(io)}/in`;
+  return `${awaitFile('-p', f)}\nexec cat >${f}`;
 }
 
 /** Ends the process's stdin: the keeper, the last writer, goes. */
 export function closeStdinScript(io: string): string {
-  const d = ioDir(io);
-  return `k=$(cat ${d}/keeper 2>/dev/null) && kill "$k" 2>/dev/null; exit 0`;
+  const f = `${ioDir(io)}/keeper`;
+  return `${awaitFile('-f', f)}\nk=$(cat ${f}) && kill "$k" 2>/dev/null; exit 0`;
 }
 
 /** Resizes a terminal. */
 export function resizeScript(io: string, cols: number, rows: number): string {
   checkPty({ cols, rows });
-  return `printf '%s %s\\n' ${cols} ${rows} >${ioDir(io)}/ctl`;
+  const f = `${ioDir(io)}/ctl`;
+  return `${awaitFile('-p', f)}\nprintf '%s %s\\n' ${cols} ${rows} >${f}`;
 }
 
 /** Removes a process's FIFO directory (after the process was removed). */

@@ -49,12 +49,19 @@ export function outputBytes(line: ProcessOutputEvent): number {
   return Buffer.byteLength(line.data, line.encoding === 'base64' ? 'base64' : 'utf8');
 }
 
-/** An output line as a data event (a terminal's output is `pty` data). */
-export function dataEvent(line: ProcessOutputEvent, pty: boolean): ProcessEventInit {
+/**
+ * An output line as a data event, or none: a terminal's output (stdout) is `pty` data; its stderr
+ * is only the launcher's own (the PTY helper's is /dev/null), not the terminal's, and is dropped.
+ */
+export function dataEvent(line: ProcessOutputEvent, pty: boolean): ProcessEventInit | undefined {
   const bytes = outputData(line);
+  if (pty)
+    return line.type === 'stdout'
+      ? { event: { case: 'data', value: { output: { case: 'pty', value: bytes } } } }
+      : undefined;
   const output =
-    pty || line.type === 'stdout'
-      ? { case: pty ? ('pty' as const) : ('stdout' as const), value: bytes }
+    line.type === 'stdout'
+      ? { case: 'stdout' as const, value: bytes }
       : { case: 'stderr' as const, value: bytes };
   return { event: { case: 'data', value: { output } } };
 }

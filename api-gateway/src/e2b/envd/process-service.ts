@@ -16,7 +16,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { FastifyBaseLogger } from 'fastify';
 
 import { ProblemError, isProblemError } from '../../errors.js';
-import type { CallOptions } from '../../exec/types.js';
+import type { CallOptions, ExecResult } from '../../exec/types.js';
 import type { ExecService } from '../../service/exec-service.js';
 import type { ProcessService, SessionRef } from '../../service/process-service.js';
 import {
@@ -33,6 +33,7 @@ import { guarded, guardedStream } from './errors.js';
 import {
   checkEnvs,
   cleanupScript,
+  EXIT_NOT_READY,
   closeStdinScript,
   inputScript,
   launcherScript,
@@ -74,14 +75,10 @@ async function* relay(
 ): AsyncGenerator<ProcessEventInit, ExitEvent | undefined> {
   try {
     for await (const item of withKeepalive(followLines(stream), tickMs)) {
-      if (item === TICK) {
-        yield keepaliveEvent();
-      } else if (item.type === 'exit') {
-        return item;
-      } else {
-        offsets[item.type] = item.offset + outputBytes(item);
-        yield dataEvent(item, pty);
-      }
+      if (item !== TICK && item.type === 'exit') return item;
+      if (item !== TICK) offsets[item.type] = item.offset + outputBytes(item);
+      const event = item === TICK ? keepaliveEvent() : dataEvent(item, pty);
+      if (event) yield event;
     }
     return undefined;
   } finally {
@@ -315,7 +312,7 @@ export class EnvdProcesses {
       opts,
     );
     if (r.exitCode !== 0)
-      throw new ProblemError('process-not-found', `cannot write to the process: ${stderrLine(r)}`);
+      throw new ProblemError('process-not-found', `cannot write to the process: ${failure(r)}`);
   }
 
   private async closeStdin(selector: Selector | undefined, ctx: HandlerContext): Promise<object> {
@@ -328,7 +325,13 @@ export class EnvdProcesses {
         'the process has no stdin to close (a terminal takes Ctrl-D as input)',
       );
     }
-    await runScript(this.d.execs, ref, { script: closeStdinScript(marker.io), timeoutSeconds: 10 }, opts);
+    const r = await runScript(
+      this.d.execs,
+      ref,
+      { script: closeStdinScript(marker.io), timeoutSeconds: 10 },
+      opts,
+    );
+    if (r.exitCode !== 0) throw new ProblemError('process-not-found', `cannot close stdin: ${failure(r)}`);
     return {};
   }
 
@@ -349,7 +352,14 @@ export class EnvdProcesses {
       opts,
     );
     if (r.exitCode !== 0)
-      throw new ProblemError('process-not-found', `cannot resize the terminal: ${stderrLine(r)}`);
+      throw new ProblemError('process-not-found', `cannot resize the terminal: ${failure(r)}`);
     return {};
   }
+}
+
+/** Why an input, close or resize script failed. */
+function failure(r: ExecResult): string {
+  return r.exitCode === EXIT_NOT_READY
+    ? 'the process has not made its input channel (it may have exited)'
+    : stderrLine(r);
 }

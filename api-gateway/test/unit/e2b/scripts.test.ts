@@ -3,7 +3,7 @@
  * shape, their parsing, and what they do in a real bash with GNU find on a temporary directory.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,6 +23,7 @@ import {
 } from '../../../src/e2b/envd/fs-scripts.js';
 import {
   checkEnvs,
+  EXIT_NOT_READY,
   inputScript,
   ioDir,
   launcherScript,
@@ -86,7 +87,27 @@ describe('launcher', () => {
     expect(() => launcherScript({ cmd: 'x', args: [], stdin: false, pty: { cols: 0, rows: 5 } })).toThrow(
       /pty size/,
     );
-    expect(inputScript(IO)).toBe(`exec cat >${ioDir(IO)}/in`);
+    expect(inputScript(IO)).toContain(`exec cat >${ioDir(IO)}/in`);
+  });
+});
+
+describe('input scripts in a real bash', () => {
+  it('wait for the FIFO the launcher makes and never create a file in its place', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'e2b-in-'));
+    const script = inputScript(IO).replaceAll(ioDir(IO), dir);
+    try {
+      // The FIFO does not exist yet: the writer waits, then gives up with EXIT_NOT_READY (3)...
+      const early = await bash(`${script.replace('-gt 50', '-gt 2')}`);
+      expect(early.code).toBe(EXIT_NOT_READY);
+      await expect(stat(join(dir, 'in'))).rejects.toMatchObject({ code: 'ENOENT' });
+      // ...and writes once a reader holds it (the launcher's process).
+      await bash(`mkfifo ${join(dir, 'in')}`);
+      const reader = bash(`cat ${join(dir, 'in')}`);
+      await bash(`printf typed | {\n${script}\n}`);
+      expect((await reader).stdout.toString()).toBe('typed');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
