@@ -9,6 +9,7 @@ import { exec } from './commands/exec.js';
 import { create, get, remove, resume, suspend, wait } from './commands/sessions.js';
 import { shell } from './commands/shell.js';
 import { fork, snapshot } from './commands/snapshots.js';
+import { audit, egress } from './commands/egress.js';
 import type { Context } from './io.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -129,6 +130,28 @@ export const COMMANDS: Command[] = [
       '--wait        create: wait until it is Ready (up to --timeout, default 300s)',
     ],
     run: snapshot,
+  },
+  {
+    name: 'egress',
+    usage: 'egress get NAME | egress set NAME --allow HOST[:PORT,...]... [--no-defaults]',
+    summary: "Show or replace a session's egress rules (hosts it may reach through the egress proxy)",
+    flags: { allow: { type: 'string', multiple: true }, 'no-defaults': { type: 'boolean' } },
+    flagHelp: [
+      '--allow H[:P,..] allow host H (a name or *.suffix) on ports P (default 80,443); repeatable',
+      "--no-defaults    do not also allow the namespace's default rules",
+    ],
+    run: egress,
+  },
+  {
+    name: 'audit',
+    usage: 'audit NAME [--after N] [--limit N] | audit verify NAME',
+    summary: "List a session's audit records, or verify their hash chain (exit 1 when broken)",
+    flags: { after: { type: 'string' }, limit: { type: 'string' } },
+    flagHelp: [
+      '--after N     records with seq > N (default 0)',
+      '--limit N     at most N records (1..1000, default 100)',
+    ],
+    run: audit,
   },
   {
     name: 'exec',

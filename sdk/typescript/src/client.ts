@@ -14,6 +14,8 @@ import {
   type RetryOptions,
 } from './http.js';
 import * as code from './code.js';
+import * as egress from './egress.js';
+import type { AuditPage, AuditVerification, Egress } from './egress.js';
 import * as snapshots from './snapshots.js';
 import type { ForkRequest, ForkResult, Snapshot, SnapshotRequest } from './snapshots.js';
 import { encodeBase64 } from './encoding.js';
@@ -513,6 +515,33 @@ export class SandboxClient {
   /** Deletes a snapshot (its stored data goes with it). */
   deleteSnapshot(name: string, opts?: string | CallOptions): Promise<void> {
     return snapshots.deleteSnapshot(this.caller, name, opts);
+  }
+
+  /** A session's egress rules (docs/egress.md). */
+  getEgress(name: string, opts?: string | CallOptions): Promise<Egress> {
+    return egress.getEgress(this.caller, name, opts);
+  }
+
+  /**
+   * Replaces a session's egress rules; the egress proxy applies them within a second. A host the
+   * namespace's policy does not allow is refused (PolicyViolation, 403).
+   */
+  setEgress(name: string, rules: Egress, opts?: string | CallOptions): Promise<Egress> {
+    return egress.setEgress(this.caller, name, rules, opts);
+  }
+
+  /** One page of a session's audit records, oldest first (afterSeq: the previous page's nextSeq). */
+  auditRecords(
+    name: string,
+    page: { afterSeq?: number; limit?: number } = {},
+    opts?: string | CallOptions,
+  ): Promise<AuditPage> {
+    return egress.auditRecords(this.caller, name, page, opts);
+  }
+
+  /** Recomputes the session's audit hash chain over what is stored; `valid` false names the first broken record. */
+  verifyAudit(name: string, opts?: string | CallOptions): Promise<AuditVerification> {
+    return egress.verifyAudit(this.caller, name, opts);
   }
 
   /** Polls a snapshot until it is ready; throws when it failed or is not ready in time. */

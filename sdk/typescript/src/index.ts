@@ -70,4 +70,5 @@ export type {
   WriteFileResult,
 } from './types.js';
 export type { ForkRequest, ForkResult, Snapshot, SnapshotRequest } from './snapshots.js';
+export type { AuditPage, AuditRecord, AuditVerification, Egress, EgressRule } from './egress.js';
 export { VERSION } from './version.js';
