@@ -35,7 +35,7 @@ import { createLeaseStore } from './kube/lease-store.js';
 import { Resync } from './kube/resync.js';
 import { createRuntimeClassLookup, DefaultRuntimeClass } from './kube/runtime-class.js';
 import { SessionCache } from './kube/session-cache.js';
-import { SessionChangeFilter } from './kube/session-change-filter.js';
+import { SessionChangeFilter, type QueuePriority } from './kube/session-change-filter.js';
 import { createTenantSecretReader } from './kube/tenant-secrets.js';
 import { createSessionStore } from './kube/session-store.js';
 import type { ClaimView, PodView, SecretView } from './kube/views.js';
@@ -91,12 +91,21 @@ async function main(): Promise<void> {
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
   // informers feed it); the queue is created held, and Workload.start releases it once every
   // informer has listed.
-  const queue = createQueue(config, (key) => reconcile(key, deps), { metrics, logger, tracing });
+  // Progress-only status writes held in a burst are made once the queue has drained.
+  const statusDeferral = new StatusDeferral();
+  const queue = createQueue(config, (key) => reconcile(key, deps), {
+    metrics,
+    logger,
+    tracing,
+    onIdle: () => statusDeferral.release().forEach((key) => queue.add(key)),
+  });
   metrics.workQueue.observe(queue);
-  const enqueue = (source: string) => (key: string) => {
-    metrics.watchEvents.inc({ source });
-    queue.add(key);
-  };
+  const enqueue =
+    (source: string, priority: QueuePriority = 'normal') =>
+    (key: string) => {
+      metrics.watchEvents.inc({ source });
+      queue.add(key, priority);
+    };
   // What this process just created, until the informers show it (kube/created-overlay.ts).
   const created = {
     pods: new CreatedOverlay<PodView>(),
@@ -175,19 +184,21 @@ async function main(): Promise<void> {
     tracePhase: tracing && ((name, run) => tracing.tracePhase(name, run)),
     logger,
     otherWork: () => queue.depth + Math.max(0, queue.inFlight - 1),
-    statusDeferral: new StatusDeferral(),
+    statusDeferral,
     pools: pools.claims,
     restores: snapshots.restores,
   };
   const filter = new SessionChangeFilter();
   const workload = new Workload({
-    informers: [...informers.all, pools, snapshots],
+    // Child informers are read-only caches, warm on the standby too; pools and snapshots write.
+    caches: informers.all,
+    informers: [pools, snapshots],
     queue,
     events,
     resync: new Resync({
       sessions: deps.sessions,
       intervalMs: config.resyncMs,
-      enqueue: enqueue('resync'),
+      enqueue: enqueue('resync', 'low'),
       known: () => registry.keys(),
       logger,
     }),
@@ -202,7 +213,9 @@ async function main(): Promise<void> {
           // the next status write needs); only the ones that matter queue a reconcile.
           if (event.type === 'DELETED') cache.forget(event.key);
           else cache.observe(event.object);
-          if (filter.admit(event.type, event.key, event.object)) enqueue('sessions')(event.key);
+          // A replay of a settled session waits behind new sessions and real changes.
+          const lane = filter.classify(event.type, event.key, event.object);
+          if (lane) enqueue('sessions', lane)(event.key);
         },
       });
     },
@@ -264,11 +277,17 @@ async function main(): Promise<void> {
 function createQueue(
   config: OperatorConfig,
   handle: (key: SessionKey) => Promise<ReconcileResult>,
-  { metrics, logger, tracing }: { metrics: OperatorMetrics; logger: Logger; tracing?: Tracing },
+  {
+    metrics,
+    logger,
+    tracing,
+    onIdle,
+  }: { metrics: OperatorMetrics; logger: Logger; tracing?: Tracing; onIdle: () => void },
 ): WorkQueue {
   const run = (key: string): Promise<ReconcileResult> => handle(parseKey(key));
   return new WorkQueue({
     held: true,
+    onIdle,
     concurrency: config.concurrency,
     backoff: config.backoff,
     handler: tracing ? (key) => tracing.traceReconcile(key, () => run(key)) : run,

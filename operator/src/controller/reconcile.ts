@@ -5,8 +5,8 @@
  * (the read was stale, or the session changed meanwhile) runs the reconcile again at once.
  *
  * In a burst, a status write that only reports progress (Creating, PodPending) waits while other
- * sessions are queued or being reconciled, up to a bound (status-deferral.ts): Secrets and Pods
- * first, status after.
+ * sessions are queued or being reconciled, until the session changes, the queue drains or a bound
+ * passes (status-deferral.ts): Secrets and Pods first, and mostly Ready as the only status write.
  *
  *   live session:       claimPooledPod (a warm Pod of a pool, docs/adr/0016; its Secret alongside)
  *                       -> ensureSecret -> ensureWorkspace -> ensurePod -> ensureRestored (a
@@ -33,9 +33,10 @@ import { suspendPod } from './suspend-phase.js';
 import { isSuspended, resumeTimeOf } from './suspension.js';
 import { ensureWorkspace } from './workspace-phase.js';
 import { ensureRestored } from '../snapshot/restore-phase.js';
+import { verifyResumedWorkspace } from '../snapshot/resume-phase.js';
 import { keyString, type SessionKey } from './session-key.js';
 import { collectedReason, computeStatus, type Outcome } from './status.js';
-import { DEFER_RETRY_MS, isProgressOnly } from './status-deferral.js';
+import { isProgressOnly } from './status-deferral.js';
 import { statusEqual } from './status-patch.js';
 import { writeStatus } from './status-write.js';
 import { parseTime } from './time.js';
@@ -76,8 +77,11 @@ export async function reconcile(key: SessionKey, deps: ControllerDeps): Promise<
   if (scope.deleted) return {};
   const computed = computeStatus(statusInputsOf(scope, outcomeOf(scope, run.failure)));
   const changed = !statusEqual(scope.writtenStatus ?? scope.session.status, computed);
-  if (run.failure === undefined && changed && holdStatus(scope, deps, computed))
-    return { requeueAfterMs: DEFER_RETRY_MS };
+  if (run.failure === undefined && changed && holdStatus(scope, deps, computed)) {
+    // Not polled: a change of its Pod, the queue draining or this deadline brings it back.
+    const dueInMs = deps.statusDeferral.dueInMs(keyString(key), scope.now.getTime());
+    return { requeueAfterMs: soonest(dueInMs, run.requeueAfterMs) };
+  }
   const written = await writeStatus(scope, deps, computed, changed);
   if (run.failure !== undefined) throw asError(run.failure);
   return { requeueAfterMs: written ? run.requeueAfterMs : 0 };
@@ -94,7 +98,7 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
   const provision = await runPhases(
     isSuspended(scope.session)
       ? [suspendPod, ensureSecret, ensureWorkspace]
-      : [claimPooledPod, ensureSecret, ensureWorkspace, ensurePod, ensureRestored],
+      : [claimPooledPod, ensureSecret, ensureWorkspace, ensurePod, ensureRestored, verifyResumedWorkspace],
     scope,
     deps,
   );

@@ -6,7 +6,10 @@
  * - per-key serialization: a key is never processed by two workers at once; a key added while it
  *   is being processed is marked dirty and processed once more afterwards (level-triggered: the
  *   re-run sees everything that changed meanwhile);
- * - N workers, FIFO among keys;
+ * - N workers, FIFO among keys, in two lanes: keys added as `low` (a replay of what is settled:
+ *   the resync, a new leader's initial lists, a watch replaying unchanged sessions) wait until no
+ *   other key does, so that a change, e.g. a new session, never waits behind thousands of
+ *   sessions that only need a look (docs/adr/0032); adding a low key normally moves it ahead;
  * - per-key exponential backoff with jitter after a failure, reset by a success;
  * - addAfter keeps the earliest pending wake-up per key (requeue at a deadline);
  * - shutdown stops taking work, drops what is waiting, and waits for in-flight work to finish.
@@ -58,6 +61,11 @@ export interface WorkQueueOptions {
   readonly held?: boolean;
   readonly random?: () => number;
   readonly now?: () => number;
+  /**
+   * Called when a key finished and nothing is waiting or running any more (a burst is over);
+   * may add keys. Wake-ups set by addAfter do not count as waiting.
+   */
+  readonly onIdle?: () => void;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -70,6 +78,8 @@ interface Timer {
 /** The queue. */
 export class WorkQueue {
   private readonly pending = new Set<string>();
+  /** Waiting keys of the low lane (never also in `pending`). */
+  private readonly lowPending = new Set<string>();
   /** Keys being processed, with when their processing started. */
   private readonly running = new Map<string, number>();
   private readonly dirty = new Set<string>();
@@ -91,9 +101,9 @@ export class WorkQueue {
     this.maxDelayMs = Math.min(opts.maxDelayMs ?? MAX_TIMER_MS, MAX_TIMER_MS);
   }
 
-  /** Keys waiting to be processed (not counting the ones running). */
+  /** Keys waiting to be processed, both lanes (not counting the ones running). */
   get depth(): number {
-    return this.pending.size;
+    return this.pending.size + this.lowPending.size;
   }
 
   /** Keys being processed right now. */
@@ -117,8 +127,11 @@ export class WorkQueue {
     this.pump();
   }
 
-  /** Queues a key for processing now. */
-  add(key: string): void {
+  /**
+   * Queues a key for processing now; `low`: only once no normal key waits (a settled object's
+   * replay). A waiting low key added normally moves to the normal lane.
+   */
+  add(key: string, priority: 'normal' | 'low' = 'normal'): void {
     if (this.closed) return;
     if (this.running.has(key)) {
       if (!this.dirty.has(key)) this.added(key);
@@ -126,10 +139,22 @@ export class WorkQueue {
       return;
     }
     if (this.pending.has(key)) return;
-    if (!this.addedAt.has(key)) this.added(key);
-    this.pending.add(key);
-    this.opts.hooks?.onDepth?.(this.pending.size);
+    if (this.lowPending.has(key)) {
+      if (priority === 'low') return;
+      this.lowPending.delete(key);
+    } else if (!this.addedAt.has(key)) this.added(key);
+    (priority === 'low' ? this.lowPending : this.pending).add(key);
+    this.opts.hooks?.onDepth?.(this.depth);
     this.pump();
+  }
+
+  /**
+   * Moves every waiting key to the low lane: what the caches' initial lists queued while the
+   * queue was held, once they are known to be replays (the new leader's start).
+   */
+  demoteWaiting(): void {
+    for (const key of this.pending) this.lowPending.add(key);
+    this.pending.clear();
   }
 
   private added(key: string): void {
@@ -174,6 +199,7 @@ export class WorkQueue {
     for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
     this.pending.clear();
+    this.lowPending.clear();
     this.dirty.clear();
     this.addedAt.clear();
     this.opts.hooks?.onDepth?.(0);
@@ -191,12 +217,13 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.closed && !this.held && this.running.size < this.opts.concurrency && this.pending.size > 0) {
-      const key = this.pending.values().next().value as string;
+    while (!this.closed && !this.held && this.running.size < this.opts.concurrency && this.depth > 0) {
+      const lane = this.pending.size > 0 ? this.pending : this.lowPending;
+      const key = lane.values().next().value as string;
       const started = this.now();
-      this.pending.delete(key);
+      lane.delete(key);
       this.running.set(key, started);
-      this.opts.hooks?.onDepth?.(this.pending.size);
+      this.opts.hooks?.onDepth?.(this.depth);
       this.opts.hooks?.onStart?.(key, started - (this.addedAt.get(key) ?? started));
       this.addedAt.delete(key);
       void this.process(key, started);
@@ -226,6 +253,7 @@ export class WorkQueue {
     this.opts.hooks?.onDone?.(key, this.now() - started, ok);
     if (this.dirty.delete(key)) this.add(key);
     this.pump();
+    if (!this.closed && this.running.size === 0 && this.depth === 0) this.opts.onIdle?.();
     if (this.closed && this.running.size === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];

@@ -3,7 +3,8 @@
  * gracefully on SIGTERM.
  *
  * - standby: not reconciling, /readyz OK (a standby that is never ready would block every rolling
- *   update of a 2-replica Deployment);
+ *   update of a 2-replica Deployment); its caches are warm (the workload's warm(): listed and
+ *   watching, the queue held), so taking over costs no LIST (docs/adr/0032);
  * - leader: the workload runs; /readyz OK once its caches are synced;
  * - lease lost (renewal failed for renewDeadline): exit 1 at once, without draining: another
  *   replica may already be reconciling, and the kubelet restarts this one as a standby;
@@ -17,6 +18,8 @@ import { errorFields } from '../telemetry/logger.js';
 /** The workload as the supervisor sees it. */
 export interface SupervisedWorkload {
   readonly isStarted: boolean;
+  /** Fills the caches without reconciling (a standby's); start() waits for it. */
+  warm?(): Promise<void>;
   start(): Promise<void>;
   stop(timeoutMs: number): Promise<boolean>;
 }
@@ -50,6 +53,11 @@ export class Supervisor {
   async run(): Promise<void> {
     const elector = this.opts.elector;
     if (elector) {
+      this.opts.workload
+        .warm?.()
+        .catch((err: unknown) =>
+          this.opts.logger.warn('warming the caches failed; the leader start retries', errorFields(err)),
+        );
       this.opts.logger.info('waiting for leader lease');
       if (!(await elector.acquire())) return;
       if (this.stopping) return;

@@ -114,7 +114,40 @@ export const SESSION_RESOURCES = ['sandboxsessions', 'pods', 'secrets', 'events'
 
 /** nodejs_heap_size_used_bytes of a process's /metrics (podIP:port), in MB; undefined on failure. */
 export async function heapUsedMb(ip: string, port: number): Promise<number | undefined> {
-  const text = await new Promise<string>((resolve) => {
+  const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(await metricsText(ip, port));
+  return m ? Number(m[1]) / 1048576 : undefined;
+}
+
+/**
+ * The operator's work counters from its /metrics: reconciles (the reconcile duration histogram's
+ * count) and watch events by source (sessions, pods, secrets, resync, ...).
+ */
+export async function operatorCounters(ip: string, port: number): Promise<Map<string, number>> {
+  const text = await metricsText(ip, port);
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^sandbox_operator_reconcile_duration_seconds_count\{[^}]*\} (\S+)$/gm))
+    out.set('reconciles', (out.get('reconciles') ?? 0) + Number(m[1]));
+  for (const m of text.matchAll(/^sandbox_operator_watch_events_total\{source="([^"]*)"\} (\S+)$/gm))
+    out.set(`${m[1]} events`, Number(m[2]));
+  return out;
+}
+
+/** Counter increases between two readings, per object: "name x.xx", largest first. */
+export function countersPerObject(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  n: number,
+): string {
+  return [...after]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const)
+    .filter(([, r]) => r >= 0.01)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, r]) => `${k} ${r.toFixed(2)}`)
+    .join(', ');
+}
+
+async function metricsText(ip: string, port: number): Promise<string> {
+  return new Promise<string>((resolve) => {
     const req = http.get({ host: ip, port, path: '/metrics', timeout: 5000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
@@ -125,6 +158,4 @@ export async function heapUsedMb(ip: string, port: number): Promise<number | und
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(''));
   });
-  const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
-  return m ? Number(m[1]) / 1048576 : undefined;
 }

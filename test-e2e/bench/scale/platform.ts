@@ -108,12 +108,20 @@ export function nodeProcesses(pods: readonly k8s.V1Pod[]): PodProcess[] {
   return findPodProcesses(pods, { command: 'node' });
 }
 
-/** The leader's pod and its node process. */
+/** The leader's node process. */
 export async function leaderProcess(kc: k8s.KubeConfig, core: k8s.CoreV1Api): Promise<PodProcess> {
+  return (await leader(kc, core)).proc;
+}
+
+/** The leader's pod and its node process. */
+export async function leader(
+  kc: k8s.KubeConfig,
+  core: k8s.CoreV1Api,
+): Promise<{ pod: k8s.V1Pod; proc: PodProcess }> {
   const [pods, holder] = await Promise.all([componentPods(core, 'operator'), leaseHolder(kc)]);
   const pod = pods.find((p) => p.metadata?.name === holder);
   if (!pod) throw new Error(`no running operator pod holds the Lease (holder ${holder ?? 'none'})`);
-  return nodeProcesses([pod])[0]!;
+  return { pod, proc: nodeProcesses([pod])[0]! };
 }
 
 /** A served-namespaces binding of another release of the chart, and what the bench changed. */

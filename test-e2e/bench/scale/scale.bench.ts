@@ -25,16 +25,18 @@ import { floorBurst, sessionBurst, type BurstContext } from './bursts.js';
 import { failover } from './failover.js';
 import { KubeHttp } from './kube-http.js';
 import { lookups } from './lookups.js';
-import { heapUsedMb, memory, startWindow } from './observe.js';
+import { countersPerObject, heapUsedMb, memory, operatorCounters, startWindow } from './observe.js';
 import {
   BENCH,
   componentPods,
   exemptFromOtherReleases,
   installRelease,
+  leader,
   leaderProcess,
   nodeProcesses,
   restoreExemptions,
   uninstallRelease,
+  type Exemption,
   type Tools,
 } from './platform.js';
 import { burstLine, compareLine, failoverLine, fixed, load, pct, windowLines } from './report.js';
@@ -54,6 +56,8 @@ const pushSizes = args.push ? args.push.split(',').map(Number) : [];
 const WORKERS = Number(args.workers);
 const IDLE = Number(args['idle-seconds']);
 const LOCALKUBE_DIR = process.env.LOCALKUBE_DIR ?? '.localkube';
+/** Bindings of other releases the bench exempted its namespace from (restored at the end). */
+const exemptions: Exemption[] = [];
 const SESSIONS_PATH = `/apis/${GROUP}/${VERSION}/namespaces/${BENCH.sandboxNamespace}/${PLURAL}`;
 
 function words(v: string | undefined): string[] {
@@ -80,7 +84,7 @@ async function main(): Promise<void> {
     `bench-scale: ${nodes} simulated nodes, sizes ${sizes.join(', ')}, ${WORKERS} workers, idle timeout ${IDLE} s; ${load()}`,
   );
   const http = await KubeHttp.from(kc, WORKERS + 4);
-  const exemptions = await exemptFromOtherReleases(kc);
+  await exempt(kc);
   try {
     const apiKey = installRelease(tools, words(process.env.BENCH_SET), words(process.env.BENCH_SET_STRING));
     await ensureFloorNamespace(core);
@@ -131,6 +135,16 @@ interface Gateway {
   readonly small: { p50: number; rssMb: number };
 }
 
+/**
+ * Exempts the bench's namespace from other releases' refusal (again before each burst: another
+ * `helm upgrade` of the platform release puts its own list back).
+ */
+async function exempt(kc: k8s.KubeConfig): Promise<void> {
+  for (const e of await exemptFromOtherReleases(kc)) {
+    if (!exemptions.some((x) => x.binding === e.binding)) exemptions.push(e);
+  }
+}
+
 /** Floor, then sessions, of one size; at the largest also lookups, failover and idle GC. */
 async function sizeRound(
   kc: k8s.KubeConfig,
@@ -147,7 +161,10 @@ async function sizeRound(
   windowLines(await end(), n).forEach((l) => console.log(l));
   await purge(http, `/api/v1/namespaces/${BENCH.floorNamespace}/pods`, BENCH.floorNamespace, 'secrets');
 
+  await exempt(kc);
   end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
+  const leaderIp = (await leader(kc, core)).pod.status!.podIP!;
+  const counters = await operatorCounters(leaderIp, 9090);
   let tracker: Parameters<NonNullable<Parameters<typeof sessionBurst>[4]>>[0] | undefined;
   const sessions = await sessionBurst(
     ctx(BENCH.sandboxNamespace, n),
@@ -158,6 +175,9 @@ async function sizeRound(
   );
   console.log(burstLine('sessions', sessions));
   windowLines(await end(), n).forEach((l) => console.log(l));
+  console.log(
+    `  operator, per session: ${countersPerObject(counters, await operatorCounters(leaderIp, 9090), n)}`,
+  );
   console.log(compareLine(n, floor, sessions));
   if (sessions.failures > 0 || sessions.latencies.length < n) {
     tracker?.stop();
@@ -202,6 +222,7 @@ async function pushRound(
   c: BurstContext,
   n: number,
 ): Promise<boolean> {
+  await exempt(kc);
   const before = await restarts(core);
   const end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
   const b = await sessionBurst(c, `p${n}`, n, 3600);

@@ -4,7 +4,7 @@ import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 import { NameConflictError } from '../../../src/controller/errors.js';
 import { RECONCILE_ERROR_MESSAGE, reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
-import { DEFER_RETRY_MS, MAX_DEFER_MS } from '../../../src/controller/status-deferral.js';
+import { MAX_DEFER_MS } from '../../../src/controller/status-deferral.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
 import { FakeClock, MASTER_KEY, controllerDeps, type MemoryObserver } from '../../fakes/fakes.js';
 import { phase, podView, ready } from '../../fixtures/pods.js';
@@ -193,7 +193,8 @@ describe('reconcile: bursts', () => {
     deps = { ...deps, otherWork: () => 5 };
     cluster.putSession(session());
     const first = await reconcile(KEY, deps);
-    expect(first.requeueAfterMs).toBe(DEFER_RETRY_MS);
+    // Not polled: back at the hold's deadline at the latest (its Pod's changes come sooner).
+    expect(first.requeueAfterMs).toBe(MAX_DEFER_MS);
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo']);
     expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedPod']);
     await reconcile(KEY, deps);
@@ -216,6 +217,18 @@ describe('reconcile: bursts', () => {
     clock.advance(1);
     await reconcile(KEY, deps);
     expect(cluster.writes.at(-1)).toBe('patchStatus demo');
+  });
+
+  it('makes a held write once the queue drained (release), even if work arrived again meanwhile', async () => {
+    deps = { ...deps, otherWork: () => 5 };
+    cluster.putSession(session());
+    await reconcile(KEY, deps);
+    clock.advance(1000);
+    expect((await reconcile(KEY, deps)).requeueAfterMs).toBe(MAX_DEFER_MS - 1000);
+    expect(deps.statusDeferral.release()).toEqual(['team-a/demo']);
+    await reconcile(KEY, deps);
+    expect(cluster.writes.at(-1)).toBe('patchStatus demo');
+    expect(deps.statusDeferral.size).toBe(0);
   });
 
   it('writes Ready at once, however busy', async () => {

@@ -45,6 +45,21 @@ describe('StatusDeferral', () => {
     expect(d.hold('a', 5000, true, true)).toBe(true);
   });
 
+  it('says when a held write is due, and lets every held write through once released', () => {
+    const d = new StatusDeferral(1000);
+    expect(d.dueInMs('a', 0)).toBe(0);
+    d.hold('a', 100, true, true);
+    d.hold('b', 300, true, true);
+    expect(d.dueInMs('a', 400)).toBe(700);
+    expect(d.release().sort()).toEqual(['a', 'b']);
+    // Busy again when reconciled (the released keys themselves are queued): written all the same.
+    expect(d.hold('a', 500, true, true)).toBe(false);
+    expect(d.hold('b', 500, true, true)).toBe(false);
+    expect(d.size).toBe(0);
+    // Only once: a later progress write is held again.
+    expect(d.hold('a', 600, true, true)).toBe(true);
+  });
+
   it('keeps sessions apart and clears a session whose write was made or that is gone', () => {
     const d = new StatusDeferral(1000);
     d.hold('a', 0, true, true);

@@ -39,4 +39,25 @@ describe('SessionChangeFilter', () => {
     expect(f.admit('MODIFIED', 'ns/b', obj())).toBe(true);
     expect(f.admit('MODIFIED', 'ns/b', obj({ uid: 'u2' }))).toBe(true);
   });
+
+  it('queues a replay low: an unchanged session again, or a new key that is already Ready for its generation', () => {
+    const f = new SessionChangeFilter();
+    const ready = (observedGeneration: number, status = 'True'): Record<string, unknown> => ({
+      status: { conditions: [{ type: 'Ready', status, observedGeneration }] },
+    });
+    // A new leader's first watch: settled sessions low, the others (a new one, one whose spec
+    // changed since it was Ready, one not Ready) first.
+    expect(f.classify('ADDED', 'ns/settled', { ...obj(), ...ready(1) })).toBe('low');
+    expect(f.classify('ADDED', 'ns/new', obj())).toBe('normal');
+    expect(f.classify('ADDED', 'ns/changed', { ...obj({ generation: 2 }), ...ready(1) })).toBe('normal');
+    expect(f.classify('ADDED', 'ns/pending', { ...obj(), ...ready(1, 'False') })).toBe('normal');
+    expect(f.classify('ADDED', 'ns/gone', { ...obj({ deletionTimestamp: 'x' }), ...ready(1) })).toBe(
+      'normal',
+    );
+    // A re-watch replays the new one unchanged: low now; a real change stays normal.
+    expect(f.classify('ADDED', 'ns/new', obj())).toBe('low');
+    expect(f.classify('ADDED', 'ns/new', obj({ generation: 2 }))).toBe('normal');
+    expect(f.classify('MODIFIED', 'ns/new', obj({ generation: 2 }))).toBeUndefined();
+    expect(f.classify('DELETED', 'ns/new', obj())).toBe('normal');
+  });
 });

@@ -47,6 +47,77 @@ describe('WorkQueue: held', () => {
   });
 });
 
+describe('WorkQueue: idle', () => {
+  it('calls onIdle once the last running key finished with nothing waiting, and takes keys it adds', async () => {
+    const runs: string[] = [];
+    let idle = 0;
+    const gates = new Map([['a', gate()]]);
+    const q: WorkQueue = queue(
+      async (key) => {
+        runs.push(key);
+        await gates.get(key)?.wait;
+        return {};
+      },
+      {
+        concurrency: 2,
+        onIdle: () => {
+          if (++idle === 1) q.add('released');
+        },
+      },
+    );
+    q.add('a');
+    q.add('b');
+    await flush();
+    expect(idle).toBe(0); // b finished, a still runs
+    gates.get('a')!.open();
+    await flush();
+    await flush();
+    expect(runs).toEqual(['a', 'b', 'released']);
+    expect(idle).toBe(2);
+  });
+});
+
+describe('WorkQueue: low lane', () => {
+  it('runs low keys only when no normal key waits; a normal add moves a waiting low key ahead', async () => {
+    const runs: string[] = [];
+    const q = queue(
+      async (key) => {
+        runs.push(key);
+        return {};
+      },
+      { held: true },
+    );
+    q.add('replay-1', 'low');
+    q.add('replay-2', 'low');
+    q.add('replay-3', 'low');
+    q.add('new');
+    q.add('replay-3'); // changed meanwhile: normal now
+    q.add('new', 'low'); // already waiting normally: stays normal
+    expect(q.depth).toBe(4);
+    q.release();
+    await flush();
+    expect(runs).toEqual(['new', 'replay-3', 'replay-1', 'replay-2']);
+  });
+
+  it('demoteWaiting moves what waits to the low lane (the initial lists of a new leader)', async () => {
+    const runs: string[] = [];
+    const q = queue(
+      async (key) => {
+        runs.push(key);
+        return {};
+      },
+      { held: true },
+    );
+    q.add('listed-1');
+    q.add('listed-2');
+    q.demoteWaiting();
+    q.add('created');
+    q.release();
+    await flush();
+    expect(runs).toEqual(['created', 'listed-1', 'listed-2']);
+  });
+});
+
 describe('WorkQueue: dedupe and per-key serialization', () => {
   it('queues a waiting key once however often it is added', async () => {
     const runs: string[] = [];

@@ -31,6 +31,9 @@ class Work implements SupervisedWorkload {
   constructor(log: string[]) {
     this.log = log;
   }
+  async warm(): Promise<void> {
+    this.log.push('warm');
+  }
   async start(): Promise<void> {
     this.log.push('start');
     this.isStarted = true;
@@ -75,10 +78,10 @@ describe('Supervisor', () => {
     const { sup, log } = setup(lease);
     expect(sup.isReady()).toBe(true);
     await sup.run();
-    expect(log).toEqual(['leader', 'start']);
+    expect(log).toEqual(['warm', 'leader', 'start']);
     expect(sup.isReady()).toBe(true);
     await sup.shutdown('SIGTERM');
-    expect(log).toEqual(['leader', 'start', 'stop', 'drained', 'not-leader', 'exit 0']);
+    expect(log).toEqual(['warm', 'leader', 'start', 'stop', 'drained', 'not-leader', 'exit 0']);
     expect(lease.record?.holderIdentity).toBe('');
     expect(sup.isReady()).toBe(false);
   });
@@ -88,7 +91,7 @@ describe('Supervisor', () => {
     const { sup, log } = setup(lease);
     await sup.run();
     await sup.shutdown('session watch stale', true);
-    expect(log).toEqual(['leader', 'start', 'stop', 'drained', 'not-leader', 'exit 1']);
+    expect(log).toEqual(['warm', 'leader', 'start', 'stop', 'drained', 'not-leader', 'exit 1']);
     expect(lease.record?.holderIdentity).toBe('');
   });
 
@@ -103,11 +106,12 @@ describe('Supervisor', () => {
     const { sup, log } = setup(lease);
     const running = sup.run();
     await new Promise((r) => setTimeout(r, 50));
-    expect(log).toEqual([]);
+    // Warm (caches listed and watching, docs/adr/0032) but not working.
+    expect(log).toEqual(['warm']);
     expect(sup.isReady()).toBe(true);
     await sup.shutdown('SIGTERM');
     await running;
-    expect(log).toEqual(['stop', 'drained', 'not-leader', 'exit 0']);
+    expect(log).toEqual(['warm', 'stop', 'drained', 'not-leader', 'exit 0']);
     expect(lease.record.holderIdentity).toBe('other');
   });
 

@@ -71,4 +71,59 @@ describe('Workload.start', () => {
     expect(seen.filter((s) => !s.poolsListed)).toEqual([]);
     await workload.stop(1000);
   });
+
+  it('warm (a standby): caches list and the watch runs, nothing is reconciled; the leader then takes new sessions before replays', async () => {
+    const seen: string[] = [];
+    const queue = new WorkQueue({
+      held: true,
+      concurrency: 1,
+      backoff: BACKOFF,
+      handler: async (key) => {
+        seen.push(key);
+        return {};
+      },
+    });
+    const starts: string[] = [];
+    // The child informers' LIST finds the children of 3 settled sessions.
+    const caches: Startable = {
+      start: async () => {
+        starts.push('caches');
+        ['ns/old-1', 'ns/old-2', 'ns/old-3'].forEach((k) => queue.add(k));
+      },
+      stop: async () => undefined,
+    };
+    const controllers: Startable = {
+      start: async () => void starts.push('controllers'),
+      stop: async () => undefined,
+    };
+    const logger = new MemoryLogger();
+    const workload = new Workload({
+      caches: [caches],
+      informers: [controllers],
+      queue,
+      resync: new Resync({
+        sessions: { listKeys: async () => [] } as unknown as SessionStore,
+        intervalMs: 60_000,
+        enqueue: (key) => queue.add(key, 'low'),
+        known: () => [],
+        logger,
+      }),
+      startWatch: async () => {
+        starts.push('watch');
+        return { close: () => undefined };
+      },
+      logger,
+    });
+    await workload.warm();
+    await workload.warm();
+    // While standing by, a session is created: the watch queues it (held).
+    queue.add('ns/new');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([starts, seen, queue.depth]).toEqual([['caches', 'watch'], [], 4]);
+    await workload.start();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(starts).toEqual(['caches', 'watch', 'controllers']);
+    expect(seen).toEqual(['ns/new', 'ns/old-1', 'ns/old-2', 'ns/old-3']);
+    await workload.stop(1000);
+  });
 });
