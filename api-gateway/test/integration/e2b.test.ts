@@ -5,12 +5,12 @@
  * templates (a real GET), and the namespaces of keys. The test plays the operator (GatewayEnv).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ANNOTATIONS, GROUP, POOL_PLURAL, VERSION } from '@sandbox-platform/api';
+import { ANNOTATIONS, GROUP, POOL_PLURAL, REASONS, VERSION } from '@sandbox-platform/api';
 // The SDK's ESM build: jest cannot load its CommonJS main (it require()s the ESM-only chalk).
 import { Sandbox, SandboxError, SandboxNotFoundError } from 'e2b/dist/index.mjs';
 
 import { METADATA_ANNOTATION } from '../../src/e2b/control/views.js';
-import { GatewayEnv, KEYS, type Gateway } from './gateway-env.js';
+import { GatewayEnv, KEYS, condition, type Gateway } from './gateway-env.js';
 
 describe('the E2B API on a real API server', () => {
   const env = new GatewayEnv();
@@ -27,12 +27,23 @@ describe('the E2B API on a real API server', () => {
     await env.setup();
     gw = await env.startGateway({ GATEWAY_MAX_WAIT_SECONDS: '30', GATEWAY_DEFAULT_WAIT_SECONDS: '30' });
     // The operator's part: every new session of tenant A gets a Ready Pod with a real agent.
+    // Suspension: the Pod goes (Ready=False/Suspended); a resume gets a new Pod and agent.
     const tick = async (): Promise<void> => {
       for (const s of await env.list(env.nsA.name)) {
         const name = s.metadata.name!;
-        if (made.has(name) || s.metadata.deletionTimestamp) continue;
-        made.add(name);
-        await env.makeReady(env.nsA.name, name);
+        const reason = s.status?.conditions?.[0]?.reason;
+        if (s.metadata.deletionTimestamp) continue;
+        if (s.spec.suspend === true && reason !== REASONS.suspended) {
+          await env.kube.core
+            .deleteNamespacedPod({ namespace: env.nsA.name, name: `sbs-${name}` })
+            .catch(() => undefined);
+          await env.patchStatus(env.nsA.name, name, {
+            conditions: [condition('False', REASONS.suspended, 'test: suspended')],
+          });
+        } else if (s.spec.suspend !== true && (reason === REASONS.suspended || !made.has(name))) {
+          made.add(name);
+          await env.makeReady(env.nsA.name, name);
+        }
       }
     };
     operator = setInterval(() => void tick().catch(() => undefined), 150);
@@ -72,10 +83,14 @@ describe('the E2B API on a real API server', () => {
     expect(timed.metadata.annotations?.[ANNOTATIONS.lastActivity]).toBeDefined();
 
     await sbx.pause();
-    expect((await env.read(namespace, name)).spec.suspend).toBe(true);
+    const paused = await env.read(namespace, name);
+    expect(paused.spec.suspend).toBe(true);
+    expect(paused.status?.conditions?.[0]?.reason).toBe(REASONS.suspended);
     expect(await Sandbox.pause(sbx.sandboxId, opts(KEYS.a))).toBe(false); // already paused: 409
-    await Sandbox.connect(sbx.sandboxId, opts(KEYS.a));
+    // pause returned once the operator reported the suspension; connect waits for the new Pod.
+    const back = await Sandbox.connect(sbx.sandboxId, opts(KEYS.a));
     expect((await env.read(namespace, name)).spec.suspend).toBe(false);
+    expect((await back.commands.run('echo resumed')).stdout).toBe('resumed\n');
 
     await expect(Sandbox.getInfo(sbx.sandboxId, opts(KEYS.b))).rejects.toBeInstanceOf(SandboxNotFoundError);
     expect(await Sandbox.kill(sbx.sandboxId, opts(KEYS.a))).toBe(true);

@@ -155,7 +155,12 @@ export default function controlRoutes(
   );
 
   app.post<IdRoute>('/sandboxes/:sandboxID/pause', { schema: pauseSchema }, async (request, reply) => {
-    await sb.pause(request.principal, request.params.sandboxID);
+    const { signal, dispose } = responseSignal(reply.raw);
+    try {
+      await sb.pause(request.principal, request.params.sandboxID, signal);
+    } finally {
+      dispose();
+    }
     return reply.status(204).send();
   });
 

@@ -12,6 +12,7 @@ import { ProblemError, isProblemError } from '../../errors.js';
 import type { CancelSignal } from '../../exec/types.js';
 import type { SessionsService } from '../../service/sessions-service.js';
 import type { SessionOverrides } from '../../sessions/policy.js';
+import { readyCondition } from '../../sessions/model.js';
 import type { SessionStore } from '../../sessions/store.js';
 import type { AccessTokens } from '../access-token.js';
 import { parseSandboxId, sandboxId, type SandboxRef } from '../ids.js';
@@ -195,7 +196,7 @@ export class E2bSandboxes {
   }
 
   /** POST /sandboxes/{id}/pause: suspends (its files kept); 409 when already paused. */
-  async pause(principal: Principal, id: string): Promise<void> {
+  async pause(principal: Principal, id: string, signal?: CancelSignal): Promise<void> {
     const s = await this.session(principal, id);
     if (s.spec.suspend === true) throw new ProblemError('conflict', `sandbox ${id} is already paused`);
     if (!s.spec.workspace?.persistentVolumeClaim) {
@@ -204,7 +205,26 @@ export class E2bSandboxes {
         `sandbox ${id} has no persistent workspace: pausing it would lose its files (create sandboxes with a persistent workspace: GATEWAY_E2B_PERSISTENT_WORKSPACE, or autoPause)`,
       );
     }
-    await this.d.sessions.setSuspended(s.metadata.namespace!, s.metadata.name!, true);
+    const ref = { namespace: s.metadata.namespace!, name: s.metadata.name! };
+    await this.d.sessions.setSuspended(ref.namespace, ref.name, true);
+    await this.waitSuspended(ref, signal);
+  }
+
+  /**
+   * Waits (at most maxWaitMs) until the operator reports the suspension (Ready=False/Suspended: its
+   * Pod is going). E2B's pause returns once the sandbox is paused; returning earlier would let a
+   * connect right after it resume a sandbox whose Pod the operator is only about to delete, and
+   * its calls would then meet the Pod going away. Past the wait it answers anyway: the suspension
+   * is requested and happens.
+   */
+  private async waitSuspended(ref: SandboxRef, signal?: CancelSignal): Promise<void> {
+    const deadline = this.now() + this.d.maxWaitMs;
+    for (;;) {
+      const s = this.d.store.get(ref.namespace, ref.name);
+      const left = deadline - this.now();
+      if (!s || readyCondition(s)?.reason === REASONS.suspended || left <= 0 || signal?.aborted) return;
+      await this.d.store.waitForChange(ref.namespace, ref.name, left, signal);
+    }
   }
 
   /**
