@@ -82,6 +82,8 @@ export const WORKSPACE_REASONS = {
   resumeVerified: 'ResumeVerified',
   /** False (Ready=False): the snapshot's content is being written into /workspace. */
   restoring: 'WorkspaceRestoring',
+  /** Unknown (Ready=False): a resumed workspace is being compared with its digest from the suspension. */
+  verifying: 'WorkspaceVerifying',
   /** False (Ready=False): the snapshot exists but is not Ready yet; the restore waits for it. */
   snapshotNotReady: 'SnapshotNotReady',
   /** False (Ready=False): spec.workspace.fromSnapshot names no snapshot of the namespace. */

@@ -126,7 +126,10 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     processes,
     terminals,
     code,
-    archive: new ArchiveLock(),
+    // A digest before a suspension stops what could still write to the workspace (docs/snapshots.md).
+    archive: new ArchiveLock(async () => {
+      await Promise.all([terminals.close(), processes.close(), code.close()]);
+    }),
     watches,
     limits: config,
     timeouts: config,

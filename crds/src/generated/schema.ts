@@ -720,6 +720,14 @@ export const sandboxSessionSchema = {
               type: 'string',
               description: 'UID of the claim the digest was taken of.',
             },
+            podUID: {
+              type: 'string',
+              description: 'UID of the Pod the digest was taken in (the last one before the suspension).',
+            },
+            checkedPodUID: {
+              type: 'string',
+              description: 'UID of the Pod a resume compared the workspace in (once per Pod).',
+            },
             recordedAt: {
               type: 'string',
               format: 'date-time',

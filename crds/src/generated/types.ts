@@ -1021,6 +1021,14 @@ export interface SandboxSessionStatus {
      * UID of the claim the digest was taken of.
      */
     claimUID?: string;
+    /**
+     * UID of the Pod the digest was taken in (the last one before the suspension).
+     */
+    podUID?: string;
+    /**
+     * UID of the Pod a resume compared the workspace in (once per Pod).
+     */
+    checkedPodUID?: string;
     recordedAt?: string;
   };
 }

@@ -58,3 +58,17 @@ export const archiveRestoreQuerySchema = {
     },
   },
 } as const;
+
+/** `POST /v1/archive/digest` body. */
+export const archiveDigestRequestSchema = {
+  type: 'object',
+  description: '`POST /v1/archive/digest` body: the digest, taken after quiescing when asked.',
+  additionalProperties: false,
+  properties: {
+    quiesce: {
+      type: 'boolean',
+      description:
+        'Stop background processes, terminals and code kernels first (the session is being suspended: they end with its Pod anyway), so that they cannot change the workspace after the digest',
+    },
+  },
+} as const;

@@ -37,7 +37,10 @@ export const AGENT_PATHS = {
    * workspace with an archive and verify its digest (docs/snapshots.md).
    */
   archive: '/v1/archive',
-  /** GET: the workspace digest and counts, without streaming anything. */
+  /**
+   * GET: the workspace digest and counts, without streaming anything; POST `{quiesce: true}`: the
+   * same after stopping background processes, terminals and kernels (before a suspension).
+   */
   archiveDigest: '/v1/archive/digest',
   /** GET: follow changes under a workspace directory as NDJSON (ADR 0033). */
   watch: '/v1/watch',

@@ -24,7 +24,11 @@ import {
   PROCESS_ID_PATTERN,
   PROCESS_SIGNALS,
 } from './limits.js';
-import { archiveRestoreQuerySchema, archiveSummarySchema } from './archive-schemas.js';
+import {
+  archiveDigestRequestSchema,
+  archiveRestoreQuerySchema,
+  archiveSummarySchema,
+} from './archive-schemas.js';
 import { bindPayloadSchema, bindRequestSchema, bindStatusSchema } from './bind.js';
 import {
   codeContextCreateRequestSchema,
@@ -525,4 +529,5 @@ export const WIRE_SCHEMAS = {
   WatchStatusEvent: watchStatusEventSchema,
   ArchiveSummary: archiveSummarySchema,
   ArchiveRestoreQuery: archiveRestoreQuerySchema,
+  ArchiveDigestRequest: archiveDigestRequestSchema,
 } as const;

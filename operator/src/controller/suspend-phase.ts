@@ -7,6 +7,7 @@
  */
 import { podName } from '@sandbox-platform/api';
 
+import { digestBeforeSuspend } from '../snapshot/resume-phase.js';
 import { classifyChild } from './ownership.js';
 import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
 
@@ -19,6 +20,9 @@ export async function suspendPod(scope: Scope, deps: ControllerDeps): Promise<Ph
   if (!pod || classifyChild(pod.metadata, scope.session) !== 'owned' || pod.metadata.deletionTimestamp) {
     return {};
   }
+  // A persistent workspace's digest is recorded first (verified resume, docs/snapshots.md).
+  const wait = scope.collected ? undefined : digestBeforeSuspend(scope, deps, pod);
+  if (wait) return wait;
   await deps.pods.delete(namespace, pod.metadata.name, pod.metadata.uid);
   deps.logger.info(
     scope.collected ? 'deleted pod of collected session' : 'deleted pod of suspended session',

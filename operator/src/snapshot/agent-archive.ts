@@ -50,8 +50,11 @@ export interface AgentArchiveClient {
     size: number,
     digest: string,
   ): Promise<ArchiveSummary>;
-  /** The workspace's digest and counts. */
-  digest(target: AgentTarget): Promise<ArchiveSummary>;
+  /**
+   * The workspace's digest and counts; with `quiesce`, after the agent stopped background
+   * processes, terminals and kernels (before a suspension).
+   */
+  digest(target: AgentTarget, quiesce?: boolean): Promise<ArchiveSummary>;
 }
 
 /** Client settings. */
@@ -67,7 +70,12 @@ const validSummary = new Ajv({ strict: true, allErrors: false }).compile<Archive
 
 /** The client over node:http. */
 export function createAgentArchiveClient(opts: AgentArchiveOptions): AgentArchiveClient {
-  const open = (target: AgentTarget, method: 'GET' | 'PUT', path: string, headers: Record<string, string>) =>
+  const open = (
+    target: AgentTarget,
+    method: 'GET' | 'PUT' | 'POST',
+    path: string,
+    headers: Record<string, string>,
+  ) =>
     request({
       host: target.podIP,
       port: opts.port,
@@ -112,8 +120,13 @@ export function createAgentArchiveClient(opts: AgentArchiveOptions): AgentArchiv
       await sent;
       return parseSummary((await readSmall(res)).toString('utf8'));
     },
-    digest: async (target) => {
-      const req = open(target, 'GET', AGENT_PATHS.archiveDigest, {});
+    digest: async (target, quiesce = false) => {
+      const body = JSON.stringify({ quiesce });
+      const req = open(target, 'POST', AGENT_PATHS.archiveDigest, {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+      });
+      req.end(body);
       const res = await answer(req, opts.idleTimeoutMs);
       if (res.statusCode !== 200) throw await problemOf(res);
       return parseSummary((await readSmall(res)).toString('utf8'));

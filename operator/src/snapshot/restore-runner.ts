@@ -35,11 +35,31 @@ export interface RestoreRunnerOptions {
 /** The runner. */
 export class RestoreRunner {
   private readonly tasks: Tasks<RestoreResult>;
+  /** Digests of workspaces (before a suspension, after a resume: resume-phase.ts), by Pod. */
+  private readonly digests: Tasks<ArchiveSummary>;
   private readonly waiters = new Map<string, Set<string>>();
   private readonly reported = new Set<string>();
 
   constructor(private readonly opts: RestoreRunnerOptions) {
     this.tasks = new Tasks((key) => opts.wake(sessionKeyOf(key)));
+    this.digests = new Tasks((key) => opts.wake(sessionKeyOf(key)));
+  }
+
+  /** The digest task of a session's Pod, if any. */
+  digestState(session: SandboxSession, podUID: string): TaskState<ArchiveSummary> | undefined {
+    return this.digests.get(taskKey(session, podUID));
+  }
+
+  /** Asks the session's agent for the workspace digest (quiescing it first before a suspension). */
+  startDigest(session: SandboxSession, podUID: string, podIP: string, quiesce: boolean): void {
+    const { namespace = '', name = '', uid = '' } = session.metadata;
+    const target = { podIP, token: deriveToken(this.opts.masterKey, { namespace, name, uid }) };
+    this.digests.start(taskKey(session, podUID), () => this.opts.agent.digest(target, quiesce));
+  }
+
+  /** Forgets a settled digest task (its result was recorded). */
+  forgetDigest(session: SandboxSession, podUID: string): void {
+    this.digests.forget(taskKey(session, podUID));
   }
 
   /** True when an object store is configured. */
@@ -111,6 +131,7 @@ export class RestoreRunner {
   /** Aborts every restore (the leader's work stops). */
   stop(): void {
     this.tasks.stop();
+    this.digests.stop();
     this.waiters.clear();
     this.reported.clear();
   }

@@ -16,7 +16,8 @@ import {
 
 /** What the workspace phases found. */
 export interface WorkspaceVerdict {
-  readonly condition: {
+  /** The condition to report; undefined: the stored one stays (a digest recorded at suspension). */
+  readonly condition?: {
     readonly status: 'True' | 'False' | 'Unknown';
     readonly reason: WorkspaceReason;
     readonly message: string;
@@ -35,7 +36,10 @@ export function workspaceBlocksReady(
   verdict: WorkspaceVerdict | undefined,
 ): { reason: WorkspaceReason; message: string } | undefined {
   if (verdict && !verdict.allowsReady)
-    return { reason: verdict.condition.reason, message: verdict.condition.message };
+    return {
+      reason: verdict.condition?.reason ?? WORKSPACE_REASONS.restoring,
+      message: verdict.condition?.message ?? 'Waiting for the workspace',
+    };
   if (verdict || !session.spec.workspace?.fromSnapshot) return undefined;
   return {
     reason: WORKSPACE_REASONS.restoring,
@@ -51,7 +55,7 @@ export function workspaceCondition(
   now: Date,
 ): SandboxSessionCondition | undefined {
   const old = prev.conditions?.find((c) => c.type === WORKSPACE_VERIFIED);
-  if (!verdict) return old;
+  if (!verdict?.condition) return old;
   const { status, reason, message } = verdict.condition;
   return {
     type: WORKSPACE_VERIFIED,

@@ -15,14 +15,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   ARCHIVE_CONTENT_TYPE,
   ARCHIVE_SUMMARY_TRAILER,
+  archiveDigestRequestSchema,
   archiveRestoreQuerySchema,
+  type ArchiveDigestRequest,
   type ArchiveRestoreQuery,
 } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
-import { bodyChunks } from '../http/body.js';
+import { bodyChunks, readJson } from '../http/body.js';
 import { HttpProblem, sendJson } from '../http/problem.js';
-import { validatedQuery } from '../http/validate.js';
+import { validated, validatedQuery } from '../http/validate.js';
 import type { Logger } from '../log.js';
 import { archiveWorkspace } from './archive-out.js';
 import { restoreWorkspace } from './archive-in.js';
@@ -35,15 +37,21 @@ export interface ArchiveDeps {
   readonly logger: Logger;
 }
 
-const validateRestoreQuery = new Ajv({
-  strict: true,
-  allErrors: false,
-  coerceTypes: false,
-}).compile<ArchiveRestoreQuery>(archiveRestoreQuerySchema);
+const ajv = new Ajv({ strict: true, allErrors: false, coerceTypes: false });
+const validateDigestRequest = ajv.compile<ArchiveDigestRequest>(archiveDigestRequestSchema);
+const validateRestoreQuery = ajv.compile<ArchiveRestoreQuery>(archiveRestoreQuerySchema);
 
-/** One archive call at a time. */
+/** Largest `POST /v1/archive/digest` body. */
+const DIGEST_BODY_BYTES = 1024;
+
+/**
+ * One archive call at a time; `quiesce` stops what could change the workspace behind a digest
+ * taken before a suspension (background processes, terminals, code kernels).
+ */
 export class ArchiveLock {
   private busy = false;
+
+  constructor(readonly quiesce: () => Promise<void> = () => Promise.resolve()) {}
 
   /** Runs `work` holding the lock; 409 archive-busy when another call holds it. */
   async run<T>(work: () => Promise<T>): Promise<T> {
@@ -104,6 +112,25 @@ export async function getDigestRoute(
   deps: ArchiveDeps,
 ): Promise<void> {
   const summary = await deps.lock.run(() => archiveWorkspace(deps.workspace, undefined));
+  sendJson(res, 200, summary);
+}
+
+/** `POST /v1/archive/digest` `{quiesce?}`: the digest, after quiescing when asked. */
+export async function postDigestRoute(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: ArchiveDeps,
+): Promise<void> {
+  const body = validated(validateDigestRequest, await readJson(req, DIGEST_BODY_BYTES));
+  const summary = await deps.lock.run(async () => {
+    if (body.quiesce) {
+      await deps.lock.quiesce();
+      deps.logger.info(
+        'workspace quiesced for a digest: background processes, terminals and kernels stopped',
+      );
+    }
+    return archiveWorkspace(deps.workspace, undefined);
+  });
   sendJson(res, 200, summary);
 }
 

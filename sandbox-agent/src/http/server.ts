@@ -12,6 +12,7 @@ import { AGENT_PATHS, ptyQuerySchema } from '@sandbox-platform/api';
 import {
   getArchiveRoute,
   getDigestRoute,
+  postDigestRoute,
   putArchiveRoute,
   type ArchiveLock,
 } from '../archive/archive-routes.js';
@@ -171,6 +172,13 @@ const ROUTES: readonly Route[] = [
     method: 'GET',
     matches: (p) => p === AGENT_PATHS.archiveDigest,
     handler: (req, res, d) => getDigestRoute(req, res, archiveDeps(d)),
+    auth: true,
+  },
+  {
+    name: 'archive-digest-post',
+    method: 'POST',
+    matches: (p) => p === AGENT_PATHS.archiveDigest,
+    handler: (req, res, d) => postDigestRoute(req, res, archiveDeps(d)),
     auth: true,
   },
   {

@@ -231,6 +231,35 @@ describe('/v1/archive', () => {
     expect([a.status, b.status].sort()).toEqual([200, 409]);
   });
 
+  it('POST /v1/archive/digest {quiesce} stops background writers before the digest', async () => {
+    const started = await source.send({
+      method: 'POST',
+      path: '/v1/processes',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'while true; do date +%N >> /workspace/ticker.log; sleep 0.05; done' }),
+    });
+    expect(started.status).toBe(201);
+    await new Promise((r) => setTimeout(r, 300));
+    const quiet = await source.send({
+      method: 'POST',
+      path: '/v1/archive/digest',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ quiesce: true }),
+    });
+    expect(quiet.status).toBe(200);
+    const digest = (JSON.parse(quiet.body.toString()) as ArchiveSummary).digest;
+    await new Promise((r) => setTimeout(r, 400));
+    const later = await call(source, 'GET', '/v1/archive/digest');
+    expect((JSON.parse(later.body.toString()) as ArchiveSummary).digest).toBe(digest);
+    const refused = await source.send({
+      method: 'POST',
+      path: '/v1/archive/digest',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ quiesce: 'yes' }),
+    });
+    expect(refused.status).toBe(400);
+  });
+
   it('needs the token', async () => {
     const res = await source.send({ method: 'GET', path: '/v1/archive' }, false);
     expect(res.status).toBe(401);

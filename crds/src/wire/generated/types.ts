@@ -819,3 +819,13 @@ export interface ArchiveRestoreQuery {
    */
   maxBytes?: number;
 }
+
+/**
+ * `POST /v1/archive/digest` body: the digest, taken after quiescing when asked.
+ */
+export interface ArchiveDigestRequest {
+  /**
+   * Stop background processes, terminals and code kernels first (the session is being suspended: they end with its Pod anyway), so that they cannot change the workspace after the digest
+   */
+  quiesce?: boolean;
+}
