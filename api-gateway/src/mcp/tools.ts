@@ -25,6 +25,9 @@ import type { SessionsService } from '../service/sessions-service.js';
 import type { TraceContext } from '../tracing/tracing-config.js';
 import { errorToolResult, execToolResult, jsonToolResult } from './format.js';
 import { registerCodeTools } from './code-tools.js';
+import { registerEgressTools } from './egress-tools.js';
+import type { AuditSink } from '../audit/client.js';
+import type { EgressRuleWriter } from '../audit/egress-writer.js';
 import { registerSnapshotTools } from './snapshot-tools.js';
 import type { SnapshotsService } from '../service/snapshots-service.js';
 import { registerProcessTools } from './process-tools.js';
@@ -40,6 +43,8 @@ export interface ToolContext {
   code?: CodeService;
   /** Snapshots and forks (fork_session, snapshot_session, ...; docs/snapshots.md); absent: not offered. */
   snapshots?: SnapshotsService;
+  /** Egress rules and the audit trail (set_egress, read_audit, verify_audit; issue 30); absent: not offered. */
+  egress?: { rules?: EgressRuleWriter; audit?: AuditSink };
   limits: ExecLimits;
   /** Largest file read_file returns (tool results go into a model's context: keep it modest). */
   maxReadBytes: number;
@@ -360,6 +365,18 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   );
   registerProcessTools(server, { processes: ctx.processes, ns, guarded, call, session, namespace });
   if (ctx.code) registerCodeTools(server, { code: ctx.code, ns, guarded, call, session, namespace });
+  if (ctx.egress?.rules) {
+    const { rules, audit } = ctx.egress;
+    registerEgressTools(server, {
+      rules,
+      audit,
+      actor: ctx.principal.keyId,
+      ns,
+      guarded,
+      session,
+      namespace,
+    });
+  }
   if (ctx.snapshots)
     registerSnapshotTools(server, {
       snapshots: ctx.snapshots,

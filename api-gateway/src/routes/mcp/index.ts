@@ -77,6 +77,7 @@ export default function mcpRoutes(app: FastifyInstance, _opts: unknown, done: (e
       processes: app.processes,
       code: app.codeRuns,
       snapshots: app.snapshots,
+      egress: { rules: app.egressRules, audit: app.audit },
       limits: app.config.exec,
       maxReadBytes: Math.min(MCP_MAX_READ_BYTES, app.config.maxFileBytes),
       log: request.log,
