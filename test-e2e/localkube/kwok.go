@@ -190,23 +190,32 @@ func (n *node) startSimulatedNodes(ctx context.Context, c *cluster, cs *kubernet
 		}
 		return err
 	}
-	if err := ensureClusterRole(ctx, cs, kwokRBAC); err != nil {
+	if err := ensureSimulatedNodes(ctx, cs, n.opts.kwokNodes); err != nil {
 		return err
-	}
-	if _, err := removeSimulatedNodes(ctx, cs, n.opts.kwokNodes); err != nil {
-		return err
-	}
-	for i := 0; i < n.opts.kwokNodes; i++ {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, simulatedNode(i), metav1.CreateOptions{}); err != nil &&
-			!apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create simulated node %s: %w", simulatedNodeName(i), err)
-		}
 	}
 	if _, err := c.start("kwok", n.opts.kwok, kwokArgs(n.l, n.opts.kwok)...); err != nil {
 		return err
 	}
 	return waitUntil(ctx, fmt.Sprintf("%d simulated nodes Ready (KWOK)", n.opts.kwokNodes), c.children,
 		simulatedNodesReady(cs, n.opts.kwokNodes))
+}
+
+// ensureSimulatedNodes grants KWOK its RBAC and makes exactly simulated nodes 0..count-1 exist
+// (those of an earlier start are kept, any beyond the count removed with their Pods).
+func ensureSimulatedNodes(ctx context.Context, cs *kubernetes.Clientset, count int) error {
+	if err := ensureClusterRole(ctx, cs, kwokRBAC); err != nil {
+		return err
+	}
+	if _, err := removeSimulatedNodes(ctx, cs, count); err != nil {
+		return err
+	}
+	for i := 0; i < count; i++ {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, simulatedNode(i), metav1.CreateOptions{}); err != nil &&
+			!apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create simulated node %s: %w", simulatedNodeName(i), err)
+		}
+	}
+	return nil
 }
 
 // simulatedNodesReady counts the simulated nodes whose Ready condition is True.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -133,5 +134,26 @@ func TestRemoveSimulatedNodes(t *testing.T) {
 	}
 	if got = strings.Join(names(), " "); got != "localkube someone-elses pod/on-foreign pod/on-real" {
 		t.Fatalf("left: %s", got)
+	}
+}
+
+// The supervised KWOK is told from a detached one by its parent; a pid file naming another
+// program (or no process) is not a running KWOK.
+func TestKwokPidAndParent(t *testing.T) {
+	if !isSupervisorChild(os.Getpid(), os.Getppid()) || isSupervisorChild(os.Getpid(), os.Getppid()+1) {
+		t.Fatal("parent check")
+	}
+	l := layout{dir: t.TempDir()}
+	if _, alive := kwokPid(l); alive {
+		t.Fatal("no pid file, yet alive")
+	}
+	if err := os.MkdirAll(l.runDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(componentPidFile(l.runDir(), "kwok"), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pid, alive := kwokPid(l); alive || pid != os.Getpid() {
+		t.Fatalf("this test process taken for KWOK (pid %d, alive %v)", pid, alive)
 	}
 }

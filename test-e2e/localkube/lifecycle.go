@@ -151,6 +151,7 @@ func runDown(args []string) int {
 }
 
 func down(l layout) error {
+	stopDetachedKwok(l)
 	if pid, alive := supervisorPid(l); alive {
 		logf("stopping the supervisor (pid %d)", pid)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {

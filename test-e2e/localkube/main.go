@@ -30,6 +30,7 @@ var subcommands = map[string]func(args []string) int{
 	"kube-proxy":              runKubeProxy,
 	"kubectl":                 runKubectl,
 	"addons":                  runAddons,
+	"kwok":                    runKwok,
 	"version":                 runVersion,
 }
 
