@@ -43,6 +43,7 @@ import { EVIL, HOSTILE_IP, localAgentTarget, localSetup, serveRole, spawnRole } 
 import { REFERENCES } from './references.js';
 import { pacer } from './pacer.js';
 import { podCheckCost } from './pod-check-cost.js';
+import { cpuOf, gatewayPids } from './process-cpu.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 
 const { values } = parseArgs({
@@ -81,8 +82,16 @@ function spec(
   call: () => Promise<void>,
   o: { iterations: number; warmup: number } = opts,
   pace?: () => Promise<void>,
+  pids?: readonly number[],
 ): ModeSpec {
-  return { mode, call, iterations: o.iterations, warmup: o.warmup, ...(pace ? { pace } : {}) };
+  return {
+    mode,
+    call,
+    iterations: o.iterations,
+    warmup: o.warmup,
+    ...(pace ? { pace } : {}),
+    ...(pids && pids.length > 0 ? { cpuMs: cpuOf(pids) } : {}),
+  };
 }
 
 /** Runs every cleanup step; a failure is reported (exit code 1), never thrown over the figures. */
@@ -112,20 +121,25 @@ function gatewayCall(
   return execTrueCall({ ...hostPort(url), path: `/v1/sessions/${session}/exec${query}`, token: apiKey });
 }
 
-/** A client per reference, its mode name, and its ratio line against `direct`. */
+/**
+ * A client per reference, its mode name, and its ratio line against `direct`; `pids`: each
+ * reference's process by role, when it has its own (its CPU per call is then measured).
+ */
 function referenceModes(
   urls: Record<string, string>,
   agentToken: string,
   to: string,
   direct: string,
+  pids: Record<string, number> = {},
 ): Array<{ client: ReturnType<typeof execTrueCall>; spec: ModeSpec; ratio: [string, string, string] }> {
   return REFERENCES.map((r) => {
     const mode = `${r.label} -> ${to}`;
     const token = r.callerSendsToken ? agentToken : '';
     const client = execTrueCall({ ...hostPort(urls[r.role]!), path: '/v1/exec', token });
+    const pid = pids[r.role];
     return {
       client,
-      spec: spec(mode, client.call),
+      spec: spec(mode, client.call, opts, undefined, pid === undefined ? undefined : [pid]),
       ratio: [`${r.label} / direct (${r.means})`, mode, direct],
     };
   });
@@ -214,7 +228,10 @@ async function runLocal(split: boolean): Promise<void> {
   const GATEWAY = 'gateway -> agent (loopback)';
   const NO_CHECK = 'gateway, Pod check off';
   const direct = execTrueCall({ ...s.agentUrl, path: '/v1/exec' });
-  const refs = referenceModes(s.references, s.agentUrl.token, 'agent', DIRECT);
+  const refs = referenceModes(s.references, s.agentUrl.token, 'agent', DIRECT, s.pids);
+  const gatewayPid = s.pids.gateway === undefined ? undefined : [s.pids.gateway];
+  const noCheckPid =
+    s.pids['gateway-no-pod-check'] === undefined ? undefined : [s.pids['gateway-no-pod-check']];
   const gateway = gatewayCall(s.gatewayUrl, s.apiKey, s.session);
   const noCheck = gatewayCall(s.gatewayNoCheckUrl, s.apiKey, s.session);
   const hostile = await hostileModes(s.agentUrl.port, s);
@@ -223,8 +240,8 @@ async function runLocal(split: boolean): Promise<void> {
       [
         spec(DIRECT, direct.call),
         ...refs.map((r) => r.spec),
-        spec(GATEWAY, gateway.call),
-        spec(NO_CHECK, noCheck.call),
+        spec(GATEWAY, gateway.call, opts, undefined, gatewayPid),
+        spec(NO_CHECK, noCheck.call, opts, undefined, noCheckPid),
         ...hostile.cost.specs,
       ],
       opts,
@@ -265,12 +282,19 @@ async function runCluster(): Promise<void> {
   // process on the path, like any proxy.
   const servers = await Promise.all(REFERENCES.map((r) => spawnRole<{ url: string }>(r.role, s.direct)));
   const urls = Object.fromEntries(REFERENCES.map((r, i) => [r.role, servers[i]!.url]));
+  const pids = Object.fromEntries(REFERENCES.map((r, i) => [r.role, servers[i]!.pid]));
+  // The deployed gateway's processes (both replicas), for its CPU per exec beside the floors'.
+  const gwPids = await gatewayPids(
+    kubeconfig,
+    env('E2E_PLATFORM_NAMESPACE') ?? 'sandbox-system',
+    env('E2E_PLATFORM_RELEASE') ?? 'sandbox',
+  );
   const DIRECT = 'direct agent (podIP:8090)';
   const AGENT = 'gateway, Agent';
   const KEXEC = 'gateway, KubernetesExec';
   const POD_EXEC = 'pods/exec, same pod';
   const direct = execTrueCall({ ...s.direct, path: '/v1/exec' });
-  const refs = referenceModes(urls, s.direct.token, 'podIP', DIRECT);
+  const refs = referenceModes(urls, s.direct.token, 'podIP', DIRECT, pids);
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
   // One pace for every call of the bench's API key through the deployed gateway.
@@ -281,7 +305,7 @@ async function runCluster(): Promise<void> {
       [
         spec(DIRECT, direct.call),
         ...refs.map((r) => r.spec),
-        spec(AGENT, viaAgent.call, opts, pace),
+        spec(AGENT, viaAgent.call, opts, pace, gwPids),
         spec(POD_EXEC, s.podExec, kexecOpts),
         spec(KEXEC, viaKexec.call, kexecOpts, pace),
       ],

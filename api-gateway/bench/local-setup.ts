@@ -48,6 +48,11 @@ export interface LocalSetup {
   gatewayNoCheckUrl: string;
   /** URL of each reference (references.ts), by role. */
   references: Record<string, string>;
+  /**
+   * Split mode: the process of each server by role ('gateway', 'gateway-no-pod-check' and the
+   * references'), whose CPU per call the bench reports; none in the one-process mode.
+   */
+  pids: Record<string, number>;
   apiKey: string;
   session: string;
   close(): Promise<void>;
@@ -202,7 +207,7 @@ export async function spawnRole<T>(
   role: string,
   target: AgentTarget = localAgentTarget(0),
   opts: { hostileIp?: string } = {},
-): Promise<Running & T> {
+): Promise<Running & T & { pid: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: target.token };
   if (opts.hostileIp) env[HOSTILE_ENV] = opts.hostileIp;
   const child = spawn(
@@ -222,6 +227,7 @@ export async function spawnRole<T>(
   });
   return {
     ...(JSON.parse(line) as T),
+    pid: child.pid!,
     close: async () => {
       child.stdin.end();
       await exited;
@@ -247,6 +253,15 @@ export async function localSetup(opts: { split?: boolean } = {}): Promise<LocalS
     gatewayUrl: gateway.url,
     gatewayNoCheckUrl: noCheck.url,
     references: Object.fromEntries(REFERENCES.map((r, i) => [r.role, references[i]!.url])),
+    pids: Object.fromEntries(
+      [
+        ['gateway', gateway] as const,
+        ['gateway-no-pod-check', noCheck] as const,
+        ...REFERENCES.map((r, i) => [r.role, references[i]!] as const),
+      ].flatMap(([role, server]): Array<[string, number]> =>
+        'pid' in server && typeof server.pid === 'number' ? [[role, server.pid]] : [],
+      ),
+    ),
     apiKey: API_KEY,
     session: NAME,
     close: async () => {

@@ -35,6 +35,8 @@ export interface ModeFigures {
   concurrency: number;
   /** The mode's calls were paced (its req/s is the pace). */
   paced: boolean;
+  /** CPU of the mode's serving process(es) per measured call, in microseconds (when measured). */
+  cpuPerCallUs?: number;
 }
 
 /** The q-quantile (0..1) of sorted samples, nearest-rank. */
@@ -96,13 +98,35 @@ export interface ModeSpec {
    * before each call, outside its timing. Its req/s is then the pace, not a capacity.
    */
   pace?: () => Promise<void>;
+  /**
+   * CPU time so far (ms) of the process(es) serving the mode (process-cpu.ts): read around each
+   * of its slices, so its CPU per call counts only its own measured calls (not the warm-up).
+   */
+  cpuMs?: () => number;
 }
 
-/** Runs one slice of a mode between its hooks. */
-async function slice<T>(s: ModeSpec, run: () => Promise<T>): Promise<T> {
+/** CPU (ms) the mode's servers spent in its slices, and the calls made in them. */
+interface CpuTally {
+  ms: number;
+  calls: number;
+}
+
+/** Runs one slice of a mode between its hooks; adds its CPU and `calls(result)` to `tally`. */
+async function slice<T>(
+  s: ModeSpec,
+  tally: CpuTally,
+  calls: (r: T) => number,
+  run: () => Promise<T>,
+): Promise<T> {
   await s.before?.();
   try {
-    return await run();
+    const c0 = s.cpuMs?.();
+    const result = await run();
+    if (c0 !== undefined) {
+      tally.ms += s.cpuMs!() - c0;
+      tally.calls += calls(result);
+    }
+    return result;
   } finally {
     await s.after?.();
   }
@@ -123,19 +147,32 @@ export async function measureInterleaved(
   for (const s of specs) for (let i = 0; i < s.warmup; i++) await timed(s.call, s.pace);
   const samples = specs.map(() => [] as number[]);
   const runs = specs.map(() => ({ done: 0, seconds: 0 }));
+  const cpu = specs.map((): CpuTally => ({ ms: 0, calls: 0 }));
   const order = (r: number): number[] => specs.map((_, i) => (i + r) % specs.length);
   for (let r = 0; r < rounds; r++) {
     for (const i of order(r)) {
       const s = specs[i]!;
       // Slice r of the samples: rounds * slice sums to exactly s.iterations.
       const n = Math.floor(((r + 1) * s.iterations) / rounds) - Math.floor((r * s.iterations) / rounds);
-      samples[i]!.push(...(await slice(s, () => latencies(s.call, n, 0, s.pace))));
+      samples[i]!.push(
+        ...(await slice(
+          s,
+          cpu[i]!,
+          (l) => l.length,
+          () => latencies(s.call, n, 0, s.pace),
+        )),
+      );
     }
   }
   for (let r = 0; r < rounds; r++) {
     for (const i of order(r)) {
       const s = specs[i]!;
-      const t = await slice(s, () => throughputRun(s.call, o.concurrency, o.durationMs / rounds, s.pace));
+      const t = await slice(
+        s,
+        cpu[i]!,
+        (r) => r.done,
+        () => throughputRun(s.call, o.concurrency, o.durationMs / rounds, s.pace),
+      );
       runs[i]!.done += t.done;
       runs[i]!.seconds += t.seconds;
     }
@@ -151,6 +188,7 @@ export async function measureInterleaved(
       rps: runs[i]!.done / runs[i]!.seconds,
       concurrency: o.concurrency,
       paced: s.pace !== undefined,
+      ...(cpu[i]!.calls > 0 ? { cpuPerCallUs: (cpu[i]!.ms * 1000) / cpu[i]!.calls } : {}),
     };
   });
 }
@@ -158,11 +196,17 @@ export async function measureInterleaved(
 /** Prints the figures as a table plus the ratios the goals are stated in. */
 export function report(rows: ModeFigures[], ratios: Array<[string, string, string]>): void {
   const fmt = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
-  console.log('\nmode                          samples   p50 ms   p99 ms  mean ms   req/s (concurrency)');
+  const cpuCol = rows.some((r) => r.cpuPerCallUs !== undefined);
+  console.log(
+    `\nmode                          samples   p50 ms   p99 ms  mean ms   req/s (concurrency)${cpuCol ? '  CPU us/call (server)' : ''}`,
+  );
   for (const r of rows) {
+    const cpu = cpuCol
+      ? `${(r.cpuPerCallUs === undefined ? '-' : r.cpuPerCallUs.toFixed(0)).padStart(8)}`
+      : '';
     console.log(
       `${r.mode.padEnd(30)}${String(r.samples).padStart(7)}${fmt(r.p50Ms).padStart(9)}${fmt(r.p99Ms).padStart(9)}${fmt(r.meanMs).padStart(9)}` +
-        `${fmt(r.rps).padStart(9)} (${r.concurrency}${r.paced ? ', paced' : ''})`,
+        `${fmt(r.rps).padStart(9)} (${r.concurrency}${r.paced ? ', paced' : ''})${cpu}`,
     );
   }
   if (rateLimited.count > 0) console.log(`429 answers waited out and retried so far: ${rateLimited.count}`);
@@ -173,6 +217,12 @@ export function report(rows: ModeFigures[], ratios: Array<[string, string, strin
     if (!a || !b) continue;
     // req/s of a paced mode is its pace: no ratio.
     const rps = a.paced || b.paced ? 'n/a (paced)' : `${fmt(a.rps / b.rps)}x`;
-    console.log(`${label}: p50 ${fmt(a.p50Ms / b.p50Ms)}x, p99 ${fmt(a.p99Ms / b.p99Ms)}x, req/s ${rps}`);
+    const cpu =
+      a.cpuPerCallUs !== undefined && b.cpuPerCallUs !== undefined
+        ? `, CPU per call ${fmt(a.cpuPerCallUs / b.cpuPerCallUs)}x (${a.cpuPerCallUs.toFixed(0)} vs ${b.cpuPerCallUs.toFixed(0)} us)`
+        : '';
+    console.log(
+      `${label}: p50 ${fmt(a.p50Ms / b.p50Ms)}x, p99 ${fmt(a.p99Ms / b.p99Ms)}x, req/s ${rps}${cpu}`,
+    );
   }
 }
