@@ -222,16 +222,16 @@ describe('the warm-up of the exec path', () => {
   it('answers like the exec route', async () => {
     const runs: string[] = [];
     const runner = {
-      run: async (request: { command: string }) => {
+      run: (request: { command: string }) => {
         runs.push(request.command);
-        return {
+        return Promise.resolve({
           exitCode: 0,
           durationMs: 1,
           truncated: false,
           timedOut: false,
           shellReset: false,
           truncatedStreams: { stdout: false, stderr: false },
-        };
+        });
       },
     };
     expect(await warmUpExecPath(runner, { stdinMaxBytes: 1024 })).toBeGreaterThan(50);

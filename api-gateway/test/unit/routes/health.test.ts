@@ -62,15 +62,19 @@ describe('operational routes', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/sessions',
       '/v1/sessions/{name}',
+      '/v1/sessions/{name}/audit',
+      '/v1/sessions/{name}/audit/verify',
       '/v1/sessions/{name}/code',
       '/v1/sessions/{name}/code/contexts',
       '/v1/sessions/{name}/code/contexts/{context}',
       '/v1/sessions/{name}/code/contexts/{context}/interrupt',
       '/v1/sessions/{name}/code/contexts/{context}/restart',
       '/v1/sessions/{name}/code/stream',
+      '/v1/sessions/{name}/egress',
       '/v1/sessions/{name}/exec',
       '/v1/sessions/{name}/exec/stream',
       '/v1/sessions/{name}/files/{path}',
+      '/v1/sessions/{name}/fork',
       '/v1/sessions/{name}/ports/{port}',
       '/v1/sessions/{name}/ports/{port}/{path}',
       '/v1/sessions/{name}/previews',
@@ -84,6 +88,8 @@ describe('operational routes', () => {
       '/v1/sessions/{name}/resume',
       '/v1/sessions/{name}/suspend',
       '/v1/sessions/{name}/watch',
+      '/v1/snapshots',
+      '/v1/snapshots/{name}',
     ]);
     expect(Object.keys(doc.paths['/v1/sessions']!).sort()).toEqual(['get', 'post']);
     expect(doc.paths['/v1/sessions/{name}/exec']!.post!.requestBody).toMatchObject({
