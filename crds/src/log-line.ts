@@ -9,7 +9,8 @@
  */
 
 /** The services that write log lines. */
-export type LogService = 'sandbox-operator' | 'sandbox-api-gateway' | 'sandbox-agent' | 'sandbox-egress-proxy';
+export type LogService =
+  'sandbox-operator' | 'sandbox-api-gateway' | 'sandbox-agent' | 'sandbox-egress-proxy';
 
 /** The fields every line starts with, in this order. */
 export const LOG_LINE_LEADING_FIELDS = ['time', 'level', 'msg', 'service'] as const;
