@@ -80,6 +80,10 @@ describe('chart RBAC is least-privilege', () => {
       false,
     ],
     ['gateway', GATEWAY_SA, { verb: 'create', resource: 'pods', namespace: SANDBOX_NS }, false],
+    // Pods are watched (read only) to check a session's Pod identity before dialing it (ADR 0031).
+    ['gateway', GATEWAY_SA, { verb: 'watch', resource: 'pods', namespace: SANDBOX_NS }, true],
+    ['gateway', GATEWAY_SA, { verb: 'delete', resource: 'pods', namespace: SANDBOX_NS }, false],
+    ['gateway', GATEWAY_SA, { verb: 'patch', resource: 'pods', namespace: SANDBOX_NS }, false],
     // KubernetesExec is enabled by `make platform-up`: a WebSocket exec needs both verbs.
     [
       'gateway',
@@ -205,11 +209,27 @@ describe('chart NetworkPolicies for sandbox pods', () => {
     ]);
   });
 
-  it('denies egress except DNS to the cluster DNS pods', async () => {
+  it('denies egress except the egress proxy (its port only) and DNS to the cluster DNS pods', async () => {
     const np = await net.readNamespacedNetworkPolicy({ name: 'sandbox-egress', namespace: SANDBOX_NS });
     expect(np.spec?.podSelector?.matchLabels).toEqual(sandboxSelector);
     expect(np.spec?.policyTypes).toEqual(['Egress']);
     expect(np.spec?.egress).toEqual([
+      {
+        // egressProxy.enabled (default): the one way out by host name (ADR 0034).
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': PLATFORM_NS } },
+            podSelector: {
+              matchLabels: {
+                'app.kubernetes.io/name': 'sandbox-platform',
+                'app.kubernetes.io/instance': RELEASE,
+                'app.kubernetes.io/component': 'egress-proxy',
+              },
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 3128 }],
+      },
       {
         to: [
           {
