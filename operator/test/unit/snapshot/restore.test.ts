@@ -148,7 +148,7 @@ describe('ensureRestored', () => {
       const w = phaseWorld(snap);
       const scope = w.scope();
       await ensureRestored(scope, w.deps);
-      expect(scope.workspaceVerdict?.condition.reason).toBe(reason);
+      expect(scope.workspaceVerdict?.condition?.reason).toBe(reason);
       expect(scope.workspaceVerdict?.allowsReady).toBe(false);
       w.runner.snapshotChanged('team-a', 's1');
       expect(w.woken).toEqual(['team-a/demo']);
@@ -159,22 +159,22 @@ describe('ensureRestored', () => {
     const w = phaseWorld(snapView('Ready', 2 * 1024 ** 3));
     const scope = w.scope();
     await ensureRestored(scope, w.deps);
-    expect(scope.workspaceVerdict?.condition.reason).toBe('WorkspaceTooSmall');
+    expect(scope.workspaceVerdict?.condition?.reason).toBe('WorkspaceTooSmall');
   });
 
   it('starts a restore, reports it running, then its final failure without retrying', async () => {
     const w = phaseWorld(snapView('Ready'));
     const scope = w.scope();
     await ensureRestored(scope, w.deps);
-    expect(scope.workspaceVerdict?.condition.reason).toBe('WorkspaceRestoring');
+    expect(scope.workspaceVerdict?.condition?.reason).toBe('WorkspaceRestoring');
     await new Promise((r) => setTimeout(r, 20));
     const again = w.scope();
     await ensureRestored(again, w.deps);
     // The manifest is not in the (empty) bucket: an object is missing, which is corruption.
-    expect(again.workspaceVerdict?.condition.reason).toBe('SnapshotCorrupted');
+    expect(again.workspaceVerdict?.condition?.reason).toBe('SnapshotCorrupted');
     const third = w.scope();
     await ensureRestored(third, w.deps);
-    expect(third.workspaceVerdict?.condition.reason).toBe('SnapshotCorrupted');
+    expect(third.workspaceVerdict?.condition?.reason).toBe('SnapshotCorrupted');
     expect(w.woken).toEqual(['team-a/demo']);
   });
 

@@ -69,9 +69,11 @@ async function patch(ns: string, name: string, body: object): Promise<Outcome> {
 }
 
 beforeAll(async () => {
-  [rel, strict, open] = await Promise.all(
-    ['egress-rel', 'egress-strict', 'egress-open'].map((prefix) => createTestNamespace(core, { prefix })),
-  );
+  [rel, strict, open] = await Promise.all([
+    createTestNamespace(core, { prefix: 'egress-rel' }),
+    createTestNamespace(core, { prefix: 'egress-strict' }),
+    createTestNamespace(core, { prefix: 'egress-open' }),
+  ]);
   const manifest = renderChart({
     release: RELEASE,
     namespace: rel!.name,
