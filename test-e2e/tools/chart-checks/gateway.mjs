@@ -69,7 +69,24 @@ describe('gateway: Pod identity check and egress', () => {
           { protocol: 'TCP', port: 53 },
         ],
       },
+      // The egress proxy's audit API (egressProxy.enabled, the default; ADR 0034), release namespace only.
+      {
+        to: [
+          {
+            podSelector: {
+              matchLabels: {
+                'app.kubernetes.io/component': 'egress-proxy',
+                'app.kubernetes.io/instance': 'rel',
+                'app.kubernetes.io/name': 'sandbox-platform',
+              },
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8091 }],
+      },
     ]);
+    const noProxy = egress(render(['sandboxNamespaces={sandboxes,team-b}', 'egressProxy.enabled=false']));
+    assert.equal(noProxy.spec.egress.length, 3, 'no audit rule without the egress proxy');
   });
 
   it('the sandbox side matches: what the gateway may send, sandbox Pods admit from the gateway', () => {
@@ -80,7 +97,7 @@ describe('gateway: Pod identity check and egress', () => {
   });
 
   it('the trace receiver while tracing is on: its port, at its address when it is an IPv4 literal', () => {
-    const rule = (sets) => egress(render(sets)).spec.egress[3];
+    const rule = (sets) => egress(render(sets)).spec.egress[4]; // after the audit rule
     assert.equal(rule([]), undefined, 'no rule while tracing is off');
     assert.deepEqual(rule(['gateway.tracing.otlpEndpoint=http://198.18.0.1:43170']), {
       ports: [{ protocol: 'TCP', port: 43170 }],
