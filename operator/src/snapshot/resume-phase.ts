@@ -13,6 +13,10 @@
  *   (Unknown). Ready waits for the comparison (the condition is final when Ready turns True), not
  *   for its outcome: the files are the tenant's own, and the caller decides what a change means.
  *
+ * Both need snapshots turned on (an object store configured, RestoreRunner.configured): only then
+ * does the chart let the operator reach the agent port (sandbox-ingress-archive-from-operator).
+ * Without it a suspension would wait DIGEST_WAIT_MS for an answer that cannot come.
+ *
  * A running command of the session's shell is not stopped before the digest: what it writes in
  * the seconds before the Pod goes is reported as a change at the resume.
  */
@@ -40,7 +44,7 @@ export function digestBeforeSuspend(
   pod: PodView,
 ): PhaseResult | undefined {
   const runner = deps.restores;
-  if (!runner || !hasPersistentWorkspace(scope.session)) return undefined;
+  if (!runner?.configured || !hasPersistentWorkspace(scope.session)) return undefined;
   if (scope.session.status?.workspaceDigest?.podUID === pod.metadata.uid) return undefined;
   return takeDigest(scope, deps, runner, pod);
 }
@@ -93,7 +97,7 @@ function errorText(err: unknown): string {
 /** The live session's phase: compares a resumed workspace with its digest from the suspension. */
 export function verifyResumedWorkspace(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
   const target = resumedTarget(scope);
-  if (!deps.restores || !target) return Promise.resolve({});
+  if (!deps.restores?.configured || !target) return Promise.resolve({});
   return Promise.resolve(compare(scope, deps, deps.restores, target));
 }
 
