@@ -91,19 +91,8 @@ const UNAVAILABLE_STATUSES = new Set([429, 500, 502, 503, 504]);
 export function kubeFailure(err: unknown, action: string): Error {
   const status = apiStatus(err);
   const message = apiMessage(err);
-  const refused = policyRefusal(status, message, err);
+  const refused = policyRefusal(status, message, err) ?? callerProblem(status, message, action, err);
   if (refused) return refused;
-  if (status === 422 || status === 400) {
-    return new ProblemError('invalid-request', message ?? 'the API server refused the session spec', {
-      cause: err,
-    });
-  }
-  if (status === 403 && message?.includes('exceeded quota')) {
-    return new ProblemError('quota-exceeded', message, {
-      cause: err,
-      extensions: { quota: 'resourcequota' },
-    });
-  }
   if (status === undefined || UNAVAILABLE_STATUSES.has(status)) {
     const what = status === undefined ? noAnswer(err) : `answered HTTP ${status}`;
     return new ProblemError(
@@ -116,6 +105,34 @@ export function kubeFailure(err: unknown, action: string): Error {
     );
   }
   return new Error(`${action}: Kubernetes API call failed (HTTP ${status})`, { cause: err });
+}
+
+/** A refusal caused by the caller's request (invalid, conflicting, over quota), else undefined. */
+function callerProblem(
+  status: number | undefined,
+  message: string | undefined,
+  action: string,
+  err: unknown,
+): ProblemError | undefined {
+  if (status === 422 || status === 400) {
+    return new ProblemError('invalid-request', message ?? 'the API server refused the session spec', {
+      cause: err,
+    });
+  }
+  if (status === 409) {
+    // AlreadyExists or a write conflict: the caller's request meets the state of the moment (a
+    // snapshot name taken, a concurrent change), not a gateway fault.
+    return new ProblemError('conflict', `${action}: ${message ?? 'the object exists or changed meanwhile'}`, {
+      cause: err,
+    });
+  }
+  if (status === 403 && message?.includes('exceeded quota')) {
+    return new ProblemError('quota-exceeded', message, {
+      cause: err,
+      extensions: { quota: 'resourcequota' },
+    });
+  }
+  return undefined;
 }
 
 /** The policy-violation of a 403 or 422 that an admission policy gave, else undefined. */

@@ -47,6 +47,15 @@ describe('admissionRefusal', () => {
   });
 });
 
+describe('kubeFailure of a conflict', () => {
+  it('a 409 (a snapshot name taken) is the conflict problem with the API server message, not a 500', () => {
+    const msg = 'sandboxsnapshots.sandbox.dev "s1" already exists';
+    const p = kubeFailure(apiError(409, msg), 'create snapshot') as ProblemError;
+    expect(p).toBeInstanceOf(ProblemError);
+    expect([p.slug, p.status, p.detail]).toEqual(['conflict', 409, `create snapshot: ${msg}`]);
+  });
+});
+
 describe('kubeFailure of an admission refusal', () => {
   it('a 403 denial is policy-violation with status 403 and the policy message, its name an extension', () => {
     const p = kubeFailure(apiError(403, VAP), 'create session') as ProblemError;

@@ -128,7 +128,7 @@ describe('kubeFailure', () => {
     expect(rbac.message).toBe('create session: Kubernetes API call failed (HTTP 403)');
   });
 
-  it('429 and 5xx answers are kubernetes-unavailable; 404 and 409 are not', () => {
+  it('429 and 5xx answers are kubernetes-unavailable; 404 and 409 are not (409 is conflict)', () => {
     for (const code of [429, 500, 502, 503, 504]) {
       const p = kubeFailure(apiError(code, 'x'), 'read session') as ProblemError;
       expect([p.slug, p.detail]).toEqual([
@@ -136,7 +136,7 @@ describe('kubeFailure', () => {
         `read session: the Kubernetes API server answered HTTP ${code}; retry shortly`,
       ]);
     }
-    for (const code of [404, 409])
-      expect(kubeFailure(apiError(code, 'x'), 'a')).not.toBeInstanceOf(ProblemError);
+    expect(kubeFailure(apiError(404, 'x'), 'a')).not.toBeInstanceOf(ProblemError);
+    expect((kubeFailure(apiError(409, 'x'), 'a') as ProblemError).slug).toBe('conflict');
   });
 });
