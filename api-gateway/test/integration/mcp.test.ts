@@ -19,20 +19,32 @@ describe('MCP endpoint with a real API server and agent', () => {
     await env.teardown();
   });
 
-  it('lists the tools and calls each one', async () => {
+  it('lists every tool of the production wiring and calls the session, exec, file and process ones', async () => {
     const { tools } = await client.listTools();
+    // Code (ADR 0033), snapshots (docs/snapshots.md) and egress/audit (ADR 0034) tools have their
+    // own tests; here they must be offered, as the production wiring registers them.
     expect(tools.map((t) => t.name).sort()).toEqual([
       'create_session',
       'delete_session',
+      'delete_snapshot',
       'exec',
+      'fork_session',
+      'get_snapshot',
       'list_processes',
       'list_sessions',
+      'list_snapshots',
+      'read_audit',
       'read_file',
       'read_process_output',
+      'restart_code_context',
       'resume_session',
+      'run_code',
+      'set_egress',
       'signal_process',
+      'snapshot_session',
       'start_process',
       'suspend_session',
+      'verify_audit',
       'write_file',
     ]);
 
