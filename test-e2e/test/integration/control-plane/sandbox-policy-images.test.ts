@@ -10,6 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { A64, B64, DEFAULT_IMAGE, PolicyEnv, refusal } from './sandbox-policy-env.js';
 
+/** The code interpreter's image (issue 29), allowed by the chart's default policy.images without a tag. */
+const PYTHON_IMAGE = 'localhost/sandbox-platform/sandbox-python';
+
 let env: PolicyEnv;
 
 beforeAll(async () => {
@@ -61,14 +64,17 @@ describe('images: the gateway allowlist semantics (whole path segments, never te
     expect(r.rule).toContain('(not a valid image reference');
   });
 
-  it('the chart defaults allow the default image only, and say so', async () => {
+  it('the chart defaults allow the default image and the code interpreter image only, and say so', async () => {
     expect(await env.admit('session', env.strict.name, { image: DEFAULT_IMAGE })).toEqual({ allowed: true });
+    expect(await env.admit('session', env.strict.name, { image: `${PYTHON_IMAGE}:dev` })).toEqual({
+      allowed: true,
+    });
     const r = refusal(await env.admit('session', env.strict.name, { image: 'evil.io/x:1' }));
     expect(r.status).toBe(403);
     expect(r.rule).toBe(
       `spec.image evil.io/x:1 is not allowed in namespace ${env.strict.name} by the platform's image policy ` +
         `(chart value policy.images / policy.namespaces.${env.strict.name}.images, Helm release ${env.release} in ${env.rel.name}); ` +
-        `allowed: ${DEFAULT_IMAGE} (an entry without tag allows any tag of that repository, path/* any repository ` +
+        `allowed: ${DEFAULT_IMAGE}, ${PYTHON_IMAGE} (an entry without tag allows any tag of that repository, path/* any repository ` +
         'below path). Leave spec.image unset for the default image, or ask the platform team to allow this one.',
     );
     expect(r.full).toMatch(
