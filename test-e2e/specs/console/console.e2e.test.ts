@@ -278,9 +278,9 @@ describe('web console in Chromium', () => {
       .click();
     await page.getByRole('button', { name: `Confirm: delete session ${SESSION}` }).click();
     await untilText(page.locator('#status'), new RegExp(`Deleted ${SESSION}\\.`));
-    await page.waitForFunction(`!document.querySelector('tr[data-session="${SESSION}"]')`, undefined, {
-      timeout: 60_000,
-    });
+    // A locator wait, not waitForFunction: that evaluates its predicate with eval in the page, which
+    // the console's CSP (script-src 'self', no 'unsafe-eval') refuses.
+    await page.locator(`tr[data-session="${SESSION}"]`).waitFor({ state: 'detached', timeout: 60_000 });
     await shots.take(page, 'session-deleted');
     const after = await context.newPage();
     await after.goto(new URL('/', previewUrl).href);

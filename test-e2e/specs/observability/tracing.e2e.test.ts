@@ -255,7 +255,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
       predicate('a gateway log line with the trace id', (l: string | undefined) => l !== undefined),
       { timeoutMs: 30_000, intervalMs: 1000 },
     );
-    expect(JSON.parse(line!)).toMatchObject({ message: 'exec', session: name, span_id: request.spanId });
+    expect(JSON.parse(line!)).toMatchObject({ msg: 'exec', session: name, span_id: request.spanId });
   });
 
   it('delivers the trace of a streamed exec: request, agent call, and the agent span from the trailer', async () => {

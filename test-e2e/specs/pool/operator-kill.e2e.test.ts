@@ -51,7 +51,8 @@ import { watchPods, type ResourceWatch } from '../../src/framework/resource-watc
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { NS, READY_MS, kube, sbx, session } from '../suspend/support.js';
 import { createPool, deletePool, readPool } from '../support/custom-objects.js';
-import { describeOnLocal } from '../../src/framework/not-run.js';
+import { NOT_LOCAL_REASON, describeIf, onLocalCluster } from '../../src/framework/not-run.js';
+import { runcRuntimeClass } from '../isolation/support.js';
 import { armKillOnce, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 
 const SIZE = 3;
@@ -59,6 +60,13 @@ const BURST = 4;
 const suffix = randomBytes(2).toString('hex');
 const POOL = `kill-${suffix}`;
 const names = Array.from({ length: BURST }, (_v, i) => `kill-${suffix}-${i}`);
+/** The warm agents must be processes of this machine (frozen and killed here): runc, not gVisor. */
+const RUNC = onLocalCluster ? await runcRuntimeClass(kube.kc) : undefined;
+const reason = !onLocalCluster
+  ? NOT_LOCAL_REASON
+  : !RUNC
+    ? 'no runc RuntimeClass: under gVisor (the default runtime) the agents are not processes of this machine'
+    : undefined;
 
 const controllerOf = (p: k8s.V1Pod): k8s.V1OwnerReference | undefined =>
   p.metadata?.ownerReferences?.find((o) => o.controller);
@@ -170,12 +178,12 @@ async function hostnameOf(name: string): Promise<string> {
   }
 }
 
-describeOnLocal('operator SIGKILLed mid-claim', () => {
+describeIf(reason)('operator SIGKILLed mid-claim', () => {
   const recorder = new BindingRecorder();
 
   beforeAll(async () => {
     await startFromFreshOperator(kube);
-    await createPool(kube, NS, POOL, { replicas: SIZE });
+    await createPool(kube, NS, POOL, { replicas: SIZE, template: { runtimeClassName: RUNC } });
   }, READY_MS);
 
   afterAll(async () => {
