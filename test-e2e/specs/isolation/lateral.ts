@@ -28,6 +28,7 @@ export interface SandboxTarget {
  * process of the session; then waits until the last port accepts, from inside the session.
  */
 export async function startListeners(gw: SandboxClient, name: string): Promise<void> {
+  await untilAgentAnswers(gw, name);
   const py = [
     'import socket, select',
     `ls = [socket.create_server(("0.0.0.0", p)) for p in (${RANGE_PORTS.join(', ')})]`,
@@ -44,6 +45,29 @@ export async function startListeners(gw: SandboxClient, name: string): Promise<v
     timeoutSeconds: 30,
   });
   if (r.exitCode !== 0) throw new Error(`the listener in ${name} did not start: ${r.stderr}`);
+}
+
+/**
+ * Waits (at most 30 s) until an exec through the gateway answers. Seen on a fresh clone: a runc
+ * session Ready for ~19 s whose first gateway call was refused (502, agent ECONNREFUSED) while its
+ * kubelet probe passed; the retries are printed, so the log keeps what this wait absorbs.
+ */
+async function untilAgentAnswers(gw: SandboxClient, name: string): Promise<void> {
+  const started = Date.now();
+  const failures: string[] = [];
+  for (;;) {
+    try {
+      await gw.exec(name, { command: 'true' });
+      break;
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if ((status !== 502 && status !== 503) || Date.now() - started > 30_000) throw err;
+      failures.push(`${status} after ${Date.now() - started} ms`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  if (failures.length > 0)
+    console.warn(`session ${name}: the gateway reached its agent only after ${failures.join(', ')}`);
 }
 
 /** The session's Ready condition reason. */
