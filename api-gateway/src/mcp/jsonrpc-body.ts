@@ -52,7 +52,22 @@ export function checkMessages(body: unknown): JsonRpcRefusal | undefined {
     return refusal(400, JSONRPC_INVALID_REQUEST, `Invalid Request: a batch holds at most ${MAX_BATCH}`);
   }
   const bad = messages.findIndex((m) => !JSONRPCMessageSchema.safeParse(m).success);
-  if (bad < 0) return undefined;
-  const where = batch ? `batch item ${bad}` : 'the body';
-  return refusal(400, JSONRPC_INVALID_REQUEST, `Invalid Request: ${where} is not a JSON-RPC 2.0 message`);
+  if (bad >= 0) {
+    const where = batch ? `batch item ${bad}` : 'the body';
+    return refusal(400, JSONRPC_INVALID_REQUEST, `Invalid Request: ${where} is not a JSON-RPC 2.0 message`);
+  }
+  // Answers are matched to requests by id: a repeated one would leave a request unanswered.
+  const ids = messages.flatMap((m) => (isRequest(m) ? [JSON.stringify(m.id)] : []));
+  if (new Set(ids).size !== ids.length) {
+    return refusal(
+      400,
+      JSONRPC_INVALID_REQUEST,
+      'Invalid Request: the requests of a batch need distinct ids',
+    );
+  }
+  return undefined;
+}
+
+function isRequest(m: unknown): m is { id: unknown; method: string } {
+  return typeof m === 'object' && m !== null && 'method' in m && 'id' in m;
 }

@@ -59,6 +59,15 @@ describe('POST /mcp with bodies that are not JSON-RPC', () => {
     ['jsonrpc 1.0', '{"jsonrpc":"1.0","id":1,"method":"ping"}', JSON_TYPE, 400, -32600],
     ['a batch with one bad item', `[${request},{"a":1}]`, JSON_TYPE, 400, -32600],
     ['a batch of 101', `[${Array(101).fill(request).join(',')}]`, JSON_TYPE, 400, -32600],
+    // Found by the hostile-requests e2e (seed 833510): the SDK answers by id, so a repeated id left
+    // one request unanswered and the gateway answered 500.
+    [
+      'a batch repeating a request id',
+      '[{"jsonrpc":"2.0","method":"ping","id":1},{"jsonrpc":"2.0","method":"ping","id":1}]',
+      JSON_TYPE,
+      400,
+      -32600,
+    ],
     ['broken JSON', '{', JSON_TYPE, 400, -32700],
     ['an empty body', '', JSON_TYPE, 400, -32700],
     ['a __proto__ key', '{"__proto__":{"x":1},"jsonrpc":"2.0"}', JSON_TYPE, 400, -32700],
