@@ -11,6 +11,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { AlreadyExistsError, isNotFound, is409, QuotaRefusedError, quotaRefusal } from './errors.js';
 import type { ViewCache } from './child-informers.js';
 import { CreatedOverlay } from './created-overlay.js';
+import { DeletedOverlay } from './deleted-overlay.js';
 import type { JsonClient } from './json-client.js';
 import type { ClaimStore, PodStore, SecretStore, StorageClassLookup, WriteOutcome } from './ports.js';
 import { projectClaim, projectPod, projectSecret } from './projections.js';
@@ -29,9 +30,11 @@ export function createPodStore(
   { core, json }: ChildApi,
   informer: ViewCache<PodView>,
   created: CreatedOverlay<PodView> = new CreatedOverlay<PodView>(),
+  removed: DeletedOverlay<PodView> = new DeletedOverlay<PodView>(),
 ): PodStore {
   return {
-    cached: (namespace, name) => created.get(namespace, name, informer.get(namespace, name)),
+    cached: (namespace, name) =>
+      removed.get(namespace, name, created.get(namespace, name, informer.get(namespace, name))),
     read: async (namespace, name) => {
       try {
         return projectPod(await core.readNamespacedPod({ namespace, name }));
@@ -49,9 +52,14 @@ export function createPodStore(
         throw createError(err, 'Pod', body.metadata?.name);
       }
     },
-    delete: (namespace, name, uid) => {
+    delete: async (namespace, name, uid) => {
       created.forget(namespace, name);
-      return deleted(() => core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+      const outcome = await deleted(() =>
+        core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }),
+      );
+      // Until the informer shows it, the deleted Pod reads as being deleted (deleted-overlay.ts).
+      if (outcome === 'done') removed.add(namespace, name, uid);
+      return outcome;
     },
   };
 }
