@@ -60,18 +60,26 @@ const VARIANTS: Variant[] = [
 /** The session's own Pod: in its namespace, controlled by it exactly, and the one its status names. */
 async function ownPod(victim: SandboxSession): Promise<{ name: string; ip: string }> {
   const { namespace, name, uid } = victim.metadata as { namespace: string; name: string; uid: string };
-  const s = await waitFor(
-    async () => readSession(kube, namespace, name),
-    predicate('victim Ready=True with a Pod', (x: SandboxSession | undefined) => {
+  // Ready and the Pod it names, read together: a warm claim writes Ready beside its claim patch
+  // (ADR 0016), and a claim that loses is corrected by the next reconcile, so a status may name a
+  // Pod already gone for a moment (seen once on a fresh clone: 404 on the read right after).
+  const found = await waitFor(
+    async () => {
+      const x = await readSession(kube, namespace, name);
       const ready = x?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
-      return ready?.status === 'True' && Boolean(x?.status?.podName && x.status.podIP);
-    }),
+      if (ready?.status !== 'True' || !x?.status?.podName || !x.status.podIP) return undefined;
+      const p = await kube.core
+        .readNamespacedPod({ namespace, name: x.status.podName })
+        .catch(() => undefined);
+      return p ? { s: x, pod: p } : undefined;
+    },
+    predicate('victim Ready=True with a Pod that exists', (x) => x !== undefined),
     { timeoutMs: READY_MS, intervalMs: 500 },
   );
-  const pod = await kube.core.readNamespacedPod({ namespace, name: s!.status!.podName! });
+  const { s, pod } = found!;
   const ref = pod.metadata?.ownerReferences?.find((r) => r.controller);
   expect(controlledBySession(pod.metadata!.namespace!, ref, { namespace, name, uid })).toBe(true);
-  expect(pod.status?.podIP).toBe(s!.status!.podIP);
+  expect(pod.status?.podIP).toBe(s.status!.podIP);
   return { name: pod.metadata!.name!, ip: pod.status!.podIP! };
 }
 
