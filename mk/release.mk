@@ -40,7 +40,7 @@ $(RELEASE_VENV_STAMP): release/requirements.txt
 	@$(RELEASE_VENV)/bin/pip install --quiet --disable-pip-version-check -r release/requirements.txt
 	@touch $@
 
-release: node-deps tools localkube sdk-venv release-venv $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) ## Versioned artefacts in dist/: chart .tgz, images as OCI archives + SPDX SBOMs, npm and Python packages, krew archive + manifest, OpenAPI, SHA256SUMS
+release: node-deps tools localkube sdk-venv release-venv $(IMAGES_APPS:%=$(IMAGES_DIR)/%.tar) $(IMAGES_DIR)/egress-proxy.tar ## Versioned artefacts in dist/: chart .tgz, images as OCI archives + SPDX SBOMs, npm and Python packages, krew archive + manifest, OpenAPI, SHA256SUMS
 	@IMAGES_DIR=$(IMAGES_DIR) HELM=$(abspath $(HELM)) LOCALKUBE_BIN=$(LOCALKUBE_BIN) RELEASE_VENV=$(RELEASE_VENV) \
 	  release/release.sh
 

@@ -28,7 +28,7 @@ images_dir="${IMAGES_DIR:-${LOCALKUBE_DIR:-$root/.localkube}/images}"
 helm="${HELM:?HELM (the pinned helm: make tools) is required}"
 repo=localhost/sandbox-platform
 # image -> the workspace whose production dependencies it bundles
-declare -A workspace=([sandbox-agent]=sandbox-agent [operator]=operator [api-gateway]=api-gateway)
+declare -A workspace=([sandbox-agent]=sandbox-agent [operator]=operator [api-gateway]=api-gateway [egress-proxy]=egress-proxy)
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 
 say "version $version"
@@ -43,7 +43,7 @@ inputs_key() {
   {
     git ls-files -co --exclude-standard -- release sdk charts/sandbox-platform api-gateway/openapi.json \
       LICENSE CHANGELOG.md package.json package-lock.json crds/src | LC_ALL=C sort | xargs -d '\n' sha256sum
-    sha256sum "$images_dir"/{sandbox-agent,operator,api-gateway}.tar
+    sha256sum "$images_dir"/{sandbox-agent,operator,api-gateway,egress-proxy}.tar
     "$helm" version --short; node --version
   } | sha256sum | cut -c1-64
 }
@@ -60,15 +60,16 @@ cp -a charts/sandbox-platform "$work/sandbox-platform"
 values="$work/sandbox-platform/values.yaml"
 tags_before="$(grep -c "^    tag: " "$values")"
 sed -i -E "s/^    tag: .*$/    tag: '$version'/" "$values"
-[ "$tags_before" = 3 ] && [ "$(grep -c "^    tag: '$version'$" "$values")" = 3 ] \
-  || die "expected the three images.*.tag lines in values.yaml, found $tags_before"
+# One tag line per image the chart deploys: images.{sandbox,operator,gateway} and egressProxy.image.
+[ "$tags_before" = "${#workspace[@]}" ] && [ "$(grep -c "^    tag: '$version'$" "$values")" = "${#workspace[@]}" ] \
+  || die "expected ${#workspace[@]} image tag lines in values.yaml (one per released image), found $tags_before"
 "$helm" package "$work/sandbox-platform" --version "$version" --app-version "$version" -d "$dist/charts" >/dev/null
 chart="$dist/charts/sandbox-platform-$version.tgz"
 [ "$("$helm" show chart "$chart" | sed -n "s/^appVersion: //p" | tr -d "'\"")" = "$version" ] || die "appVersion of $chart is not $version"
-[ "$(grep -c "^    tag: '$version'$" <<<"$("$helm" show values "$chart")")" = 3 ] || die "image tags of $chart are not $version"
+[ "$(grep -c "^    tag: '$version'$" <<<"$("$helm" show values "$chart")")" = "${#workspace[@]}" ] || die "image tags of $chart are not $version"
 grep -qx 'sandbox-platform/LICENSE' <<<"$(tar -tzf "$chart")" || die "LICENSE missing from $chart"
 
-for img in sandbox-agent operator api-gateway; do
+for img in sandbox-agent operator api-gateway egress-proxy; do
   out="$dist/images/$img-$version.oci.tar"
   digest="$(node release/retag.mjs "$images_dir/$img.tar" "$out" "$repo/$img:$version")"
   say "image $repo/$img:$version ${digest:0:19} ($(du -m "$out" | cut -f1) MiB)"
