@@ -22,6 +22,7 @@ import {
   SandboxNotFoundError,
 } from 'e2b/dist/index.mjs';
 
+import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { OTHER_KEY, SANDBOX_URL, eventually, opts } from './support.js';
 
 describe('the official JS e2b SDK against the gateway', () => {
@@ -83,7 +84,14 @@ describe('the official JS e2b SDK against the gateway', () => {
   it('setTimeout, pause then connect (files kept)', async () => {
     await sbx.files.write('kept.txt', 'kept across pause');
     await sbx.setTimeout(900_000);
-    expect((await sbx.getInfo()).endAt.getTime() - Date.now()).toBeGreaterThan(880_000);
+    // getInfo reads the gateway's session cache, which shows the patch a moment after setTimeout
+    // answered (seen on a fresh clone: 291 s left right after; an open read-after-write gap).
+    const left = await waitFor(
+      async () => (await sbx.getInfo()).endAt.getTime() - Date.now(),
+      predicate('the new timeout in getInfo', (ms: number) => ms > 880_000),
+      { timeoutMs: 10_000, intervalMs: 250 },
+    );
+    expect(left).toBeGreaterThan(880_000);
     expect(await sbx.pause()).toBe(true);
     expect((await Sandbox.getInfo(sbx.sandboxId, opts())).state).toBe('paused');
     const back = await Sandbox.connect(sbx.sandboxId, opts());

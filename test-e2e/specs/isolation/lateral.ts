@@ -92,6 +92,18 @@ export async function resumedSession(
     predicate(`${name} Suspended`, (s) => readyReason(s) === REASONS.suspended),
     { timeoutMs: READY_TIMEOUT_MS, intervalMs: 500 },
   );
+  // Suspended is reported as soon as spec.suspend is seen; with snapshots on, a persistent
+  // workspace's Pod is kept until its digest is recorded (verified resume), and a resume before it
+  // goes keeps that Pod. This target must be a new Pod: wait until the first one is gone.
+  await waitFor(
+    async () =>
+      kube.core
+        .readNamespacedPod({ namespace, name: firstPod.metadata!.name! })
+        .then((p) => p.metadata?.uid)
+        .catch(() => undefined),
+    predicate(`${name}: its first Pod gone`, (uid) => uid !== firstPod.metadata?.uid),
+    { timeoutMs: READY_TIMEOUT_MS, intervalMs: 500 },
+  );
   await gw.resumeSession(name, { waitSeconds: 120 });
   const resumed = (await waitFor(
     () => readSession(kube, namespace, name),
