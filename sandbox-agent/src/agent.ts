@@ -129,6 +129,10 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     // A digest before a suspension stops what could still write to the workspace (docs/snapshots.md).
     archive: new ArchiveLock(async () => {
       await Promise.all([terminals.close(), processes.close(), code.close()]);
+      // What ran is stopped; the agent keeps serving: the suspension may be cancelled (a resume
+      // before the Pod goes keeps it), and then new commands must start (E2B pause then connect).
+      terminals.reopen();
+      processes.reopen();
     }),
     watches,
     limits: config,

@@ -145,6 +145,11 @@ export class ProcessTable {
     logger.info('process removed', { id, leftoversKilled: killed });
   }
 
+  /** Accepts starts again after close() (a quiesce for a suspension that was then cancelled). */
+  reopen(): void {
+    this.closing = false;
+  }
+
   /** Stops every process: SIGTERM to each group, SIGKILL after the grace. New starts are refused. */
   async close(): Promise<void> {
     this.closing = true;

@@ -120,6 +120,11 @@ export class Terminals {
     });
   }
 
+  /** Accepts terminals again after close() (a quiesce for a suspension that was then cancelled). */
+  reopen(): void {
+    this.closing = false;
+  }
+
   /** Hangs every terminal up and closes its connection (1001); new ones are refused. */
   async close(): Promise<void> {
     this.closing = true;

@@ -251,6 +251,15 @@ describe('/v1/archive', () => {
     await new Promise((r) => setTimeout(r, 400));
     const later = await call(source, 'GET', '/v1/archive/digest');
     expect((JSON.parse(later.body.toString()) as ArchiveSummary).digest).toBe(digest);
+    // The suspension may be cancelled (a resume before the Pod goes): new processes start again.
+    // Regression: the E2B e2e's pause then connect got 503 shell-unavailable on its next command.
+    const again = await source.send({
+      method: 'POST',
+      path: '/v1/processes',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'true' }),
+    });
+    expect(again.status).toBe(201);
     const refused = await source.send({
       method: 'POST',
       path: '/v1/archive/digest',
