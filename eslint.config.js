@@ -39,6 +39,26 @@ export default tseslint.config(
     },
   },
   {
+    // The operator's API boundary (ADR 0002): only kube/ and the composition root talk to the API
+    // server; the rest of the operator sees Kubernetes objects as types and reaches the API through
+    // the ports kube/ implements, so it stays testable against in-memory fakes.
+    files: ['operator/src/**/*.ts'],
+    ignores: ['operator/src/kube/**', 'operator/src/main.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: ['@kubernetes/client-node', '@dot-i/k8s-operator'].map((name) => ({
+            name,
+            message:
+              'Only operator/src/kube/ and main.ts talk to the API server; import types only (import type).',
+            allowTypeImports: true,
+          })),
+        },
+      ],
+    },
+  },
+  {
     files: ['**/test/**/*.ts', '**/specs/**/*.ts', '**/bench/**/*.ts', '**/scripts/**/*.ts'],
     rules: {
       'no-console': 'off',

@@ -27,7 +27,7 @@ export interface LineSink {
  * up to LOG_BATCH_MS (or LOG_BATCH_BYTES) and written with one write; a warn or error line writes
  * the batch and itself at once. Why: stdout is a pipe to the container runtime, and a write per
  * line wakes the runtime's reader on every exec; on the deployment's 2 cores that cost the gateway
- * about 0.1 ms per exec at p50 (docs/adr/0008-batched-log-writes.md). The lines and their order
+ * about 0.1 ms per exec at p50 (docs/adr/0008-gateway-log-writes-in-batches.md). The lines and their order
  * are unchanged; `flush()` writes what is pending (server.ts calls it on exit).
  */
 export class BatchedLineTransport extends TransportStream {

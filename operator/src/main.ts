@@ -26,7 +26,7 @@ import {
   createStorageClassLookup,
 } from './kube/child-stores.js';
 import { createKubeClients, type KubeClients } from './kube/clients.js';
-import { CreatedOverlay } from './kube/created-overlay.js';
+import { CreatedOverlay } from './state/created-overlay.js';
 import { startSessionWatch } from './kube/dot-i-source.js';
 import { waitUntilWatchable } from './kube/watch-preflight.js';
 import { QueuedEventRecorder } from './kube/events-recorder.js';
@@ -34,12 +34,12 @@ import { LeaderElector } from './kube/leader-election.js';
 import { createLeaseStore } from './kube/lease-store.js';
 import { Resync } from './kube/resync.js';
 import { createRuntimeClassLookup, DefaultRuntimeClass } from './kube/runtime-class.js';
-import { SessionCache } from './kube/session-cache.js';
-import { SessionChangeFilter, type QueuePriority } from './kube/session-change-filter.js';
+import { SessionCache } from './state/session-cache.js';
+import { SessionChangeFilter, type QueuePriority } from './state/session-change-filter.js';
 import { createTenantSecretReader } from './kube/tenant-secrets.js';
 import { createSessionStore } from './kube/session-store.js';
-import type { ClaimView, PodView, SecretView } from './kube/views.js';
-import { WorkQueue } from './kube/work-queue.js';
+import type { ClaimView, PodView, SecretView } from './state/views.js';
+import { WorkQueue } from './state/work-queue.js';
 import { PoolController } from './pool/pool-controller.js';
 import { createAgentArchiveClient } from './snapshot/agent-archive.js';
 import type { SnapshotStoreConfig } from './snapshot/config.js';
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
       metrics.watchEvents.inc({ source });
       queue.add(key, priority);
     };
-  // What this process just created, until the informers show it (kube/created-overlay.ts).
+  // What this process just created, until the informers show it (state/created-overlay.ts).
   const created = {
     pods: new CreatedOverlay<PodView>(),
     secrets: new CreatedOverlay<SecretView>(),
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
     logger,
   });
   const deps: ControllerDeps = {
-    // A session watch that stopped delivering (kube/watch-lag.ts) is not repaired in place (dot-i
+    // A session watch that stopped delivering (state/watch-lag.ts) is not repaired in place (dot-i
     // cannot re-watch without exiting): stop gracefully, hand the Lease over, and let the restart
     // re-watch, as dot-i itself does on a watch error.
     sessions: createSessionStore(clients, config.watchNamespaces, cache, (keys) => {

@@ -28,7 +28,7 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import type { PodView } from '../kube/views.js';
+import type { PodView } from '../state/views.js';
 import type { SessionRef } from '../resources/metadata.js';
 import { errorFields } from '../telemetry/logger.js';
 import { sessionEnvOf, type EnvValue } from './env-sources.js';

@@ -25,7 +25,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import type { ChildMetadata, SecretView } from '../kube/views.js';
+import type { ChildMetadata, SecretView } from '../state/views.js';
 
 /** The verdict on a child object. */
 export type Ownership = 'owned' | 'previous' | 'foreign';

@@ -9,7 +9,7 @@
 import { EVENT_REASONS, podName } from '@sandbox-platform/api';
 
 import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
-import type { PodView } from '../kube/views.js';
+import type { PodView } from '../state/views.js';
 import { buildPod } from '../resources/pod.js';
 import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import { hasSecretRefs, sessionEnvOf } from './env-sources.js';

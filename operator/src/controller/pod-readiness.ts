@@ -5,7 +5,7 @@
  */
 import { REASONS, type ReadyReason } from '@sandbox-platform/api';
 
-import type { PodConditionView, PodView } from '../kube/views.js';
+import type { PodConditionView, PodView } from '../state/views.js';
 
 /** The Pod's contribution to the Ready condition. */
 export interface PodReadiness {

@@ -1,6 +1,6 @@
 /**
  * The reconcile driver. Level-triggered: it ignores what woke it up, re-reads the session by key
- * (from the watch-fed cache; see kube/session-cache.ts), runs the phases, then writes the computed
+ * (from the watch-fed cache; see state/session-cache.ts), runs the phases, then writes the computed
  * status once, only if it changed, onto the resourceVersion it was computed from. A refused write
  * (the read was stale, or the session changed meanwhile) runs the reconcile again at once.
  *

@@ -14,7 +14,7 @@ import type {
   SessionStore,
   StorageClassLookup,
 } from '../kube/ports.js';
-import type { ClaimView, PodView, SecretView } from '../kube/views.js';
+import type { ClaimView, PodView, SecretView } from '../state/views.js';
 import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import type { TenantSecretReader } from '../kube/tenant-secrets.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';

@@ -7,7 +7,7 @@
 import { EVENT_REASONS, deriveToken, secretName } from '@sandbox-platform/api';
 
 import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
-import type { SecretView } from '../kube/views.js';
+import type { SecretView } from '../state/views.js';
 import { buildSecret } from '../resources/secret.js';
 import { NameConflictError } from './errors.js';
 import { classifySecret } from './ownership.js';

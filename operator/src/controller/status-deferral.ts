@@ -8,8 +8,8 @@
  * Pod changes (the informers queue it), when the queue has drained (release(): the burst is
  * over, so every held write is made then), or once it waited MAX_DEFER_MS, so a steady stream of
  * work cannot starve it. Everything else is written at once: becoming Ready (a gateway may be
- * waiting for it), failures, collection. docs/adr/0032-scale-bursts-and-failover.md has the
- * figures (bench-scale: 1.65 status writes per session before, polled every 250 ms).
+ * waiting for it), failures, collection. Issue 32's bench-scale (docs/benchmarks.md) measured
+ * 1.65 status writes per session before, polled every 250 ms.
  *
  * Pure state keyed by session; time comes in as an argument.
  */

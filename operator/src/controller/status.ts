@@ -18,7 +18,7 @@ import {
   type WorkspaceReason,
 } from '@sandbox-platform/api';
 
-import type { ClaimView, PodView } from '../kube/views.js';
+import type { ClaimView, PodView } from '../state/views.js';
 import type { EnvProblem } from './env-sources.js';
 import { lastActivity, type ExpiryReason } from './lifecycle.js';
 import { podCondition, podReadiness } from './pod-readiness.js';

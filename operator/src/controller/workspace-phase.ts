@@ -10,7 +10,7 @@
 import { EVENT_REASONS, workspaceClaimName } from '@sandbox-platform/api';
 
 import { isAlreadyExists, isQuotaRefused } from '../kube/errors.js';
-import type { ClaimView } from '../kube/views.js';
+import type { ClaimView } from '../state/views.js';
 import { buildWorkspaceClaim, hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import { NameConflictError } from './errors.js';
 import { classifyChild } from './ownership.js';

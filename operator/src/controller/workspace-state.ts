@@ -14,7 +14,7 @@
  */
 import { REASONS, workspaceClaimName } from '@sandbox-platform/api';
 
-import type { ClaimView } from '../kube/views.js';
+import type { ClaimView } from '../state/views.js';
 import { parseTime } from './time.js';
 
 /** The verdict on an unbound claim. */

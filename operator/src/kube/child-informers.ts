@@ -9,9 +9,9 @@ import type * as k8s from '@kubernetes/client-node';
 import { CHILD_SELECTOR } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { OwnedInformer, type ListPage } from './owned-informer.js';
-import { ownerKey } from './owner-key.js';
-import { projectClaim, projectPod, projectSecret } from './projections.js';
-import type { ClaimView, PodView, SecretView } from './views.js';
+import { ownerKey } from '../state/owner-key.js';
+import { projectClaim, projectPod, projectSecret } from '../state/projections.js';
+import type { ClaimView, PodView, SecretView } from '../state/views.js';
 
 /** Cached views by namespace and name, across the informers of every watched namespace. */
 export interface ViewCache<V> {

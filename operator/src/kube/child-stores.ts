@@ -1,6 +1,6 @@
 /**
  * PodStore, SecretStore and ClaimStore on client-node: reads from the owned-object informers (with
- * what this process just created overlaid until the informer shows it: created-overlay.ts),
+ * what this process just created overlaid until the informer shows it: state/created-overlay.ts),
  * creates through the lean JSON client (kube/json-client.ts; the answer goes straight to the
  * projection), other writes and fresh reads through CoreV1Api. Deletes carry a UID precondition,
  * so the object deleted is exactly the one judged ours (never a same-named object created
@@ -10,12 +10,12 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { AlreadyExistsError, isNotFound, is409, QuotaRefusedError, quotaRefusal } from './errors.js';
 import type { ViewCache } from './child-informers.js';
-import { CreatedOverlay } from './created-overlay.js';
-import { DeletedOverlay } from './deleted-overlay.js';
+import { CreatedOverlay } from '../state/created-overlay.js';
+import { DeletedOverlay } from '../state/deleted-overlay.js';
 import type { JsonClient } from './json-client.js';
 import type { ClaimStore, PodStore, SecretStore, StorageClassLookup, WriteOutcome } from './ports.js';
-import { projectClaim, projectPod, projectSecret } from './projections.js';
-import type { ClaimView, PodView, SecretView } from './views.js';
+import { projectClaim, projectPod, projectSecret } from '../state/projections.js';
+import type { ClaimView, PodView, SecretView } from '../state/views.js';
 
 type ChildKind = 'Pod' | 'Secret' | 'PersistentVolumeClaim';
 
@@ -57,7 +57,7 @@ export function createPodStore(
       const outcome = await deleted(() =>
         core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }),
       );
-      // Until the informer shows it, the deleted Pod reads as being deleted (deleted-overlay.ts).
+      // Until the informer shows it, the deleted Pod reads as being deleted (state/deleted-overlay.ts).
       if (outcome === 'done') removed.add(namespace, name, uid);
       return outcome;
     },

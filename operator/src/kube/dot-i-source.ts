@@ -32,7 +32,7 @@ import { keyString } from '../controller/session-key.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 import { RecoveringWatch, type RecoveringWatchOptions } from './recovering-watch.js';
-import type { WatchEventType } from './session-change-filter.js';
+import type { WatchEventType } from '../state/session-change-filter.js';
 
 const { default: Operator, ResourceMetaImpl } = dotI;
 

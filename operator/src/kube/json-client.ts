@@ -1,7 +1,7 @@
 /**
  * Plain JSON requests to the API server for the reconcile's hot writes (Secret and Pod creates,
  * status patches) and the reads of a warm claim's Secret references (kube/tenant-secrets.ts): the body is our own wire-format object, sent as JSON; the answer is parsed
- * with JSON.parse and handed to the projections (kube/projections.ts), which accept plain JSON.
+ * with JSON.parse and handed to the projections (state/projections.ts), which accept plain JSON.
  * client-node's generated APIs would first convert the body to and the answer from its model
  * classes, about half the client CPU of a create here (docs/adr/0007). Server, TLS agent and
  * authentication are client-node's, shared with the generated clients (kube/clients.ts).

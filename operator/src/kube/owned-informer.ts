@@ -1,6 +1,6 @@
 /**
  * A label-selected informer on the operator's Pods or Secrets that caches only projections
- * (kube/views.ts). Built on client-node's ListWatch (list, then watch from the list's
+ * (state/views.ts). Built on client-node's ListWatch (list, then watch from the list's
  * resourceVersion, relist on 410 Gone) with two additions:
  *
  * - a Watch that projects each event object before ListWatch stores it, and a paged LIST that
@@ -15,7 +15,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
-import type { ChildMetadata } from './views.js';
+import type { ChildMetadata } from '../state/views.js';
 
 /** One page of a LIST, as client-node returns it. */
 export interface ListPage {

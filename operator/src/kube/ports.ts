@@ -1,12 +1,13 @@
 /**
  * The narrow interfaces the controller depends on. kube/ implements them with client-node; unit
- * tests implement them in memory. Nothing outside kube/ imports client-node at runtime.
+ * tests implement them in memory. Nothing outside kube/ and main.ts imports client-node at runtime
+ * (eslint.config.js enforces it).
  */
 import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { SandboxSession, SandboxSessionStatus } from '@sandbox-platform/api';
 
 import type { SessionKey } from '../controller/session-key.js';
-import type { ClaimView, PodView, SecretView } from './views.js';
+import type { ClaimView, PodView, SecretView } from '../state/views.js';
 
 /** A JSON merge patch of status: fields to set, and `null` for fields to remove. */
 export type StatusPatch = { [K in keyof SandboxSessionStatus]?: SandboxSessionStatus[K] | null };

@@ -26,8 +26,8 @@
  */
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
-import type { WatchEventType } from './session-change-filter.js';
+import { backoffDelay, type BackoffOptions } from '../state/backoff.js';
+import type { WatchEventType } from '../state/session-change-filter.js';
 
 /**
  * One watch request, as client-node's `Watch.watch` makes it: calls `onLine` per event and `done`

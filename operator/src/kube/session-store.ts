@@ -14,15 +14,15 @@ import { keyString, type SessionKey } from '../controller/session-key.js';
 import { ConflictError, isNotFound, is409 } from './errors.js';
 import type { JsonClient } from './json-client.js';
 import type { SessionStore, StatusPatch, StatusWrite, WriteOutcome } from './ports.js';
-import { toVersion, type SessionCache } from './session-cache.js';
-import { WatchLag, type ListedVersion } from './watch-lag.js';
+import { toVersion, type SessionCache } from '../state/session-cache.js';
+import { WatchLag, type ListedVersion } from '../state/watch-lag.js';
 
 const PAGE = 500;
 
 /**
  * The SessionStore of the watched namespaces (empty: all namespaces). `onWatchStale` is called
  * after a LIST with the sessions whose version listed one LIST earlier the watch has still not
- * delivered (kube/watch-lag.ts).
+ * delivered (state/watch-lag.ts).
  */
 export function createSessionStore(
   api: { readonly custom: k8s.CustomObjectsApi; readonly json: JsonClient },

@@ -26,7 +26,7 @@ import type {
 } from '../controller/claim-phase.js';
 import { sessionIdentity } from '../controller/ownership.js';
 import { isPodReady } from '../controller/pod-readiness.js';
-import type { PodView } from '../kube/views.js';
+import type { PodView } from '../state/views.js';
 import type { SessionRef } from '../resources/metadata.js';
 import type { Logger } from '../telemetry/log-port.js';
 import type { BindClient } from './bind-client.js';

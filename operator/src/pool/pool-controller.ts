@@ -9,10 +9,10 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { GROUP, POOL_LABELS, POOL_PLURAL, VERSION, type BindSigner } from '@sandbox-platform/api';
 
-import type { BackoffOptions } from '../kube/backoff.js';
+import type { BackoffOptions } from '../state/backoff.js';
 import type { JsonClient } from '../kube/json-client.js';
 import { OwnedInformer, type ListPage } from '../kube/owned-informer.js';
-import { WorkQueue } from '../kube/work-queue.js';
+import { WorkQueue } from '../state/work-queue.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';

@@ -1,6 +1,6 @@
 /**
  * What the operator keeps of SandboxPools and of their Pods: small projections, as for the
- * session children (kube/views.ts). A pool Pod's view adds the pool label and the template hash
+ * session children (state/views.ts). A pool Pod's view adds the pool label and the template hash
  * it was built with to the PodView the session reconcile already understands.
  */
 import {
@@ -10,8 +10,8 @@ import {
   type SandboxPoolStatus,
 } from '@sandbox-platform/api';
 
-import { projectPod } from '../kube/projections.js';
-import type { ChildMetadata, PodView } from '../kube/views.js';
+import { projectPod } from '../state/projections.js';
+import type { ChildMetadata, PodView } from '../state/views.js';
 
 /** Metadata of a pool: a child's identity plus what the pool status and the default need. */
 export interface PoolMetadata extends ChildMetadata {
@@ -37,7 +37,7 @@ export interface PoolPodView extends PodView {
 
 type Loose = Record<string, unknown>;
 
-/** Projects a SandboxPool; undefined when it lacks its identity. Never throws (see projections.ts). */
+/** Projects a SandboxPool; undefined when it lacks its identity. Never throws (see state/projections.ts). */
 export function projectPool(raw: unknown): PoolView | undefined {
   const obj = asObject(raw);
   const meta = asObject(obj.metadata);

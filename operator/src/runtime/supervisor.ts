@@ -4,7 +4,7 @@
  *
  * - standby: not reconciling, /readyz OK (a standby that is never ready would block every rolling
  *   update of a 2-replica Deployment); its caches are warm (the workload's warm(): listed and
- *   watching, the queue held), so taking over costs no LIST (docs/adr/0032);
+ *   watching, the queue held), so taking over costs no LIST (issue 32);
  * - leader: the workload runs; /readyz OK once its caches are synced;
  * - lease lost (renewal failed for renewDeadline): exit 1 at once, without draining: another
  *   replica may already be reconciling, and the kubelet restarts this one as a standby;

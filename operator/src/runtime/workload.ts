@@ -2,7 +2,7 @@
  * The leader's work: owned-object informers, the session watch, the resync and the queue, started
  * and stopped in the one order that is safe.
  *
- * warm (every replica, leader or standby, docs/adr/0032): the caches (`caches`: the child
+ * warm (every replica, leader or standby, issue 32): the caches (`caches`: the child
  * informers, read-only) list and watch, then the session watch starts filling the session cache;
  * the queue stays held, so a standby collects the keys to look at and reconciles nothing. A new
  * leader then starts from synced caches instead of listing everything after the Lease changed
@@ -19,7 +19,7 @@
  */
 import type { SessionWatch } from '../kube/dot-i-source.js';
 import type { Resync } from '../kube/resync.js';
-import type { WorkQueue } from '../kube/work-queue.js';
+import type { WorkQueue } from '../state/work-queue.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 

@@ -24,7 +24,7 @@ import { WORKSPACE_EVENT_REASONS, WORKSPACE_REASONS } from '@sandbox-platform/ap
 
 import { podReadiness } from '../controller/pod-readiness.js';
 import type { ControllerDeps, PhaseResult, Scope } from '../controller/scope.js';
-import type { PodView } from '../kube/views.js';
+import type { PodView } from '../state/views.js';
 import { hasPersistentWorkspace } from '../resources/workspace-claim.js';
 import type { RestoreRunner } from './restore-runner.js';
 import type { WorkspaceVerdict } from './workspace-verdict.js';

@@ -9,12 +9,12 @@
 import type * as k8s from '@kubernetes/client-node';
 import { GROUP, SNAPSHOT_PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
-import type { BackoffOptions } from '../kube/backoff.js';
+import type { BackoffOptions } from '../state/backoff.js';
 import type { JsonClient } from '../kube/json-client.js';
 import { OwnedInformer, type ListPage } from '../kube/owned-informer.js';
 import type { EventRecorder } from '../kube/ports.js';
-import type { PodView } from '../kube/views.js';
-import { WorkQueue } from '../kube/work-queue.js';
+import type { PodView } from '../state/views.js';
+import { WorkQueue } from '../state/work-queue.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 import type { AgentArchiveClient } from './agent-archive.js';

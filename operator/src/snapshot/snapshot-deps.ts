@@ -5,7 +5,7 @@
 import type { SandboxSession } from '@sandbox-platform/api';
 
 import type { EventRecorder } from '../kube/ports.js';
-import type { PodView } from '../kube/views.js';
+import type { PodView } from '../state/views.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 import type { AgentArchiveClient } from './agent-archive.js';

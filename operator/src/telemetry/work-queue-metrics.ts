@@ -6,7 +6,7 @@
  */
 import * as prom from 'prom-client';
 
-import type { QueueHooks } from '../kube/work-queue.js';
+import type { QueueHooks } from '../state/work-queue.js';
 
 /** The queue's name label: the kind it reconciles, lowercase (controller-runtime's convention). */
 export const QUEUE_NAME = 'sandboxsession';

@@ -21,9 +21,9 @@ import type {
   StorageClassLookup,
   WriteOutcome,
 } from '../../src/kube/ports.js';
-import { projectClaim, projectPod, projectSecret } from '../../src/kube/projections.js';
+import { projectClaim, projectPod, projectSecret } from '../../src/state/projections.js';
 import type { TenantSecretReader } from '../../src/kube/tenant-secrets.js';
-import type { ClaimView, PodView, SecretView } from '../../src/kube/views.js';
+import type { ClaimView, PodView, SecretView } from '../../src/state/views.js';
 
 type Op =
   | 'createSecret'

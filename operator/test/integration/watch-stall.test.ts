@@ -1,5 +1,5 @@
 /**
- * A session watch that stops delivering without an error (kube/watch-lag.ts). The operator talks
+ * A session watch that stops delivering without an error (state/watch-lag.ts). The operator talks
  * to the API server through a relay that, once stalled, forwards nothing on the connections it
  * holds while keeping them open (a proxy that stopped forwarding: TCP keep-alive cannot see it).
  * With RESYNC_SECONDS=10 the operator first runs two resync periods with a healthy watch without

@@ -10,7 +10,7 @@ import { beforeEach, describe, expect, it } from '@jest/globals';
 import { NameConflictError } from '../../../src/controller/errors.js';
 import { reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
-import type { ChildMetadata } from '../../../src/kube/views.js';
+import type { ChildMetadata } from '../../../src/state/views.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
 import { FakeClock, controllerDeps } from '../../fakes/fakes.js';
 import { podView, ready } from '../../fixtures/pods.js';

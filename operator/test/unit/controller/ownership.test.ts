@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { classifyChild, classifySecret } from '../../../src/controller/ownership.js';
-import type { ChildMetadata } from '../../../src/kube/views.js';
+import type { ChildMetadata } from '../../../src/state/views.js';
 import { session } from '../../fixtures/sessions.js';
 
 const base: ChildMetadata = { name: 'sbs-demo', namespace: 'team-a', uid: 'c1', resourceVersion: '1' };

@@ -3,7 +3,7 @@ import type { SandboxSessionStatus } from '@sandbox-platform/api';
 
 import { collectedReason, computeStatus, type StatusInputs } from '../../../src/controller/status.js';
 import { statusEqual, statusPatch } from '../../../src/controller/status-patch.js';
-import type { PodView } from '../../../src/kube/views.js';
+import type { PodView } from '../../../src/state/views.js';
 import { deleting, phase, podView, ready, scheduled, unschedulable, waiting } from '../../fixtures/pods.js';
 import { activeAt, session, withSpec, withStatus } from '../../fixtures/sessions.js';
 

@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
 import { OwnedInformer, type ListPage } from '../../../src/kube/owned-informer.js';
-import { projectPod } from '../../../src/kube/projections.js';
-import type { PodView } from '../../../src/kube/views.js';
+import { projectPod } from '../../../src/state/projections.js';
+import type { PodView } from '../../../src/state/views.js';
 import { MemoryLogger } from '../../fakes/fakes.js';
 import { FakeWatchServer, until } from './fake-watch-server.js';
 

@@ -2,8 +2,8 @@ import { describe, expect, it, jest } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
 import { OwnedInformer } from '../../../src/kube/owned-informer.js';
-import { projectPod } from '../../../src/kube/projections.js';
-import type { PodView } from '../../../src/kube/views.js';
+import { projectPod } from '../../../src/state/projections.js';
+import type { PodView } from '../../../src/state/views.js';
 import { MemoryLogger } from '../../fakes/fakes.js';
 
 describe('OwnedInformer', () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
-import { backoffDelay } from '../../../src/kube/backoff.js';
+import { backoffDelay } from '../../../src/state/backoff.js';
 import { RecoveringWatch, WATCH_BACKOFF } from '../../../src/kube/recovering-watch.js';
 import { MemoryLogger } from '../../fakes/fakes.js';
 import { FakeWatchServer, session, until } from './fake-watch-server.js';

@@ -9,7 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { SandboxSession } from '@sandbox-platform/api';
 
 import { ConflictError } from '../../../src/kube/errors.js';
-import { SessionCache } from '../../../src/kube/session-cache.js';
+import { SessionCache } from '../../../src/state/session-cache.js';
 import { createSessionStore } from '../../../src/kube/session-store.js';
 import { named, session, type SessionMod } from '../../fixtures/sessions.js';
 

@@ -13,7 +13,7 @@ import { deriveToken } from '@sandbox-platform/api';
 
 import { reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
-import type { ControllerRefView } from '../../../src/kube/views.js';
+import type { ControllerRefView } from '../../../src/state/views.js';
 import { templateHash, type PoolPodOptions } from '../../../src/pool/pool-pod.js';
 import type { PoolPodView } from '../../../src/pool/pool-view.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 
-import type { ControllerRefView } from '../../../src/kube/views.js';
+import type { ControllerRefView } from '../../../src/state/views.js';
 import { PoolIndex } from '../../../src/pool/pool-index.js';
 import type { PoolPodView, PoolView } from '../../../src/pool/pool-view.js';
 

@@ -106,7 +106,7 @@ describe('Supervisor', () => {
     const { sup, log } = setup(lease);
     const running = sup.run();
     await new Promise((r) => setTimeout(r, 50));
-    // Warm (caches listed and watching, docs/adr/0032) but not working.
+    // Warm (caches listed and watching, issue 32) but not working.
     expect(log).toEqual(['warm']);
     expect(sup.isReady()).toBe(true);
     await sup.shutdown('SIGTERM');

@@ -9,7 +9,7 @@ import { describe, expect, it } from '@jest/globals';
 
 import type { SessionStore } from '../../../src/kube/ports.js';
 import { Resync } from '../../../src/kube/resync.js';
-import { WorkQueue } from '../../../src/kube/work-queue.js';
+import { WorkQueue } from '../../../src/state/work-queue.js';
 import { Workload } from '../../../src/runtime/workload.js';
 import { MemoryLogger } from '../../fakes/fakes.js';
 

@@ -9,7 +9,7 @@ import type { SandboxSession } from '@sandbox-platform/api';
 import type { ArchiveSummary } from '@sandbox-platform/api';
 
 import type { ControllerDeps, Scope } from '../../../src/controller/scope.js';
-import type { PodView } from '../../../src/kube/views.js';
+import type { PodView } from '../../../src/state/views.js';
 import { digestBeforeSuspend, verifyResumedWorkspace } from '../../../src/snapshot/resume-phase.js';
 import { RestoreRunner } from '../../../src/snapshot/restore-runner.js';
 import { podView, ready } from '../../fixtures/pods.js';

@@ -11,7 +11,7 @@ import {
   type SandboxSnapshotStatus,
 } from '@sandbox-platform/api';
 
-import type { PodView } from '../../../src/kube/views.js';
+import type { PodView } from '../../../src/state/views.js';
 import type { AgentArchiveClient } from '../../../src/snapshot/agent-archive.js';
 import type { CopyOutResult } from '../../../src/snapshot/copy-out.js';
 import type { SnapshotDeps } from '../../../src/snapshot/snapshot-deps.js';

@@ -7,7 +7,7 @@
 import { describe, expect, it } from '@jest/globals';
 import * as prom from 'prom-client';
 
-import { WorkQueue, type HandlerResult } from '../../../src/kube/work-queue.js';
+import { WorkQueue, type HandlerResult } from '../../../src/state/work-queue.js';
 import { QUEUE_NAME, WorkQueueMetrics } from '../../../src/telemetry/work-queue-metrics.js';
 
 const BACKOFF = { baseMs: 100, maxMs: 1000, jitter: 0 };

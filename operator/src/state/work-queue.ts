@@ -9,7 +9,7 @@
  * - N workers, FIFO among keys, in two lanes: keys added as `low` (a replay of what is settled:
  *   the resync, a new leader's initial lists, a watch replaying unchanged sessions) wait until no
  *   other key does, so that a change, e.g. a new session, never waits behind thousands of
- *   sessions that only need a look (docs/adr/0032); adding a low key normally moves it ahead;
+ *   sessions that only need a look (issue 32); adding a low key normally moves it ahead;
  * - per-key exponential backoff with jitter after a failure, reset by a success;
  * - addAfter keeps the earliest pending wake-up per key (requeue at a deadline);
  * - shutdown stops taking work, drops what is waiting, and waits for in-flight work to finish.

@@ -6,7 +6,7 @@
  * annotation, or the deletion timestamp. ADDED (including dot-i's replays on re-watch) and DELETED
  * always pass. Status edited by someone else is repaired by the periodic resync.
  *
- * A passing ADDED event is a replay, queued in the queue's low lane (kube/work-queue.ts), when it
+ * A passing ADDED event is a replay, queued in the queue's low lane (state/work-queue.ts), when it
  * brings nothing new: the session is known with the same fingerprint (a re-watch replays every
  * session), or it is not known yet but settled (Ready for its current generation: a new leader's
  * first watch replays every session). New sessions and real changes go first.

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 
-import { WatchLag, type ListedVersion, type SeenVersion } from '../../../src/kube/watch-lag.js';
+import { WatchLag, type ListedVersion, type SeenVersion } from '../../../src/state/watch-lag.js';
 
 const item = (key: string, rv: number, uid = `uid-${key}`): ListedVersion => ({ key, uid, rv: BigInt(rv) });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { SandboxSession } from '@sandbox-platform/api';
 
-import { SessionCache } from '../../../src/kube/session-cache.js';
+import { SessionCache } from '../../../src/state/session-cache.js';
 import { activeAt, named, session, uid, withStatus, type SessionMod } from '../../fixtures/sessions.js';
 
 const KEY = 'team-a/demo';

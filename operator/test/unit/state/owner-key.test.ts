@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from '@jest/globals';
 
-import { ownerKey } from '../../../src/kube/owner-key.js';
-import type { ChildMetadata } from '../../../src/kube/views.js';
+import { ownerKey } from '../../../src/state/owner-key.js';
+import type { ChildMetadata } from '../../../src/state/views.js';
 
 const meta = (over: Partial<ChildMetadata> = {}): ChildMetadata => ({
   name: 'sbs-demo',

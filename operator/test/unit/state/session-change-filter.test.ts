@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { SessionChangeFilter } from '../../../src/kube/session-change-filter.js';
+import { SessionChangeFilter } from '../../../src/state/session-change-filter.js';
 
 const obj = (over: Record<string, unknown> = {}): { metadata: Record<string, unknown> } => ({
   metadata: { uid: 'u1', generation: 1, annotations: {}, ...over },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { ownerKey } from '../../../src/kube/owner-key.js';
-import { projectClaim, projectPod, projectSecret } from '../../../src/kube/projections.js';
+import { ownerKey } from '../../../src/state/owner-key.js';
+import { projectClaim, projectPod, projectSecret } from '../../../src/state/projections.js';
 
 const owner = {
   apiVersion: 'sandbox.dev/v1alpha1',

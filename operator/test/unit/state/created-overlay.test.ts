@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { CreatedOverlay, TTL_MS } from '../../../src/kube/created-overlay.js';
+import { CreatedOverlay, TTL_MS } from '../../../src/state/created-overlay.js';
 
 interface View {
   metadata: { uid: string; resourceVersion: string };

@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/require-await -- in-memory fakes implement async ports synchronously */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 
-import { backoffDelay } from '../../../src/kube/backoff.js';
-import { WorkQueue, type HandlerResult, type WorkQueueOptions } from '../../../src/kube/work-queue.js';
+import { backoffDelay } from '../../../src/state/backoff.js';
+import { WorkQueue, type HandlerResult, type WorkQueueOptions } from '../../../src/state/work-queue.js';
 
 const BACKOFF = { baseMs: 100, maxMs: 1000, jitter: 0.2 };
 

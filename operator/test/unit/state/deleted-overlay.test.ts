@@ -9,9 +9,9 @@ import type * as k8s from '@kubernetes/client-node';
 
 import type { ChildApi } from '../../../src/kube/child-stores.js';
 import { createPodStore } from '../../../src/kube/child-stores.js';
-import { CreatedOverlay } from '../../../src/kube/created-overlay.js';
-import { DELETED_TTL_MS, DeletedOverlay } from '../../../src/kube/deleted-overlay.js';
-import type { PodView } from '../../../src/kube/views.js';
+import { CreatedOverlay } from '../../../src/state/created-overlay.js';
+import { DELETED_TTL_MS, DeletedOverlay } from '../../../src/state/deleted-overlay.js';
+import type { PodView } from '../../../src/state/views.js';
 import { podView, ready } from '../../fixtures/pods.js';
 
 describe('DeletedOverlay', () => {
