@@ -88,6 +88,26 @@ describe('tenant limits', () => {
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 
+  it('does not shed for a sample interval without event-loop samples (a start that blocked the loop)', async () => {
+    t = await buildTestApp({ GATEWAY_SHED_EVENT_LOOP_DELAY_MS: '1000' });
+    t.store.put(session('demo', 'team-a', ready()));
+    // A loop blocked past under-pressure's sample interval (as a replica's start can be): the
+    // interval may end with no delay sample at all, which under-pressure reads as Infinity.
+    const seen: number[] = [];
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && !seen.some((v) => !Number.isFinite(v))) {
+      const until = Date.now() + 1100;
+      while (Date.now() < until) {
+        // busy: nothing else runs
+      }
+      await new Promise((r) => setImmediate(r));
+      seen.push(t.app.memoryUsage().eventLoopDelay);
+    }
+    expect(seen.some((v) => !Number.isFinite(v))).toBe(true);
+    const answer = await exec(KEYS.a);
+    expect([answer.statusCode, answer.body.slice(0, 200)]).toEqual([200, answer.body.slice(0, 200)]);
+  }, 40_000);
+
   it('answers 503 overloaded rather than hold a large answer past the shared budget', async () => {
     t = await buildTestApp({ GATEWAY_MAX_BUFFERED_ANSWER_BYTES: '100000' });
     t.store.put(session('demo', 'team-a', ready()));
