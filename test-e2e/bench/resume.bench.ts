@@ -14,6 +14,7 @@
  * Needs `make platform-up` (the chart, the local-path StorageClass, platform.env).
  *   --sessions N   samples of each kind (default 20)
  */
+import { randomBytes } from 'node:crypto';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 
@@ -22,11 +23,14 @@ import { LABELS } from '@sandbox-platform/api';
 import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
 import { kubeClients } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
-import { namespaceOf, uniqueName } from '../specs/isolation/support.js';
+
+// Not imported from specs/isolation/support.ts: that module pulls in @jest/globals (its notRun),
+// which a bench bundle run by plain node cannot load.
+const uniqueName = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
 const { values } = parseArgs({ options: { sessions: { type: 'string', default: '20' } } });
 const N = Number(values.sessions);
-const ns = namespaceOf('e2e');
+const ns = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const kube = kubeClients();
 const baseUrl = process.env.E2E_GATEWAY_URL;
 const apiKey = process.env.E2E_GATEWAY_API_KEY;

@@ -43,7 +43,10 @@ import { S3Client } from '../../operator/src/snapshot/s3-client.js';
 import { SandboxClient } from '../../sdk/typescript/src/index.js';
 import { kubeClients, REPO_ROOT } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
-import { namespaceOf, uniqueName } from '../specs/isolation/support.js';
+
+// Not imported from specs/isolation/support.ts: that module pulls in @jest/globals (its notRun),
+// which a bench bundle run by plain node cannot load.
+const uniqueName = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
 const { values } = parseArgs({
   options: {
@@ -65,7 +68,7 @@ const SAMPLES = Number(values.samples);
 const PART_BYTES = Number(values['part-mib']) * 1024 * 1024;
 const IN_FLIGHT = Number(values['parts-in-flight']);
 
-const ns = namespaceOf('e2e');
+const ns = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const kube = kubeClients();
 const baseUrl = process.env.E2E_GATEWAY_URL;
 const apiKey = process.env.E2E_GATEWAY_API_KEY;
