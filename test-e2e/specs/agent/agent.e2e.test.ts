@@ -35,7 +35,7 @@ import {
   predicate,
   waitFor,
 } from '../../src/framework/index.js';
-import { runtimesUnderTest } from '../isolation/support.js';
+import { runtimesUnderTest } from '../isolation/runtimes.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';

@@ -30,13 +30,8 @@ import {
 import WebSocket from 'ws';
 
 import { kubeClients } from '../../src/framework/index.js';
-import {
-  createSession,
-  deleteSession,
-  namespaceOf,
-  runtimesUnderTest,
-  uniqueName,
-} from '../isolation/support.js';
+import { createSession, deleteSession, namespaceOf, uniqueName } from '../isolation/support.js';
+import { runtimesUnderTest } from '../isolation/runtimes.js';
 
 const NAMESPACE = namespaceOf('e2e');
 const MIB = 1024 * 1024;

@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SandboxClient, type ExecResult, type ExecStreamEvent, type Session } from '@sandbox-platform/client';
 import { kubeClients } from '../../src/framework/index.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
-import { createSession, runtimesUnderTest } from '../isolation/support.js';
+import { runtimesUnderTest } from '../isolation/runtimes.js';
+import { createSession } from '../isolation/support.js';
 
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';

@@ -20,7 +20,6 @@ import {
 
 import { SandboxClient } from '@sandbox-platform/client';
 import { isNotFound, type KubeClients } from '../../src/framework/index.js';
-import { notRun } from '../../src/framework/not-run.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
 
 export const AGENT_IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
@@ -149,17 +148,4 @@ export async function gvisorUnavailable(kc: k8s.KubeConfig): Promise<string | un
   if (process.env.E2E_GVISOR === '0') return 'gVisor switched off (E2E_GVISOR=0)';
   if (!(await hasRuntimeClass(kc, GVISOR))) return `the cluster has no RuntimeClass ${GVISOR}`;
   return undefined;
-}
-
-/**
- * runc always (runcRuntimeClass); gVisor too when the cluster has RuntimeClass gvisor (localkube
- * registers it), unless E2E_GVISOR=0. The agent and gateway transport specs run once per entry
- * (describe.each); without gVisor its variants are recorded as NOT RUN in the e2e summary.
- */
-export async function runtimesUnderTest(kc: k8s.KubeConfig): Promise<RuntimeUnderTest[]> {
-  const runtimes: RuntimeUnderTest[] = [{ label: 'runc', runtimeClassName: await runcRuntimeClass(kc) }];
-  const missing = await gvisorUnavailable(kc);
-  if (missing === undefined) runtimes.push({ label: 'gVisor', runtimeClassName: GVISOR });
-  else notRun('the gVisor variants of this file', missing);
-  return runtimes;
 }
