@@ -32,5 +32,10 @@ platform-snapshot-store: ## Snapshot store of the local install: the Secret from
 	  echo "snapshots off: no S3 server in $(SNAPSHOT_STORE_DIR) (make cluster-up LOCALKUBE_S3=true starts one)"; \
 	fi
 
-# No `make bench-snapshot` yet (issue 26's benchmark: throughput vs tar|zstd, fork-to-first-output vs
-# cold, digest share of restore time): its script was never written, so the target is not offered.
+# The benchmark (test-e2e/bench/snapshot.bench.ts): snapshot throughput vs tar | zstd to the same
+# S3 server, fork-to-first-output vs a cold create, the digest's share of a restore. Figures in
+# docs/benchmarks.md. Knobs: --rounds, --files, --mib, --fork-mib, --samples.
+.PHONY: bench-snapshot bench
+bench-snapshot: node-deps platform-up ## Snapshot of 1 GiB / 10,000 files vs tar|zstd to the same S3 server; fork vs cold create-to-first-output; digest share of a restore
+	@set -a; . $(PLATFORM_ENV); set +a; nice node test-e2e/bench/snapshot-run.mjs $(BENCH_SNAPSHOT_ARGS)
+bench: bench-snapshot

@@ -10,7 +10,9 @@
  *
  * Both modes measure what the Pod identity check costs (issue 25; goal: at most 3% on the exec
  * p50): the local mode runs a second gateway with GATEWAY_POD_IDENTITY_CHECK=false beside the
- * first, the two interleaved with the other modes.
+ * first, the cluster mode a one-replica copy of the deployed gateway Deployment with it
+ * (pod-check-off-gateway.ts; --skip-pod-check leaves it out), each dialled at its Pod IP beside
+ * one deployed gateway Pod; the two interleaved with the other modes.
  *
  * The local mode also measures (issue 12), with the gateway in its own process:
  * - the hardening's cost: the same gateway before the change (`--baseline <commit>`: that commit's
@@ -43,6 +45,7 @@ import { EVIL, HOSTILE_IP, localAgentTarget, localSetup, serveRole, spawnRole } 
 import { REFERENCES } from './references.js';
 import { pacer } from './pacer.js';
 import { podCheckCost } from './pod-check-cost.js';
+import { podCheckGateways, type PodCheckGateways } from './pod-check-off-gateway.js';
 import { cpuOf, gatewayPids } from './process-cpu.js';
 import { measureInterleaved, report, type ModeSpec } from './stats.js';
 
@@ -63,6 +66,7 @@ const { values } = parseArgs({
     'attack-workers': { type: 'string', default: '4' },
     'gateway-rps': { type: 'string', default: '90' },
     'gateway-url': { type: 'string' },
+    'skip-pod-check': { type: 'boolean', default: false },
     session: { type: 'string' },
     workers: { type: 'string' },
   },
@@ -284,11 +288,9 @@ async function runCluster(): Promise<void> {
   const urls = Object.fromEntries(REFERENCES.map((r, i) => [r.role, servers[i]!.url]));
   const pids = Object.fromEntries(REFERENCES.map((r, i) => [r.role, servers[i]!.pid]));
   // The deployed gateway's processes (both replicas), for its CPU per exec beside the floors'.
-  const gwPids = await gatewayPids(
-    kubeconfig,
-    env('E2E_PLATFORM_NAMESPACE') ?? 'sandbox-system',
-    env('E2E_PLATFORM_RELEASE') ?? 'sandbox',
-  );
+  const platformNs = env('E2E_PLATFORM_NAMESPACE') ?? 'sandbox-system';
+  const release = env('E2E_PLATFORM_RELEASE') ?? 'sandbox';
+  const gwPids = await gatewayPids(kubeconfig, platformNs, release);
   const DIRECT = 'direct agent (podIP:8090)';
   const AGENT = 'gateway, Agent';
   const KEXEC = 'gateway, KubernetesExec';
@@ -297,8 +299,24 @@ async function runCluster(): Promise<void> {
   const refs = referenceModes(urls, s.direct.token, 'podIP', DIRECT, pids);
   const viaAgent = gatewayCall(gatewayUrl, apiKey, s.agentSession, namespace);
   const viaKexec = gatewayCall(gatewayUrl, apiKey, s.kexecSession, namespace);
-  // One pace for every call of the bench's API key through the deployed gateway.
+  // One pace for every call of the bench's API key through the deployed gateway (and its check-off copy).
   const pace = pacer(Number(values['gateway-rps']));
+  let checkPods: PodCheckGateways | undefined;
+  const CHECK_ON = 'gateway Pod, identity check on';
+  const CHECK_OFF = 'gateway Pod, identity check off';
+  const checkSpecs: ModeSpec[] = [];
+  const checkClients: Array<ReturnType<typeof execTrueCall>> = [];
+  if (!values['skip-pod-check']) {
+    checkPods = await podCheckGateways(kubeconfig, platformNs, release);
+    const on = gatewayCall(checkPods.on.url, apiKey, s.agentSession, namespace);
+    const off = gatewayCall(checkPods.off.url, apiKey, s.agentSession, namespace);
+    checkClients.push(on, off);
+    const pidsOf = (pid: number | undefined): number[] | undefined => (pid === undefined ? undefined : [pid]);
+    checkSpecs.push(
+      spec(CHECK_ON, on.call, opts, pace, pidsOf(checkPods.on.pid)),
+      spec(CHECK_OFF, off.call, opts, pace, pidsOf(checkPods.off.pid)),
+    );
+  }
   console.log(`calls through the gateway paced at ${values['gateway-rps']}/s (its per-key limit)`);
   try {
     const rows = await measureInterleaved(
@@ -308,6 +326,7 @@ async function runCluster(): Promise<void> {
         spec(AGENT, viaAgent.call, opts, pace, gwPids),
         spec(POD_EXEC, s.podExec, kexecOpts),
         spec(KEXEC, viaKexec.call, kexecOpts, pace),
+        ...checkSpecs,
       ],
       opts,
     );
@@ -317,10 +336,16 @@ async function runCluster(): Promise<void> {
       ['gateway Agent / fastify floor', AGENT, 'fastify floor -> podIP'],
       ['pods/exec / direct agent (same pod)', POD_EXEC, DIRECT],
       ['gateway KubernetesExec / gateway Agent', KEXEC, AGENT],
+      ...(checkPods
+        ? [['Pod identity check on / off (goal <= 1.03)', CHECK_ON, CHECK_OFF] as [string, string, string]]
+        : []),
     ]);
   } finally {
-    for (const c of [direct, viaAgent, viaKexec, ...refs.map((r) => r.client)]) c.close();
+    for (const c of [direct, viaAgent, viaKexec, ...checkClients, ...refs.map((r) => r.client)]) c.close();
     await cleanup([
+      ...(checkPods
+        ? [['the check-off gateway copy', () => checkPods.close()] as [string, () => unknown]]
+        : []),
       ...servers.map((r): [string, () => unknown] => ['a reference server', () => r.close()]),
       ['the bench sessions', () => s.close()],
     ]);

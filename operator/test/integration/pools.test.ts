@@ -276,7 +276,16 @@ describe('the operator SIGKILLed while a bind is in flight', () => {
       );
       const s = await sessions.create(`${pool}-1`, { poolRef: { name: pool } });
       const request = await relay.captured;
-      expect((await pods()).get(podName)).toMatchObject({ kind: 'SandboxSession', uid: s.metadata.uid });
+      // The claim patch goes out beside the bind (claims.ts tryOne), so it may land just after the
+      // agent saw the bind: wait for it before the kill (the case under test is a claimed Pod).
+      await waitFor(
+        pods,
+        predicate('the Pod claimed by the session', (all) => {
+          const owner = all.get(podName);
+          return owner?.kind === 'SandboxSession' && owner.uid === s.metadata.uid;
+        }),
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
       await operator.stop('SIGKILL');
       if (delivery === 'delivered after the kill') relay.release();
       else relay.drop();

@@ -13,7 +13,7 @@
  *   gateway's maximum lifetime: the session suspends after `timeout` seconds without calls (idle,
  *   not since the last setTimeout: docs/e2b.md lists the difference) and is resumed by the next.
  */
-import type { SandboxSession } from '@sandbox-platform/api';
+import { ANNOTATIONS, type SandboxSession } from '@sandbox-platform/api';
 
 import type { SessionPolicy } from '../../config.js';
 import { ProblemError } from '../../errors.js';
@@ -93,13 +93,29 @@ export function retimed(
   return { idleTimeoutSeconds, maxLifetimeSeconds: lifetime };
 }
 
-/** When the sandbox ends (or pauses): the operator's expiresAt, else creation + lifetime. */
+/**
+ * When the sandbox ends (or pauses): the operator's expiresAt, else the earlier of creation +
+ * lifetime and last activity + idle timeout (as the operator computes it).
+ */
 export function endAt(s: SandboxSession, now: number): Date {
   const expires = timeMs(s.status?.expiresAt);
-  if (Number.isFinite(expires)) return new Date(expires);
+  // The operator's expiry holds for the spec it last saw: after a setTimeout (a spec change) and
+  // before the operator's next status, the spec says when the sandbox ends.
+  if (Number.isFinite(expires) && !statusBehindSpec(s)) return new Date(expires);
   const created = timeMs(s.metadata.creationTimestamp);
   const base = Number.isFinite(created) ? created : now;
-  return new Date(base + (s.spec.maxLifetimeSeconds ?? 0) * 1000);
+  const lifetimeEnd = base + (s.spec.maxLifetimeSeconds ?? 0) * 1000;
+  const active = timeMs(s.metadata.annotations?.[ANNOTATIONS.lastActivity]);
+  const idle = s.spec.idleTimeoutSeconds;
+  if (!Number.isFinite(active) || idle === undefined) return new Date(lifetimeEnd);
+  return new Date(Math.min(lifetimeEnd, active + idle * 1000));
+}
+
+/** True when the status was written for an older spec than the current one. */
+function statusBehindSpec(s: SandboxSession): boolean {
+  const observed = s.status?.observedGeneration;
+  const generation = s.metadata.generation;
+  return observed !== undefined && generation !== undefined && observed < generation;
 }
 
 /**

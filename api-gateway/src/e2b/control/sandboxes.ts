@@ -30,6 +30,18 @@ import {
 } from './views.js';
 
 /** A create request after validation (E2B's NewSandbox). */
+/** Longest a write of ours waits to show in the session store before the call answers. */
+const OWN_WRITE_WAIT_MS = 2000;
+
+/** True when `s` is `written` or a later version: same generation or later (spec writes bump it). */
+function showsWrite(s: SandboxSession, written: SandboxSession): boolean {
+  const seen = s.metadata.generation;
+  const wrote = written.metadata.generation;
+  if (seen === undefined || wrote === undefined)
+    return s.metadata.resourceVersion === written.metadata.resourceVersion;
+  return seen >= wrote;
+}
+
 export interface NewSandbox {
   templateID: string;
   timeout?: number;
@@ -191,8 +203,26 @@ export class E2bSandboxes {
   async setTimeout(principal: Principal, id: string, timeoutSeconds: number): Promise<void> {
     const s = await this.session(principal, id);
     const fields = retimed(s, timeoutSeconds, this.now(), this.d.policy);
-    if (!(await this.d.patcher.setLifecycle(s.metadata.namespace!, s.metadata.name!, fields)))
-      throw notFound(id);
+    const ref = { namespace: s.metadata.namespace!, name: s.metadata.name! };
+    const written = await this.d.patcher.setLifecycle(ref.namespace, ref.name, fields);
+    if (!written) throw notFound(id);
+    await this.untilStoreShows(ref, written);
+  }
+
+  /**
+   * Waits (at most OWN_WRITE_WAIT_MS) until the session store (an informer cache) shows a write of
+   * ours, so that a read right after the call answers with it: the SDKs' setTimeout then getInfo
+   * saw the old timeout (the cache trails the API server by the watch's delay). Past the wait it
+   * answers anyway: the write is made.
+   */
+  private async untilStoreShows(ref: SandboxRef, written: SandboxSession): Promise<void> {
+    const deadline = this.now() + OWN_WRITE_WAIT_MS;
+    for (;;) {
+      const s = this.d.store.get(ref.namespace, ref.name);
+      const left = deadline - this.now();
+      if (!s || showsWrite(s, written) || left <= 0) return;
+      await this.d.store.waitForChange(ref.namespace, ref.name, left);
+    }
   }
 
   /** POST /sandboxes/{id}/pause: suspends (its files kept); 409 when already paused. */
@@ -241,7 +271,11 @@ export class E2bSandboxes {
     const ref = { namespace: s.metadata.namespace!, name: s.metadata.name! };
     const fields =
       timeoutSeconds === undefined ? undefined : extended(s, timeoutSeconds, this.now(), this.d.policy);
-    if (fields && !(await this.d.patcher.setLifecycle(ref.namespace, ref.name, fields))) throw notFound(id);
+    if (fields) {
+      const written = await this.d.patcher.setLifecycle(ref.namespace, ref.name, fields);
+      if (!written) throw notFound(id);
+      await this.untilStoreShows(ref, written);
+    }
     const resumed = s.spec.suspend === true;
     if (resumed) await this.d.sessions.setSuspended(ref.namespace, ref.name, false);
     const ready = await this.waitReady(ref, signal);

@@ -1,0 +1,354 @@
+/**
+ * `make bench-snapshot` (issue 26), side by side in one run on the local cluster:
+ *
+ * 1. Snapshot throughput: a session whose /workspace holds `--files` random files of together
+ *    `--mib` MiB (default 10,000 files, 1 GiB) is snapshotted through the gateway (timed from the
+ *    POST to Ready seen, polled every 100 ms) and, alternating with it, the floor: `tar | zstd -1`
+ *    of the same tree, read on this host from the Pod's emptyDir directory, cut into parts of the
+ *    operator's part size and PUT to the same S3 server with the operator's own S3 client, the
+ *    same number of parts in flight. Goal: ours >= 0.7x the floor's throughput (bytes of the tree
+ *    per second).
+ * 2. Fork to first output: a session with a `--fork-mib` MiB workspace (default 100) is snapshotted
+ *    once (untimed); then, alternating, a cold session and a session with
+ *    spec.workspace.fromSnapshot, each created as a SandboxSession object and timed from the create
+ *    to the first stdout chunk of a streamed `echo first` through the gateway (which waits for
+ *    Ready; a restored session is Ready once its workspace is verified). Goal: fork p50 <= 2x cold.
+ * 3. What digest verification costs a restore: verification cannot be switched off (the agent
+ *    hashes what it writes, in the same pass), so its share is bounded from above by the digest
+ *    alone (`GET /v1/archive/digest` on the restored Pod: read and hash the tree, nothing written)
+ *    over the restore's own time (fork p50 - cold p50). Goal: <= 20%.
+ *
+ * Needs `make platform-up` with the local S3 server (platform.env, .localkube/s3) and a node whose
+ * kubelet directory is on this host (.localkube/kubelet): the floor reads the emptyDir there.
+ *   --rounds N (default 3)  --files N  --mib N  --fork-mib N  --samples N (default 8)
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import {
+  GROUP,
+  LABELS,
+  PLURAL,
+  TOKEN_SECRET_KEY,
+  VERSION,
+  secretName,
+  type SandboxSession,
+} from '@sandbox-platform/api';
+
+import { S3Client } from '../../operator/src/snapshot/s3-client.js';
+import { SandboxClient } from '../../sdk/typescript/src/index.js';
+import { kubeClients, REPO_ROOT } from '../src/framework/index.js';
+import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { namespaceOf, uniqueName } from '../specs/isolation/support.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    files: { type: 'string', default: '10000' },
+    mib: { type: 'string', default: '1024' },
+    'fork-mib': { type: 'string', default: '100' },
+    samples: { type: 'string', default: '8' },
+    'part-mib': { type: 'string', default: '8' },
+    'parts-in-flight': { type: 'string', default: '2' },
+    bucket: { type: 'string', default: 'sandbox-snapshots' },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const FILES = Number(values.files);
+const MIB = Number(values.mib);
+const FORK_MIB = Number(values['fork-mib']);
+const SAMPLES = Number(values.samples);
+const PART_BYTES = Number(values['part-mib']) * 1024 * 1024;
+const IN_FLIGHT = Number(values['parts-in-flight']);
+
+const ns = namespaceOf('e2e');
+const kube = kubeClients();
+const baseUrl = process.env.E2E_GATEWAY_URL;
+const apiKey = process.env.E2E_GATEWAY_API_KEY;
+if (!baseUrl || !apiKey) throw new Error('needs E2E_GATEWAY_URL and E2E_GATEWAY_API_KEY (make platform-up)');
+const sbx = new SandboxClient({ baseUrl, apiKey, namespace: ns, timeoutMs: 600_000, retry: { retries: 5 } });
+const S3_DIR = join(REPO_ROOT, '.localkube/s3');
+const KUBELET_DIR = join(REPO_ROOT, '.localkube/kubelet');
+
+const since = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e6;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+const load = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+const median = (xs: number[]): number =>
+  quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+
+/** A SandboxSession object, as `kubectl apply` would create it. */
+async function createSessionObject(
+  name: string,
+  workspace: Record<string, unknown>,
+): Promise<SandboxSession> {
+  return (await kube.custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: ns,
+    plural: PLURAL,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'SandboxSession',
+      metadata: { name, namespace: ns },
+      spec: { workspace, lifecycle: { idleTimeoutSeconds: 1800 } },
+    },
+  })) as SandboxSession;
+}
+
+async function podOf(name: string): Promise<{ uid: string; ip: string; name: string } | undefined> {
+  const list = await kube.core.listNamespacedPod({
+    namespace: ns,
+    labelSelector: `${LABELS.session}=${name}`,
+  });
+  const pod = list.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.podIP);
+  return pod ? { uid: pod.metadata!.uid!, ip: pod.status!.podIP!, name: pod.metadata!.name! } : undefined;
+}
+
+async function noPod(name: string): Promise<void> {
+  await waitFor(
+    () => kube.core.listNamespacedPod({ namespace: ns, labelSelector: `${LABELS.session}=${name}` }),
+    predicate(`no Pod of ${name}`, (l) => l.items.length === 0),
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+}
+
+/** Random files of together `mib` MiB, `files` of them in directories of 100, written by node in the Pod. */
+async function fill(name: string, files: number, mib: number): Promise<void> {
+  const script =
+    `const fs=require('fs'),c=require('crypto');const n=${files},total=${mib}*1048576;` +
+    `const each=Math.floor(total/n);let rest=total-each*n;` +
+    `for(let i=0;i<n;i++){const d='/workspace/data/d'+Math.floor(i/100);if(i%100===0)fs.mkdirSync(d,{recursive:true});` +
+    `const size=each+(i===n-1?rest:0);fs.writeFileSync(d+'/f'+i,c.randomBytes(size));}`;
+  const r = await sbx.exec(name, {
+    command: `node -e "${script}" && du -sb /workspace/data`,
+    timeoutSeconds: 300,
+    waitSeconds: 120,
+  });
+  if (r.exitCode !== 0) throw new Error(`filling ${name} failed (${r.exitCode}): ${r.stderr}`);
+  console.log(`  ${name}: ${r.stdout.trim()}`);
+}
+
+async function snapshotOnce(session: string): Promise<{ ms: number; bytes: number; name: string }> {
+  const name = uniqueName('bench-snap');
+  const t0 = process.hrtime.bigint();
+  await sbx.snapshot(session, { name });
+  for (;;) {
+    const s = await sbx.getSnapshot(name);
+    if (s.ready) return { ms: since(t0), bytes: s.sizeBytes ?? 0, name };
+    if (s.phase === 'Failed') throw new Error(`snapshot ${name} failed: ${s.reason} ${s.message}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function deleteSnapshot(name: string): Promise<void> {
+  await sbx.deleteSnapshot(name).catch(() => undefined);
+  await waitFor(
+    () => sbx.listSnapshots(),
+    predicate(`snapshot ${name} gone`, (all) => !all.some((s) => s.name === name)),
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+}
+
+function store(): S3Client {
+  const read = (f: string): string => readFileSync(join(S3_DIR, f), 'utf8').trim();
+  if (!existsSync(join(S3_DIR, 'endpoint'))) throw new Error(`no local S3 server (${S3_DIR}/endpoint)`);
+  return new S3Client({
+    endpoint: read('endpoint'),
+    bucket: values.bucket,
+    region: 'us-east-1',
+    credentials: { accessKeyId: read('access-key-id'), secretAccessKey: read('secret-access-key') },
+    timeoutMs: 30_000,
+  });
+}
+
+/** The floor: tar | zstd -1 of `dir`, cut into parts PUT to the store, IN_FLIGHT at once. */
+async function floorOnce(s3: S3Client, dir: string): Promise<{ ms: number; stored: number; keys: string[] }> {
+  const prefix = `bench-floor/${randomBytes(4).toString('hex')}`;
+  const keys: string[] = [];
+  const t0 = process.hrtime.bigint();
+  const tar = spawn('sh', ['-c', `tar -C "${dir}" -cf - . | zstd -1 -q -c`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const inFlight = new Set<Promise<void>>();
+  let stored = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const put = async (body: Buffer): Promise<void> => {
+    const key = `${prefix}/part-${String(keys.length).padStart(6, '0')}`;
+    keys.push(key);
+    stored += body.length;
+    const p = s3.put(key, body, createHash('sha256').update(body).digest('hex'));
+    const tracked = p.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    if (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
+  };
+  for await (const chunk of tar.stdout as AsyncIterable<Buffer>) {
+    pending.push(chunk);
+    pendingBytes += chunk.length;
+    while (pendingBytes >= PART_BYTES) {
+      const all = Buffer.concat(pending);
+      await put(all.subarray(0, PART_BYTES));
+      pending = [all.subarray(PART_BYTES)];
+      pendingBytes = pending[0]!.length;
+    }
+  }
+  if (pendingBytes > 0) await put(Buffer.concat(pending));
+  await Promise.all(inFlight);
+  const code = await new Promise<number | null>((r) =>
+    tar.exitCode !== null ? r(tar.exitCode) : tar.on('close', r),
+  );
+  if (code !== 0) throw new Error(`tar | zstd exited ${code}`);
+  return { ms: since(t0), stored, keys };
+}
+
+/** Milliseconds from t0 to the first stdout chunk of `echo first`. */
+async function firstOutput(name: string, t0: bigint): Promise<number> {
+  for await (const ev of sbx.execStream(name, {
+    command: 'echo first',
+    timeoutSeconds: 30,
+    waitSeconds: 120,
+  })) {
+    if (ev.type === 'stdout') return since(t0);
+    if (ev.type === 'exit') throw new Error(`${name}: exit ${ev.exitCode} before any output`);
+  }
+  throw new Error(`${name}: the stream ended without output`);
+}
+
+/** The digest alone, on the session's Pod: read and hash /workspace, nothing written. */
+async function digestAlone(name: string): Promise<number> {
+  const pod = await podOf(name);
+  if (!pod) throw new Error(`${name} has no Pod`);
+  const secret = await kube.core.readNamespacedSecret({ namespace: ns, name: secretName(name) });
+  const token = Buffer.from(secret.data![TOKEN_SECRET_KEY]!, 'base64').toString('utf8');
+  const t0 = process.hrtime.bigint();
+  const res = await fetch(`http://${pod.ip}:8090/v1/archive/digest`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`digest of ${name}: ${res.status} ${body.slice(0, 200)}`);
+  return since(t0);
+}
+
+function row(label: string, xs: number[], unit: string, digits = 0): void {
+  const sorted = [...xs].sort((a, b) => a - b);
+  console.log(
+    `  ${label.padEnd(44)} n=${String(xs.length).padEnd(3)} p50 ${quantile(sorted, 0.5).toFixed(digits)} ${unit}` +
+      `  (min ${sorted[0]!.toFixed(digits)}, max ${sorted.at(-1)!.toFixed(digits)}; raw ${xs.map((x) => x.toFixed(digits)).join(' ')})`,
+  );
+}
+
+async function throughput(created: string[], snapshots: string[]): Promise<void> {
+  console.log(
+    `\n== 1. snapshot of ${MIB} MiB in ${FILES} files vs tar | zstd -1 to the same S3 server (${ROUNDS} rounds; load ${load()})`,
+  );
+  const big = uniqueName('bench-snapbig');
+  created.push(big);
+  await createSessionObject(big, { sizeLimit: `${MIB + 512}Mi` });
+  await fill(big, FILES, MIB);
+  const pod = await podOf(big);
+  const dir = join(KUBELET_DIR, 'pods', pod!.uid, 'volumes/kubernetes.io~empty-dir/workspace');
+  if (!existsSync(join(dir, 'data'))) throw new Error(`the workspace is not on this host at ${dir}`);
+  const s3 = store();
+  const ours: number[] = [];
+  const floor: number[] = [];
+  let treeBytes = 0;
+  for (let i = 0; i < ROUNDS; i++) {
+    const snap = await snapshotOnce(big);
+    snapshots.push(snap.name);
+    treeBytes = snap.bytes;
+    ours.push(snap.bytes / 1048576 / (snap.ms / 1000));
+    console.log(
+      `  round ${i + 1}: snapshot ${snap.ms.toFixed(0)} ms for ${snap.bytes} bytes (archive, headers included)`,
+    );
+    await deleteSnapshot(snap.name);
+    const f = await floorOnce(s3, dir);
+    floor.push(snap.bytes / 1048576 / (f.ms / 1000));
+    console.log(
+      `  round ${i + 1}: floor ${f.ms.toFixed(0)} ms, ${f.stored} bytes stored in ${f.keys.length} parts (load ${load()})`,
+    );
+    for (const k of f.keys) await s3.delete(k);
+  }
+  row('ours: snapshot through the platform', ours, 'MiB/s', 1);
+  row('floor: tar | zstd -1 | S3 (host)', floor, 'MiB/s', 1);
+  const ratio = median(ours) / median(floor);
+  console.log(`  ours / floor (p50 throughput over ${treeBytes} bytes): ${ratio.toFixed(2)}x (goal >= 0.7x)`);
+  await sbx.deleteSession(big).catch(() => undefined);
+}
+
+async function fork(created: string[], snapshots: string[]): Promise<void> {
+  console.log(
+    `\n== 2. fork (fromSnapshot, ${FORK_MIB} MiB) vs cold create, to first output (${SAMPLES} samples each, alternating; load ${load()})`,
+  );
+  const source = uniqueName('bench-forksrc');
+  created.push(source);
+  await createSessionObject(source, {});
+  await fill(source, Math.max(1, Math.round((FILES * FORK_MIB) / MIB)), FORK_MIB);
+  const snap = await snapshotOnce(source);
+  snapshots.push(snap.name);
+  console.log(`  base snapshot ${snap.name}: ${snap.bytes} bytes in ${snap.ms.toFixed(0)} ms`);
+  await sbx.deleteSession(source).catch(() => undefined);
+  const cold: number[] = [];
+  const forked: number[] = [];
+  const digest: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const c = uniqueName('bench-cold');
+    created.push(c);
+    const c0 = process.hrtime.bigint();
+    await createSessionObject(c, {});
+    cold.push(await firstOutput(c, c0));
+    await sbx.deleteSession(c);
+    await noPod(c);
+
+    const f = uniqueName('bench-fork');
+    created.push(f);
+    const f0 = process.hrtime.bigint();
+    await createSessionObject(f, { fromSnapshot: { name: snap.name } });
+    forked.push(await firstOutput(f, f0));
+    digest.push(await digestAlone(f));
+    await sbx.deleteSession(f);
+    await noPod(f);
+    console.log(
+      `  sample ${i + 1}/${SAMPLES}: cold ${cold.at(-1)!.toFixed(0)} ms, fork ${forked.at(-1)!.toFixed(0)} ms, digest alone ${digest.at(-1)!.toFixed(0)} ms (load ${load()})`,
+    );
+  }
+  row('cold create-to-first-output', cold, 'ms');
+  row('fork (fromSnapshot) create-to-first-output', forked, 'ms');
+  row('digest alone on the restored Pod', digest, 'ms');
+  const c50 = median(cold);
+  const f50 = median(forked);
+  console.log(`  fork / cold p50: ${(f50 / c50).toFixed(2)}x (goal <= 2x)`);
+  const restore = f50 - c50;
+  console.log(
+    `  restore's own time (fork p50 - cold p50): ${restore.toFixed(0)} ms; digest alone p50 ${median(digest).toFixed(0)} ms ` +
+      `= ${((median(digest) / restore) * 100).toFixed(0)}% of it (an upper bound of verification's share; goal <= 20%)`,
+  );
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `snapshot bench: ${JSON.stringify({ ROUNDS, FILES, MIB, FORK_MIB, SAMPLES, PART_BYTES, IN_FLIGHT })}, load ${load()}`,
+  );
+  const created: string[] = [];
+  const snapshots: string[] = [];
+  try {
+    await throughput(created, snapshots);
+    await fork(created, snapshots);
+  } finally {
+    await Promise.all(created.map((n) => sbx.deleteSession(n).catch(() => undefined)));
+    for (const s of snapshots) await sbx.deleteSnapshot(s).catch(() => undefined);
+  }
+}
+
+await main();
