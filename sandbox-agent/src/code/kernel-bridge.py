@@ -1,24 +1,18 @@
 """The agent's Python engine for one code context (docs/adr/0033-code-interpreter.md).
 
-Two modes, one protocol to the agent (NDJSON over this process's stdin and stdout):
-
-``kernel-bridge.py --ipython STREAM_MAX ITEM_MAX DISPLAY_MAX`` (the default mode)
-    An IPython ``InteractiveShell`` in this process: no ZeroMQ, no kernel process. Runs come over
-    the NDJSON pipe; stdout and stderr (file descriptors 1 and 2, so subprocesses too) go to pipes
-    read by one capture thread, asleep unless something is written; results, displays (IPython's
-    formatters: every MIME type they give, matplotlib's inline backend to image/png) and errors
-    are written by the shell's own display hook, publisher and traceback hook. The agent
-    interrupts a run with SIGINT to this process's group (KeyboardInterrupt in the cell).
-
-``kernel-bridge.py CONNECTION_FILE STREAM_MAX ITEM_MAX DISPLAY_MAX`` (``CODE_INTERPRETER_KERNEL=ipykernel``)
-    The agent starts ``python3 -m ipykernel_launcher -f CONNECTION_FILE`` itself, and this bridge
-    speaks the Jupyter messaging protocol (v5.3) to it over ZeroMQ (pyzmq and the standard library
-    only: importing jupyter_client costs about 0.6 s). The agent signals the kernel's group.
+``kernel-bridge.py STREAM_MAX ITEM_MAX DISPLAY_MAX``: an IPython ``InteractiveShell`` in this
+process, no Jupyter kernel and no ZeroMQ (ipykernel's shell, control and IOPub threads cost a
+thread wake-up per message, which is slow under gVisor, and its imports seconds per start).
+Runs come as NDJSON on stdin, answers go as NDJSON to stdout (the agent's pipe, kept on a
+duplicate: fds 0, 1 and 2 become the cells'); stdout and stderr (file descriptors 1 and 2, so
+subprocesses too) go to pipes read by one capture thread, asleep unless something is written;
+results, displays (IPython's formatters: every MIME type they give, matplotlib's inline backend
+to image/png) and errors are written by the shell's own display hook, publisher and traceback
+hook. The agent interrupts a run with SIGINT to this process's group (KeyboardInterrupt in the
+cell) and restarts a context by killing the process.
 
 Agent -> engine (stdin), one JSON object per line:
     {"op": "execute", "id": "<id>", "code": "<source>"}
-    {"op": "env", "env": {name: value}}     (--ipython: replaces os.environ; a pre-started engine
-                                             gets the session's environment as it is when taken)
 Engine -> agent (stdout), one JSON object per line:
     {"type": "ready", "language": "python", "version": "3.11.2"}    once it can run code
     {"id", "type": "stdout"|"stderr", "text"}                        stream output
@@ -43,12 +37,10 @@ import select
 import signal
 import sys
 import threading
-import time
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 TRACEBACK_MAX_CHARS = 64 * 1024
 TEXT_FIELD_MAX_CHARS = 4096
-READY_TIMEOUT_S = 60.0
 READ_CHUNK = 64 * 1024
 # Bytes of captured output one drain reads at most (a writer faster than us cannot hold a run open).
 DRAIN_MAX_BYTES = 16 * 1024 * 1024
@@ -81,7 +73,6 @@ class Execution:
         self.sent = {"stdout": 0, "stderr": 0}
         self.dropped = {"stdout": 0, "stderr": 0, "displays": 0}
         self.reply = None
-        self.idle = False
 
     def stream(self, name, text):
         name = "stderr" if name == "stderr" else "stdout"
@@ -167,11 +158,6 @@ class LineReader:
         return [json.loads(line) for line in whole if line.strip()]
 
 
-# ------------------------------------------------------------------------------------------------
-# --ipython: an InteractiveShell in this process
-# ------------------------------------------------------------------------------------------------
-
-
 class Interrupts:
     """SIGINT becomes KeyboardInterrupt only while a cell runs, never inside a protocol write.
 
@@ -229,8 +215,9 @@ class Capture:
             os.close(w)
             os.set_blocking(r, False)
             self.streams[r] = (name, codecs.getincrementaldecoder("utf-8")("replace"))
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.stderr.reconfigure(line_buffering=True)
+        # One write per line, even under PYTHONUNBUFFERED (print writes its end separately).
+        sys.stdout.reconfigure(line_buffering=True, write_through=False)
+        sys.stderr.reconfigure(line_buffering=True, write_through=False)
         threading.Thread(target=self.loop, name="sandbox-capture", daemon=True).start()
 
     def loop(self):
@@ -355,10 +342,7 @@ class ShellEngine:
             if requests is None:
                 return
             for req in requests:
-                if req.get("op") == "env":
-                    os.environ.clear()
-                    os.environ.update({str(k): str(v) for k, v in req["env"].items()})
-                elif req.get("op") == "execute":
+                if req.get("op") == "execute":
                     self.execute(Execution(str(req["id"]), *self.limits), req["code"])
                 else:
                     raise RuntimeError("unknown op")
@@ -386,197 +370,17 @@ class ShellEngine:
         self.out.write(ex.done())
 
 
-# ------------------------------------------------------------------------------------------------
-# CONNECTION_FILE: a bridge to an ipykernel over ZeroMQ
-# ------------------------------------------------------------------------------------------------
-
-PROTOCOL_VERSION = "5.3"
-DELIM = b"<IDS|MSG>"
-
-
-def now_iso():
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z"
-
-
-class Channel:
-    """Signs, sends and parses Jupyter wire messages (HMAC-SHA256 over the four JSON parts)."""
-
-    def __init__(self, key):
-        import uuid
-
-        self.key = key
-        self.uuid = uuid
-        self.session = uuid.uuid4().hex
-
-    def sign(self, parts):
-        import hmac
-
-        if not self.key:
-            return b""
-        mac = hmac.new(self.key, digestmod="sha256")
-        for p in parts:
-            mac.update(p)
-        return mac.hexdigest().encode()
-
-    def send(self, sock, msg_type, content):
-        msg_id = self.uuid.uuid4().hex
-        header = {
-            "msg_id": msg_id,
-            "msg_type": msg_type,
-            "session": self.session,
-            "username": "sandbox-agent",
-            "date": now_iso(),
-            "version": PROTOCOL_VERSION,
-        }
-        parts = [json.dumps(x).encode() for x in (header, {}, {}, content)]
-        sock.send_multipart([DELIM, self.sign(parts)] + parts)
-        return msg_id
-
-    def recv(self, sock, zmq):
-        import hmac
-
-        frames = sock.recv_multipart(zmq.NOBLOCK)
-        try:
-            i = frames.index(DELIM)
-        except ValueError:
-            return None
-        sig, parts = frames[i + 1], frames[i + 2 : i + 6]
-        if len(parts) < 4 or not hmac.compare_digest(sig, self.sign(parts)):
-            return None
-        header, parent, _meta, content = (json.loads(p) for p in parts)
-        return {
-            "type": header.get("msg_type"),
-            "parent": parent.get("msg_id") if isinstance(parent, dict) else None,
-            "content": content,
-        }
-
-
-class ZmqBridge:
-    """Relays runs to an ipykernel and its iopub messages back, as protocol lines."""
-
-    def __init__(self, conn, limits, out):
-        import zmq
-
-        self.zmq = zmq
-        self.ch = Channel(conn.get("key", "").encode())
-        self.limits = limits
-        self.out = out
-        self.requests = LineReader(0)
-        self.ctx = zmq.Context()
-        self.shell = self.ctx.socket(zmq.DEALER)
-        self.iopub = self.ctx.socket(zmq.SUB)
-        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
-        for sock, port in ((self.shell, "shell_port"), (self.iopub, "iopub_port")):
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(endpoint(conn, port))
-        self.poller = zmq.Poller()
-        self.poller.register(self.shell, zmq.POLLIN)
-        self.poller.register(self.iopub, zmq.POLLIN)
-        self.poller.register(sys.stdin.fileno(), zmq.POLLIN)
-        self.by_msg = {}
-
-    def recv(self, sock):
-        return self.ch.recv(sock, self.zmq)
-
-    def wait_ready(self):
-        """kernel_info until its reply and its iopub status arrive: both channels are connected."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg_id = self.ch.send(self.shell, "kernel_info_request", {})
-            info, seen_status, until = None, False, time.monotonic() + 0.25
-            while time.monotonic() < until and not (info and seen_status):
-                for sock, _ in self.poller.poll(50):
-                    msg = self.recv(sock) if sock in (self.shell, self.iopub) else None
-                    if msg and msg["parent"] == msg_id:
-                        info = msg["content"] if sock is self.shell else info
-                        seen_status = seen_status or (sock is self.iopub and msg["type"] == "status")
-            if info and seen_status:
-                lang = info.get("language_info") or {}
-                self.out.write({"type": "ready", "language": str(lang.get("name", "python"))[:64],
-                                "version": str(lang.get("version", ""))[:64]})
-                return
-        raise RuntimeError("the kernel did not answer within %d s" % READY_TIMEOUT_S)
-
-    def serve(self):
-        self.wait_ready()
-        while True:
-            for sock, _ in self.poller.poll():
-                if sock is self.shell:
-                    self.on_shell(self.recv(self.shell))
-                elif sock is self.iopub:
-                    self.on_iopub(self.recv(self.iopub))
-                else:
-                    requests = self.requests.lines()
-                    if requests is None:
-                        return
-                    for req in requests:
-                        self.on_request(req)
-
-    def on_request(self, req):
-        if req.get("op") != "execute":
-            raise RuntimeError("unknown op")
-        ex = Execution(str(req["id"]), *self.limits)
-        content = {"code": req["code"], "silent": False, "store_history": True,
-                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
-        self.by_msg[self.ch.send(self.shell, "execute_request", content)] = ex
-
-    def on_shell(self, msg):
-        ex = msg and self.by_msg.get(msg["parent"])
-        if ex and msg["type"] == "execute_reply":
-            ex.reply = msg["content"]
-            self.finish(msg["parent"], ex)
-
-    def on_iopub(self, msg):
-        ex = msg and self.by_msg.get(msg["parent"])
-        if not ex:
-            return
-        kind, content = msg["type"], msg["content"]
-        line = None
-        if kind == "stream":
-            line = ex.stream(content.get("name"), as_text(content.get("text", "")))
-        elif kind == "execute_result":
-            line = ex.bundle("result", content)
-        elif kind in ("display_data", "update_display_data"):
-            line = ex.bundle("display", content)
-        elif kind == "error":
-            line = ex.error(content)
-        elif kind == "status" and content.get("execution_state") == "idle":
-            ex.idle = True
-            self.finish(msg["parent"], ex)
-        if line:
-            self.out.write(line)
-
-    def finish(self, msg_id, ex):
-        # Outputs travel on iopub, the reply on shell: done only once both the reply and the idle
-        # status (after the last output) arrived.
-        if ex.reply is not None and ex.idle:
-            del self.by_msg[msg_id]
-            self.out.write(ex.done())
-
-
-def endpoint(conn, port_key):
-    transport = conn.get("transport", "tcp")
-    if transport == "ipc":
-        return "ipc://%s-%s" % (conn["ip"], conn[port_key])
-    return "tcp://%s:%s" % (conn["ip"], conn[port_key])
-
-
-USAGE = "usage: kernel-bridge.py (--ipython | CONNECTION_FILE) STREAM_MAX ITEM_MAX DISPLAY_MAX"
+USAGE = "usage: kernel-bridge.py STREAM_MAX ITEM_MAX DISPLAY_MAX"
 
 
 def main(argv):
-    if len(argv) != 5:
+    if len(argv) != 4:
         raise SystemExit(USAGE)
-    limits = tuple(int(x) for x in argv[2:5])
-    ipython = argv[1] == "--ipython"
-    out = Writer(os.dup(1) if ipython else 1)
+    limits = tuple(int(x) for x in argv[1:4])
+    # The protocol keeps the stdout the agent gave; fd 1 becomes the cells' (Capture).
+    out = Writer(os.dup(1))
     try:
-        if ipython:
-            engine = ShellEngine(limits, out)
-        else:
-            with open(argv[1], encoding="utf-8") as f:
-                engine = ZmqBridge(json.load(f), limits, out)
-        engine.serve()
+        ShellEngine(limits, out).serve()
     except Exception as err:  # reported to the agent, which ends the context
         out.write({"type": "fatal", "message": ("%s: %s" % (type(err).__name__, err))[:TEXT_FIELD_MAX_CHARS]})
         os._exit(1)

@@ -1,5 +1,5 @@
 /**
- * /v1/code against a real ipykernel (the venv of `make code-venv`): state kept between runs,
+ * /v1/code against the real engine (IPython in the venv of `make code-venv`): state kept between runs,
  * results and displays in every MIME type, errors with tracebacks, timeouts that leave the context
  * usable, restart, several contexts, a kernel that dies, and the bounds of hostile output.
  */
@@ -96,6 +96,52 @@ describe('code contexts', () => {
     expect(result.data['text/html']).toContain('<table');
   });
 
+  it('captures what subprocesses and C code write, in order with the displays around it', async () => {
+    const code = [
+      'import os, subprocess',
+      'print("before")',
+      'subprocess.run(["echo", "child"])',
+      'os.write(1, b"raw\\n")',
+      'from IPython.display import display',
+      'display("shown")',
+      'print("after")',
+    ].join('\n');
+    const r = await runCode(agent, { code });
+    const seq = r.events.flatMap((e) =>
+      e.type === 'stdout' ? [e.text] : e.type === 'display' ? [`<${e.data['text/plain']}>`] : [],
+    );
+    expect(seq.join('')).toBe("before\nchild\nraw\n<'shown'>after\n");
+  });
+
+  it('shows a figure left open at the end of a cell (no plt.show) as image/png', async () => {
+    const r = await runCode(agent, {
+      code: 'import matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1], [2]);',
+    });
+    const pngs = r.events.filter((e) => e.type === 'display' && e.data['image/png']);
+    expect(pngs).toHaveLength(1);
+  });
+
+  it('interrupts a sleeping cell on request and keeps the state', async () => {
+    await runCode(agent, { code: 'z = 7', context: 'intr' });
+    const running = runCode(agent, { code: 'import time\ntime.sleep(30)', context: 'intr' });
+    // Interrupt once the run is in the kernel (a context with no run ignores an interrupt).
+    const busy = async (): Promise<boolean> => {
+      const list = await agent.send({ method: 'GET', path: '/v1/code/contexts' });
+      const { contexts } = JSON.parse(list.body.toString()) as CodeContextList;
+      return contexts.some((c) => c.name === 'intr' && c.state === 'busy');
+    };
+    while (!(await busy())) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200)); // into time.sleep
+    expect((await contextCall(agent, 'POST', '/v1/code/contexts/intr/interrupt')).status).toBe(200);
+    const r = await running;
+    expect(r.end.status).toBe('interrupted');
+    expect(r.events.find((e) => e.type === 'error')).toMatchObject({ name: 'KeyboardInterrupt' });
+    const after = await runCode(agent, { code: 'z * 6', context: 'intr' });
+    expect(resultText(after)).toBe('42');
+    expect(after.end.contextReset).toBe(false);
+    await contextCall(agent, 'DELETE', '/v1/code/contexts/intr');
+  });
+
   it('stops `while True: pass` at its timeout and keeps the context and its state', async () => {
     await runCode(agent, { code: 'kept = "still here"' });
     const r = await runCode(agent, { code: 'while True: pass', timeoutSeconds: 1 });
@@ -178,7 +224,7 @@ describe('code contexts', () => {
 });
 
 describe('code without a kernel', () => {
-  it('answers 503 code-unavailable with the reason when the image has no ipykernel', async () => {
+  it('answers 503 code-unavailable with the reason when the image has no Python engine', async () => {
     const agent = await TestAgent.start({}, { code: { python: '/bin/false', bridgePath: BRIDGE_PATH } });
     try {
       const r = await runCode(agent, { code: '1' });
