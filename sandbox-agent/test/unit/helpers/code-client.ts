@@ -1,5 +1,5 @@
 /**
- * Code interpreter calls for tests, and the Python interpreter they need: one with ipykernel, from
+ * Code interpreter calls for tests, and the Python interpreter they need: one with IPython, from
  * the venv `make code-venv` builds (.cache/python-stack/venv) or SANDBOX_TEST_PYTHON.
  */
 import { existsSync } from 'node:fs';
@@ -15,13 +15,11 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 /** The bridge script from the sources (the image has it at /opt/sandbox-agent/kernel-bridge.py). */
 export const BRIDGE_PATH = join(repo, 'sandbox-agent/src/code/kernel-bridge.py');
 
-/** A Python with ipykernel, matplotlib and pandas; fails loudly when there is none. */
+/** A Python with IPython, matplotlib and pandas; fails loudly when there is none. */
 export function testPython(): string {
   const python = process.env.SANDBOX_TEST_PYTHON ?? join(repo, '.cache/python-stack/venv/bin/python');
   if (!existsSync(python)) {
-    throw new Error(
-      `no Python with ipykernel at ${python}: run "make code-venv" (or set SANDBOX_TEST_PYTHON)`,
-    );
+    throw new Error(`no Python with IPython at ${python}: run "make code-venv" (or set SANDBOX_TEST_PYTHON)`);
   }
   return python;
 }
