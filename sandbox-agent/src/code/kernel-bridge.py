@@ -28,8 +28,10 @@ execution and stream, each MIME item, displays per execution, tracebacks. Values
 strings (application/json) are sent as JSON text.
 """
 
+import base64
 import codecs
 import json
+import math
 import os
 import platform
 import re
@@ -57,9 +59,40 @@ def utf8_cut(text, max_bytes):
 def as_text(value):
     if isinstance(value, str):
         return value
+    if isinstance(value, (bytes, bytearray)):  # a _repr_png_ giving raw bytes: base64, as ipykernel
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "".join(value)
-    return json.dumps(value)
+    return json_text(value)
+
+
+def json_text(value):
+    """A display's JSON value as JSON text: never raises (a cell's repr must not fail the cell)."""
+    try:
+        return json.dumps(value, default=json_default, allow_nan=False)
+    except (ValueError, RecursionError):  # NaN or Infinity, a cycle
+        pass
+    try:
+        return json.dumps(finite(value), default=json_default, allow_nan=False)
+    except (ValueError, RecursionError):
+        return json.dumps(repr(value)[:TEXT_FIELD_MAX_CHARS])
+
+
+def json_default(obj):
+    if isinstance(obj, (bytes, bytearray)):
+        return base64.b64encode(obj).decode("ascii")
+    return repr(obj)
+
+
+def finite(value):
+    """value with NaN and infinite floats as null (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 class Execution:
@@ -264,6 +297,7 @@ def build_shell(engine):
     """The InteractiveShell, its results, displays and tracebacks written by `engine`."""
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -293,6 +327,15 @@ def build_shell(engine):
     class Shell(InteractiveShell):
         def _showtraceback(self, etype, evalue, stb):
             engine.emit("error", {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb})
+
+        def enable_gui(self, gui=None):
+            # %matplotlib inline comes here with no GUI; there is no event loop for any other.
+            if gui not in (None, "inline"):
+                raise UsageError("the code interpreter has no GUI event loop (%s): use the inline backend" % gui)
+
+        def ask_exit(self):
+            # exit() or quit(): the engine ends after this run; the next run gets a new one.
+            self.exit_now = True
 
     config = Config()
     config.HistoryManager.enabled = False
@@ -342,12 +385,11 @@ class ShellEngine:
             if requests is None:
                 return
             for req in requests:
-                if req.get("op") == "execute":
-                    self.execute(Execution(str(req["id"]), *self.limits), req["code"])
-                else:
+                if req.get("op") != "execute":
                     raise RuntimeError("unknown op")
-            if self.shell.exit_now:  # exit() or quit() in a cell: the next run gets a new engine
-                return
+                self.execute(Execution(str(req["id"]), *self.limits), req["code"])
+                if self.shell.exit_now:  # exit() or quit() in a cell: the next run gets a new engine
+                    return
 
     def execute(self, ex, code):
         self.current = ex

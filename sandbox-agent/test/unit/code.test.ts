@@ -20,6 +20,7 @@ import {
   runCode,
   streamText,
   testPython,
+  waitForState,
 } from './helpers/code-client.js';
 import { problemOf, TestAgent } from './helpers/test-agent.js';
 
@@ -81,6 +82,19 @@ describe('code contexts', () => {
     expect(JSON.parse(json.data['application/json'] ?? '')).toEqual({ a: 1 });
   });
 
+  it('sends raw PNG bytes of a repr as base64 and JSON with NaN as valid JSON', async () => {
+    const code = [
+      'class P:',
+      '    def _repr_png_(self): return b"\\x89PNG"',
+      '    def _repr_json_(self): return {"a": float("nan"), "b": 1}',
+      'P()',
+    ].join('\n');
+    const r = await runCode(agent, { code });
+    const result = r.events.find((e) => e.type === 'result') as CodeDataEvent;
+    expect(Buffer.from(result.data['image/png'] ?? '', 'base64').toString('latin1')).toBe('\x89PNG');
+    expect(JSON.parse(result.data['application/json'] ?? '')).toEqual({ a: null, b: 1 });
+  });
+
   it('shows a matplotlib chart as image/png and a DataFrame as text/html', async () => {
     const chart = await runCode(agent, {
       code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()',
@@ -113,9 +127,9 @@ describe('code contexts', () => {
     expect(seq.join('')).toBe("before\nchild\nraw\n<'shown'>after\n");
   });
 
-  it('shows a figure left open at the end of a cell (no plt.show) as image/png', async () => {
+  it('shows a figure left open at the end of a cell (%matplotlib inline, no plt.show) as image/png', async () => {
     const r = await runCode(agent, {
-      code: 'import matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1], [2]);',
+      code: '%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1], [2]);',
     });
     const pngs = r.events.filter((e) => e.type === 'display' && e.data['image/png']);
     expect(pngs).toHaveLength(1);
@@ -125,12 +139,7 @@ describe('code contexts', () => {
     await runCode(agent, { code: 'z = 7', context: 'intr' });
     const running = runCode(agent, { code: 'import time\ntime.sleep(30)', context: 'intr' });
     // Interrupt once the run is in the kernel (a context with no run ignores an interrupt).
-    const busy = async (): Promise<boolean> => {
-      const list = await agent.send({ method: 'GET', path: '/v1/code/contexts' });
-      const { contexts } = JSON.parse(list.body.toString()) as CodeContextList;
-      return contexts.some((c) => c.name === 'intr' && c.state === 'busy');
-    };
-    while (!(await busy())) await new Promise((r) => setTimeout(r, 20));
+    await waitForState(agent, 'intr', 'busy');
     await new Promise((r) => setTimeout(r, 200)); // into time.sleep
     expect((await contextCall(agent, 'POST', '/v1/code/contexts/intr/interrupt')).status).toBe(200);
     const r = await running;
@@ -140,6 +149,17 @@ describe('code contexts', () => {
     expect(resultText(after)).toBe('42');
     expect(after.end.contextReset).toBe(false);
     await contextCall(agent, 'DELETE', '/v1/code/contexts/intr');
+  });
+
+  it('ends the engine at exit(); the next run gets a new one', async () => {
+    await runCode(agent, { code: 'w = 1', context: 'quits' });
+    const r = await runCode(agent, { code: 'exit()', context: 'quits' });
+    expect(r.end.status).toBe('ok');
+    await waitForState(agent, 'quits', 'stopped');
+    const after = await runCode(agent, { code: "'w' in dir()", context: 'quits' });
+    expect(resultText(after)).toBe('False');
+    expect(after.end.contextReset).toBe(true);
+    await contextCall(agent, 'DELETE', '/v1/code/contexts/quits');
   });
 
   it('stops `while True: pass` at its timeout and keeps the context and its state', async () => {

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { CodeContext, CodeEndEvent, CodeEvent } from '@sandbox-platform/api';
+import type { CodeContext, CodeContextList, CodeEndEvent, CodeEvent } from '@sandbox-platform/api';
 
 import type { RawResponse, TestAgent } from './test-agent.js';
 
@@ -80,4 +80,18 @@ export async function contextCall(
   const ok = res.status === 200 || res.status === 201;
   const info = ok && res.body.length > 0 ? (JSON.parse(res.body.toString()) as CodeContext) : undefined;
   return { status: res.status, info, res };
+}
+
+/** Waits until a context's listed state is `state` (a kernel busy with a run, stopped after exit()). */
+export async function waitForState(
+  agent: TestAgent,
+  name: string,
+  state: CodeContext['state'],
+): Promise<void> {
+  for (;;) {
+    const list = await agent.send({ method: 'GET', path: '/v1/code/contexts' });
+    const { contexts } = JSON.parse(list.body.toString()) as CodeContextList;
+    if (contexts.some((c) => c.name === name && c.state === state)) return;
+    await new Promise((res) => setTimeout(res, 20));
+  }
 }
