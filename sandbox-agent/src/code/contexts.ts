@@ -1,6 +1,6 @@
 /**
  * The agent's code contexts (docs/adr/0033): a bounded table of named contexts, each with its own
- * kernel, and the private directory their connection files and IPC sockets live in (mode 0700
+ * engine, and the private directory their IPython directories live in (mode 0700
  * under TMPDIR, removed when the agent stops). Contexts live in the agent's memory only and end
  * with it, like background processes.
  */

@@ -1,97 +1,51 @@
-"""The agent's bridge to one Jupyter kernel (docs/adr/0033-code-interpreter.md).
+"""The agent's Python engine for one code context (docs/adr/0033-code-interpreter.md).
 
-The agent starts the kernel itself (``python3 -m ipykernel_launcher -f <connection file>``) and,
-at the same time, this bridge, which speaks the Jupyter messaging protocol (v5.3) to the kernel
-over ZeroMQ and NDJSON to the agent over its stdin and stdout. It uses pyzmq and the standard
-library only: importing jupyter_client costs about 0.6 s, more than everything else here.
+``kernel-bridge.py STREAM_MAX ITEM_MAX DISPLAY_MAX``: an IPython ``InteractiveShell`` in this
+process, no Jupyter kernel and no ZeroMQ (ipykernel's shell, control and IOPub threads cost a
+thread wake-up per message, which is slow under gVisor, and its imports seconds per start).
+Runs come as NDJSON on stdin, answers go as NDJSON to stdout (the agent's pipe, kept on a
+duplicate: fds 0, 1 and 2 become the cells'); stdout and stderr (file descriptors 1 and 2, so
+subprocesses too) go to pipes read by one capture thread, asleep unless something is written;
+results, displays (IPython's formatters: every MIME type they give, matplotlib's inline backend
+to image/png) and errors are written by the shell's own display hook, publisher and traceback
+hook. The agent interrupts a run with SIGINT to this process's group (KeyboardInterrupt in the
+cell) and restarts a context by killing the process.
 
-Agent -> bridge (stdin), one JSON object per line:
+Agent -> engine (stdin), one JSON object per line:
     {"op": "execute", "id": "<id>", "code": "<source>"}
-Bridge -> agent (stdout), one JSON object per line:
-    {"type": "ready", "language": "python", "version": "3.11.2"}    once the kernel answers
+Engine -> agent (stdout), one JSON object per line:
+    {"type": "ready", "language": "python", "version": "3.11.2"}    once it can run code
     {"id", "type": "stdout"|"stderr", "text"}                        stream output
     {"id", "type": "result"|"display", "data": {mime: text}, "omitted": [{"mime", "bytes"}]}
     {"id", "type": "error", "name", "value", "traceback": [lines]}
     {"id", "type": "done", "status": "ok"|"error"|"aborted", "executionCount"?,
      "dropped": {"stdout": n, "stderr": n, "displays": n}}
-    {"type": "fatal", "message"}                                     then the bridge exits 1
+    {"type": "fatal", "message"}                                     then the process exits 1
 
-Everything the kernel sends is the sandbox's own output, so it is bounded here before it is
+Everything a run produces is the sandbox's own output, so it is bounded here before it is
 written (the agent checks every line again and enforces the same bounds): stream text per
 execution and stream, each MIME item, displays per execution, tracebacks. Values that are not
-strings (application/json) are sent as JSON text. Interrupts, restarts and deadlines are the
-agent's: it signals the kernel's process group itself.
-
-Usage: python3 kernel-bridge.py CONNECTION_FILE STREAM_MAX ITEM_MAX DISPLAY_MAX
+strings (application/json) are sent as JSON text.
 """
 
-import hashlib
-import hmac
+import base64
+import codecs
 import json
+import math
 import os
+import platform
 import re
+import select
+import signal
 import sys
-import time
-import uuid
+import threading
 
-import zmq
-
-PROTOCOL_VERSION = "5.3"
-DELIM = b"<IDS|MSG>"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 TRACEBACK_MAX_CHARS = 64 * 1024
 TEXT_FIELD_MAX_CHARS = 4096
-READY_TIMEOUT_S = 60.0
-
-
-def now_iso():
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z"
-
-
-class Channel:
-    """Signs, sends and parses Jupyter wire messages (HMAC-SHA256 over the four JSON parts)."""
-
-    def __init__(self, key):
-        self.key = key
-        self.session = uuid.uuid4().hex
-
-    def sign(self, parts):
-        if not self.key:
-            return b""
-        mac = hmac.new(self.key, digestmod=hashlib.sha256)
-        for p in parts:
-            mac.update(p)
-        return mac.hexdigest().encode()
-
-    def send(self, sock, msg_type, content):
-        msg_id = uuid.uuid4().hex
-        header = {
-            "msg_id": msg_id,
-            "msg_type": msg_type,
-            "session": self.session,
-            "username": "sandbox-agent",
-            "date": now_iso(),
-            "version": PROTOCOL_VERSION,
-        }
-        parts = [json.dumps(x).encode() for x in (header, {}, {}, content)]
-        sock.send_multipart([DELIM, self.sign(parts)] + parts)
-        return msg_id
-
-    def recv(self, sock):
-        frames = sock.recv_multipart(zmq.NOBLOCK)
-        try:
-            i = frames.index(DELIM)
-        except ValueError:
-            return None
-        sig, parts = frames[i + 1], frames[i + 2 : i + 6]
-        if len(parts) < 4 or not hmac.compare_digest(sig, self.sign(parts)):
-            return None
-        header, parent, _meta, content = (json.loads(p) for p in parts)
-        return {
-            "type": header.get("msg_type"),
-            "parent": parent.get("msg_id") if isinstance(parent, dict) else None,
-            "content": content,
-        }
+READ_CHUNK = 64 * 1024
+# Bytes of captured output one drain reads at most (a writer faster than us cannot hold a run open).
+DRAIN_MAX_BYTES = 16 * 1024 * 1024
 
 
 def utf8_cut(text, max_bytes):
@@ -105,13 +59,44 @@ def utf8_cut(text, max_bytes):
 def as_text(value):
     if isinstance(value, str):
         return value
+    if isinstance(value, (bytes, bytearray)):  # a _repr_png_ giving raw bytes: base64, as ipykernel
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "".join(value)
-    return json.dumps(value)
+    return json_text(value)
+
+
+def json_text(value):
+    """A display's JSON value as JSON text: never raises (a cell's repr must not fail the cell)."""
+    try:
+        return json.dumps(value, default=json_default, allow_nan=False)
+    except (ValueError, RecursionError):  # NaN or Infinity, a cycle
+        pass
+    try:
+        return json.dumps(finite(value), default=json_default, allow_nan=False)
+    except (ValueError, RecursionError):
+        return json.dumps(repr(value)[:TEXT_FIELD_MAX_CHARS])
+
+
+def json_default(obj):
+    if isinstance(obj, (bytes, bytearray)):
+        return base64.b64encode(obj).decode("ascii")
+    return repr(obj)
+
+
+def finite(value):
+    """value with NaN and infinite floats as null (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 class Execution:
-    """The bounds and counters of one execute request."""
+    """The bounds and counters of one run."""
 
     def __init__(self, req_id, stream_max, item_max, display_max):
         self.id = req_id
@@ -121,7 +106,6 @@ class Execution:
         self.sent = {"stdout": 0, "stderr": 0}
         self.dropped = {"stdout": 0, "stderr": 0, "displays": 0}
         self.reply = None
-        self.idle = False
 
     def stream(self, name, text):
         name = "stderr" if name == "stderr" else "stdout"
@@ -176,136 +160,273 @@ class Execution:
         return line
 
 
-class Bridge:
-    def __init__(self, conn, limits):
-        self.ch = Channel(conn.get("key", "").encode())
-        self.limits = limits
-        self.ctx = zmq.Context()
-        self.shell = self.ctx.socket(zmq.DEALER)
-        self.iopub = self.ctx.socket(zmq.SUB)
-        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
-        for sock, port in ((self.shell, "shell_port"), (self.iopub, "iopub_port")):
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(endpoint(conn, port))
-        self.poller = zmq.Poller()
-        self.poller.register(self.shell, zmq.POLLIN)
-        self.poller.register(self.iopub, zmq.POLLIN)
-        self.poller.register(sys.stdin.fileno(), zmq.POLLIN)
-        self.pending = b""
-        self.current = None
-        self.queue = []
-        self.by_msg = {}
+class Writer:
+    """Writes whole protocol lines to one file descriptor, from any thread."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.lock = threading.Lock()
 
     def write(self, line):
-        sys.stdout.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        data = memoryview((json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        with self.lock:
+            while data:
+                data = data[os.write(self.fd, data) :]
 
-    def wait_ready(self):
-        """kernel_info until its reply and its iopub status arrive: both channels are connected."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg_id = self.ch.send(self.shell, "kernel_info_request", {})
-            info, seen_status, until = None, False, time.monotonic() + 0.25
-            while time.monotonic() < until and not (info and seen_status):
-                for sock, _ in self.poller.poll(50):
-                    if sock is self.shell:
-                        msg = self.ch.recv(self.shell)
-                        if msg and msg["parent"] == msg_id:
-                            info = msg["content"]
-                    elif sock is self.iopub:
-                        msg = self.ch.recv(self.iopub)
-                        if msg and msg["parent"] == msg_id and msg["type"] == "status":
-                            seen_status = True
-            if info and seen_status:
-                lang = info.get("language_info") or {}
-                self.write({"type": "ready", "language": str(lang.get("name", "python"))[:64],
-                            "version": str(lang.get("version", ""))[:64]})
-                return
-        raise RuntimeError("the kernel did not answer within %d s" % READY_TIMEOUT_S)
 
-    def run(self):
-        self.wait_ready()
-        while True:
-            for sock, _ in self.poller.poll():
-                if sock is self.shell:
-                    self.on_shell(self.ch.recv(self.shell))
-                elif sock is self.iopub:
-                    self.on_iopub(self.ch.recv(self.iopub))
-                elif not self.read_stdin():
-                    return
+class LineReader:
+    """Request lines from a file descriptor."""
 
-    def read_stdin(self):
-        chunk = os.read(sys.stdin.fileno(), 1 << 20)
+    def __init__(self, fd):
+        self.fd = fd
+        self.pending = b""
+
+    def lines(self):
+        """The complete lines read by one os.read; None at end of input."""
+        chunk = os.read(self.fd, 1 << 20)
         if not chunk:
-            return False
+            return None
         self.pending += chunk
-        while b"\n" in self.pending:
-            line, self.pending = self.pending.split(b"\n", 1)
-            if line.strip():
-                self.on_request(json.loads(line))
+        *whole, self.pending = self.pending.split(b"\n")
+        return [json.loads(line) for line in whole if line.strip()]
+
+
+class Interrupts:
+    """SIGINT becomes KeyboardInterrupt only while a cell runs, never inside a protocol write.
+
+    The agent signals the whole process group; a SIGINT between runs (a deadline racing the end of
+    a run) is ignored, and one arriving while this process writes a line is raised once the line is
+    whole, so the agent never sees half a line.
+    """
+
+    def __init__(self):
+        self.armed = False
+        self.critical = 0
+        self.pending = False
+        self.main = threading.get_ident()
+        signal.signal(signal.SIGINT, self.handler)
+
+    def handler(self, _signum, _frame):
+        if not self.armed:
+            return
+        if self.critical:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.get_ident() == self.main:
+            self.critical += 1
+
+    def __exit__(self, *_exc):
+        if threading.get_ident() != self.main:
+            return
+        self.critical -= 1
+        if self.critical == 0 and self.pending and self.armed:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+class Capture:
+    """File descriptors 1 and 2 as pipes, read into the current run's stdout and stderr.
+
+    One thread waits in poll() and forwards what is written (by print, C code or a subprocess);
+    it sleeps while nothing is. Before each display, error and end line the main thread drains
+    the pipes itself, under the same lock, so output written before them is sent before them.
+    Output written between runs has no run to go to and is dropped.
+    """
+
+    def __init__(self, out, guard):
+        self.out = out
+        self.guard = guard
+        self.lock = threading.Lock()
+        self.current = None
+        self.streams = {}
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            r, w = os.pipe()
+            os.dup2(w, fd)
+            os.close(w)
+            os.set_blocking(r, False)
+            self.streams[r] = (name, codecs.getincrementaldecoder("utf-8")("replace"))
+        # One write per line, even under PYTHONUNBUFFERED (print writes its end separately).
+        sys.stdout.reconfigure(line_buffering=True, write_through=False)
+        sys.stderr.reconfigure(line_buffering=True, write_through=False)
+        threading.Thread(target=self.loop, name="sandbox-capture", daemon=True).start()
+
+    def loop(self):
+        poller = select.poll()
+        for fd in self.streams:
+            poller.register(fd, select.POLLIN)
+        while True:
+            for fd, _ in poller.poll():
+                with self.lock:
+                    if not self.read(fd, READ_CHUNK):
+                        poller.unregister(fd)
+
+    def read(self, fd, budget):
+        """Forwards what fd holds (up to budget bytes); False once every writer closed it."""
+        name, decoder = self.streams[fd]
+        while budget > 0:
+            try:
+                chunk = os.read(fd, min(READ_CHUNK, budget))
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            budget -= len(chunk)
+            text = decoder.decode(chunk)
+            line = self.current.stream(name, text) if self.current and text else None
+            if line:
+                self.out.write(line)
         return True
 
-    def on_request(self, req):
-        if req.get("op") != "execute":
-            raise RuntimeError("unknown op")
-        ex = Execution(str(req["id"]), *self.limits)
-        content = {"code": req["code"], "silent": False, "store_history": True,
-                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
-        self.by_msg[self.ch.send(self.shell, "execute_request", content)] = ex
+    def drain(self):
+        """Sends what was written so far (main thread: before a display, an error, the end)."""
+        with self.guard:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass  # closed or replaced by the cell: its output is its own business
+            with self.lock:
+                for fd in self.streams:
+                    self.read(fd, DRAIN_MAX_BYTES)
 
-    def on_shell(self, msg):
-        ex = msg and self.by_msg.get(msg["parent"])
-        if ex and msg["type"] == "execute_reply":
-            ex.reply = msg["content"]
-            self.finish(msg["parent"], ex)
 
-    def on_iopub(self, msg):
-        ex = msg and self.by_msg.get(msg["parent"])
-        if not ex:
+def build_shell(engine):
+    """The InteractiveShell, its results, displays and tracebacks written by `engine`."""
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            engine.emit("display", {"data": data})
+
+        def clear_output(self, wait=False):
+            pass  # a run's displays are a list, not a screen
+
+    class Hook(DisplayHook):
+        def start_displayhook(self):
+            super().start_displayhook()
+            self.format_data = None
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            self.format_data = format_dict
+
+        def finish_displayhook(self):
+            self._is_active = False
+            if self.format_data:
+                engine.emit("result", {"data": self.format_data, "execution_count": self.prompt_count})
+
+    class Shell(InteractiveShell):
+        def _showtraceback(self, etype, evalue, stb):
+            engine.emit("error", {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb})
+
+        def enable_gui(self, gui=None):
+            # %matplotlib inline comes here with no GUI; there is no event loop for any other.
+            if gui not in (None, "inline"):
+                raise UsageError("the code interpreter has no GUI event loop (%s): use the inline backend" % gui)
+
+        def ask_exit(self):
+            # exit() or quit(): the engine ends after this run; the next run gets a new one.
+            self.exit_now = True
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    return Shell.instance(config=config, displayhook_class=Hook, display_pub_class=Publisher)
+
+
+def no_input(*_args, **_kwargs):
+    from IPython.core.error import StdinNotImplementedError
+
+    raise StdinNotImplementedError("input() is not supported: the code interpreter has no stdin")
+
+
+class ShellEngine:
+    """Runs cells in an InteractiveShell, one at a time, as the agent sends them."""
+
+    def __init__(self, limits, out):
+        self.limits = limits
+        self.out = out
+        # The protocol keeps the pipes the agent gave; fds 0, 1 and 2 become the cells' (os.dup
+        # makes them non-inheritable: subprocesses of a cell never see the protocol).
+        self.requests = LineReader(os.dup(0))
+        self.guard = Interrupts()
+        self.shell = build_shell(self)
+        import builtins
+
+        builtins.input = no_input
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        self.capture = Capture(self.out, self.guard)
+        self.current = None
+
+    def emit(self, kind, content):
+        """A result, display or error of the running cell (dropped outside a run)."""
+        ex = self.current
+        if ex is None:
             return
-        kind, content = msg["type"], msg["content"]
-        line = None
-        if kind == "stream":
-            line = ex.stream(content.get("name"), as_text(content.get("text", "")))
-        elif kind == "execute_result":
-            line = ex.bundle("result", content)
-        elif kind in ("display_data", "update_display_data"):
-            line = ex.bundle("display", content)
-        elif kind == "error":
-            line = ex.error(content)
-        elif kind == "status" and content.get("execution_state") == "idle":
-            ex.idle = True
-            self.finish(msg["parent"], ex)
-        if line:
-            self.write(line)
+        self.capture.drain()
+        with self.guard:
+            self.out.write(ex.error(content) if kind == "error" else ex.bundle(kind, content))
 
-    def finish(self, msg_id, ex):
-        # Outputs travel on iopub, the reply on shell: done only once both the reply and the idle
-        # status (after the last output) arrived.
-        if ex.reply is not None and ex.idle:
-            del self.by_msg[msg_id]
-            self.write(ex.done())
+    def serve(self):
+        self.out.write({"type": "ready", "language": "python", "version": platform.python_version()[:64]})
+        while True:
+            requests = self.requests.lines()
+            if requests is None:
+                return
+            for req in requests:
+                if req.get("op") != "execute":
+                    raise RuntimeError("unknown op")
+                self.execute(Execution(str(req["id"]), *self.limits), req["code"])
+                if self.shell.exit_now:  # exit() or quit() in a cell: the next run gets a new engine
+                    return
+
+    def execute(self, ex, code):
+        self.current = ex
+        self.capture.current = ex
+        result = None
+        try:
+            self.guard.armed = True
+            result = self.shell.run_cell(code, store_history=True)
+            self.guard.armed = False
+        except KeyboardInterrupt:  # in IPython's own code around the cell
+            self.guard.armed = False
+            self.emit("error", {"ename": "KeyboardInterrupt", "evalue": "", "traceback": []})
+        self.guard.pending = False
+        self.capture.drain()
+        ok = result is not None and result.success
+        ex.reply = {"status": "ok" if ok else "error", "execution_count": self.shell.execution_count - 1}
+        with self.capture.lock:
+            self.capture.current = None
+        self.current = None
+        self.out.write(ex.done())
 
 
-def endpoint(conn, port_key):
-    transport = conn.get("transport", "tcp")
-    if transport == "ipc":
-        return "ipc://%s-%s" % (conn["ip"], conn[port_key])
-    return "tcp://%s:%s" % (conn["ip"], conn[port_key])
+USAGE = "usage: kernel-bridge.py STREAM_MAX ITEM_MAX DISPLAY_MAX"
 
 
 def main(argv):
-    if len(argv) != 5:
-        raise SystemExit("usage: kernel-bridge.py CONNECTION_FILE STREAM_MAX ITEM_MAX DISPLAY_MAX")
-    with open(argv[1], encoding="utf-8") as f:
-        conn = json.load(f)
-    limits = tuple(int(x) for x in argv[2:5])
-    bridge = Bridge(conn, limits)
+    if len(argv) != 4:
+        raise SystemExit(USAGE)
+    limits = tuple(int(x) for x in argv[1:4])
+    # The protocol keeps the stdout the agent gave; fd 1 becomes the cells' (Capture).
+    out = Writer(os.dup(1))
     try:
-        bridge.run()
+        ShellEngine(limits, out).serve()
     except Exception as err:  # reported to the agent, which ends the context
-        bridge.write({"type": "fatal", "message": ("%s: %s" % (type(err).__name__, err))[:TEXT_FIELD_MAX_CHARS]})
-        sys.exit(1)
+        out.write({"type": "fatal", "message": ("%s: %s" % (type(err).__name__, err))[:TEXT_FIELD_MAX_CHARS]})
+        os._exit(1)
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
 /**
- * One Jupyter kernel and its bridge (docs/adr/0033-code-interpreter.md). The agent starts both at
- * once: the kernel (`python3 -m ipykernel_launcher -f <connection file>`, IPC sockets in the
- * agent's private directory, its own process group) and the bridge (`kernel-bridge.py`), which
- * speaks the Jupyter messaging protocol to the kernel and NDJSON to us. The agent owns both
- * processes: interrupts are its SIGINT to the kernel's group, a restart kills and starts again.
+ * One code context's Python engine (docs/adr/0033-code-interpreter.md): `kernel-bridge.py`,
+ * an IPython shell in that one process (its own process group, IPYTHONDIR in the agent's private
+ * directory) that runs cells sent as NDJSON on its stdin and answers NDJSON on its stdout. No
+ * Jupyter kernel and no ZeroMQ: under gVisor every thread wake-up of ipykernel cost milliseconds
+ * per run and its imports seconds per start (ADR 0033, "In-process engine"). The agent owns the
+ * process: interrupts are its SIGINT to the group, a restart kills it and starts another.
  *
- * The bridge runs as the sandbox's user next to the sandbox's code, so its lines are read like any
+ * The engine runs as the sandbox's user next to the sandbox's code, so its lines are read like any
  * other output of the sandbox: bounded per line, parsed, checked; a violation ends the kernel.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { CODE_DISPLAY_MAX_BYTES, CODE_ITEM_MAX_BYTES, CODE_STREAM_MAX_BYTES } from '@sandbox-platform/api';
@@ -41,7 +41,7 @@ export interface KernelSpec {
   logger: Logger;
 }
 
-/** The kernel cannot run here (no ipykernel in the image, a crash at start, no answer in time). */
+/** The kernel cannot run here (no IPython in the image, a crash at start, no answer in time). */
 export class KernelStartError extends Error {
   override readonly name = 'KernelStartError';
 }
@@ -50,7 +50,7 @@ export class KernelStartError extends Error {
 export interface KernelEvents {
   /** A line of the running execution (its id names it). */
   line(line: BridgeLine): void;
-  /** The kernel or its bridge is gone (exit, kill, protocol violation); called once. */
+  /** The engine is gone (exit, kill, protocol violation); called once. */
   gone(reason: string): void;
 }
 
@@ -60,50 +60,44 @@ export class Kernel {
   private readonly exited: Promise<void>;
 
   private constructor(
-    private readonly kernel: ChildProcess,
-    private readonly bridge: ChildProcess,
+    private readonly engine: ChildProcess,
     private readonly dir: string,
     private readonly logger: Logger,
   ) {
-    const exits = [kernel, bridge].map((c) => new Promise<void>((r) => c.once('close', () => r())));
-    this.exited = Promise.all(exits).then(() => undefined);
+    this.exited = new Promise<void>((r) => engine.once('close', () => r()));
   }
 
-  /** Process id of the kernel (also its process group). */
+  /** Process id of the engine (also its process group). */
   get pid(): number {
-    return this.kernel.pid ?? 0;
+    return this.engine.pid ?? 0;
   }
 
   /** Starts a kernel in `dir` (created; removed when it ends) and resolves once it answers. */
   static async start(spec: KernelSpec, dir: string, events: KernelEvents): Promise<Kernel> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    const conn = join(dir, 'kernel.json');
-    await writeFile(conn, JSON.stringify(connection(dir)), { mode: 0o600 });
-    const env = { ...spec.env(), MPLBACKEND: 'module://matplotlib_inline.backend_inline' };
-    const kernelEnv = { ...env, IPYTHONDIR: join(dir, 'ipython'), PYDEVD_DISABLE_FILE_VALIDATION: '1' };
-    const kernel = spawn(
-      spec.python,
-      ['-m', 'ipykernel_launcher', '-f', conn, '--HistoryManager.enabled=False', '--IPKernelApp.quiet=True'],
-      { cwd: spec.workspace, env: kernelEnv, detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const env = {
+      ...spec.env(),
+      // matplotlib's inline backend, as ipykernel sets it: figures come back as image/png displays.
+      MPLBACKEND: 'module://matplotlib_inline.backend_inline',
+      IPYTHONDIR: join(dir, 'ipython'),
+    };
     const limits = [CODE_STREAM_MAX_BYTES, CODE_ITEM_MAX_BYTES, CODE_DISPLAY_MAX_BYTES].map(String);
-    const bridge = spawn(spec.python, [spec.bridgePath, conn, ...limits], {
+    const engine = spawn(spec.python, [spec.bridgePath, ...limits], {
       cwd: spec.workspace,
       env,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const self = new Kernel(kernel, bridge, dir, spec.logger);
-    return self.started(spec, events);
+    return new Kernel(engine, dir, spec.logger).started(spec, events);
   }
 
   private async started(spec: KernelSpec, events: KernelEvents): Promise<Kernel> {
-    const tails = { kernel: tail(this.kernel), bridge: tail(this.bridge) };
+    const stderrTail = tail(this.engine);
     let ready!: () => void;
     let failed!: (err: Error) => void;
     const answer = new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject)));
     const fail = (why: string): void => {
-      const detail = tails.kernel() || tails.bridge();
+      const detail = stderrTail();
       failed(new KernelStartError(detail ? `${why}: ${detail}` : why));
       this.stop(why);
     };
@@ -112,21 +106,16 @@ export class Kernel {
       if (!up) fail(why);
       else if (this.stop(why)) events.gone(why);
     };
-    for (const [what, child] of [
-      ['the kernel', this.kernel],
-      ['the kernel bridge', this.bridge],
-    ] as const) {
-      child.once('error', (err) => gone(`${what} cannot be started (${err.message})`));
-      // Its last stderr lines explain a failed start: let them arrive before reporting.
-      child.once('exit', (code, signal) => {
-        const why = `${what} exited (${signal ?? `code ${code}`})`;
-        settled(child.stderr).then(
-          () => gone(why),
-          () => gone(why),
-        );
-      });
-    }
-    this.bridge.stdin?.on('error', () => undefined); // a gone bridge is reported by its exit
+    this.engine.once('error', (err) => gone(`the kernel cannot be started (${err.message})`));
+    // Its last stderr lines explain a failed start: let them arrive before reporting.
+    this.engine.once('exit', (code, signal) => {
+      const why = `the kernel exited (${signal ?? `code ${code}`})`;
+      settled(this.engine.stderr).then(
+        () => gone(why),
+        () => gone(why),
+      );
+    });
+    this.engine.stdin?.on('error', () => undefined); // a gone engine is reported by its exit
     void this.readLines((line) => {
       if (line.type === 'ready') {
         up = true;
@@ -147,7 +136,7 @@ export class Kernel {
   }
 
   private async readLines(onLine: (line: BridgeLine) => void): Promise<void> {
-    const reader = new NdjsonLineReader(this.bridge.stdout as AsyncIterable<Buffer>);
+    const reader = new NdjsonLineReader(this.engine.stdout as AsyncIterable<Buffer>);
     for (
       let raw = await reader.next(BRIDGE_LINE_MAX_BYTES);
       raw;
@@ -160,21 +149,20 @@ export class Kernel {
 
   /** Sends code to run; its lines come to `events.line` with this id. */
   execute(id: string, code: string): void {
-    this.bridge.stdin?.write(JSON.stringify({ op: 'execute', id, code }) + '\n');
+    this.engine.stdin?.write(JSON.stringify({ op: 'execute', id, code }) + '\n');
   }
 
-  /** SIGINT to the kernel's process group: Python raises KeyboardInterrupt in the running cell. */
+  /** SIGINT to the engine's process group: Python raises KeyboardInterrupt in the running cell. */
   interrupt(): void {
-    signalGroup(this.kernel, 'SIGINT');
+    signalGroup(this.engine, 'SIGINT');
   }
 
-  /** Kills the kernel and the bridge (their groups); true the first time. */
+  /** Kills the engine's process group; true the first time. */
   stop(reason: string): boolean {
     if (this.ended) return false;
     this.ended = true;
     this.logger.debug('kernel stopped', { pid: this.pid, reason });
-    signalGroup(this.kernel, 'SIGKILL');
-    signalGroup(this.bridge, 'SIGKILL');
+    signalGroup(this.engine, 'SIGKILL');
     void this.exited
       .then(() => rm(this.dir, { recursive: true, force: true }))
       .catch((err: unknown) => {
@@ -183,26 +171,10 @@ export class Kernel {
     return true;
   }
 
-  /** Resolves once both processes have exited (after stop). */
+  /** Resolves once the engine has exited (after stop). */
   closed(): Promise<void> {
     return this.exited;
   }
-}
-
-/** A connection file over IPC sockets in `dir`: no TCP port, reachable only through the file system. */
-function connection(dir: string): Record<string, string | number> {
-  return {
-    transport: 'ipc',
-    ip: join(dir, 'k'),
-    shell_port: 1,
-    iopub_port: 2,
-    stdin_port: 3,
-    control_port: 4,
-    hb_port: 5,
-    key: randomBytes(32).toString('hex'),
-    signature_scheme: 'hmac-sha256',
-    kernel_name: '',
-  };
 }
 
 /** Resolves when a stream ended, or after STDERR_DRAIN_MS (a grandchild may hold it open). */

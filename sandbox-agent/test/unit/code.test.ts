@@ -1,5 +1,5 @@
 /**
- * /v1/code against a real ipykernel (the venv of `make code-venv`): state kept between runs,
+ * /v1/code against the real engine (IPython in the venv of `make code-venv`): state kept between runs,
  * results and displays in every MIME type, errors with tracebacks, timeouts that leave the context
  * usable, restart, several contexts, a kernel that dies, and the bounds of hostile output.
  */
@@ -20,6 +20,7 @@ import {
   runCode,
   streamText,
   testPython,
+  waitForState,
 } from './helpers/code-client.js';
 import { problemOf, TestAgent } from './helpers/test-agent.js';
 
@@ -81,6 +82,19 @@ describe('code contexts', () => {
     expect(JSON.parse(json.data['application/json'] ?? '')).toEqual({ a: 1 });
   });
 
+  it('sends raw PNG bytes of a repr as base64 and JSON with NaN as valid JSON', async () => {
+    const code = [
+      'class P:',
+      '    def _repr_png_(self): return b"\\x89PNG"',
+      '    def _repr_json_(self): return {"a": float("nan"), "b": 1}',
+      'P()',
+    ].join('\n');
+    const r = await runCode(agent, { code });
+    const result = r.events.find((e) => e.type === 'result') as CodeDataEvent;
+    expect(Buffer.from(result.data['image/png'] ?? '', 'base64').toString('latin1')).toBe('\x89PNG');
+    expect(JSON.parse(result.data['application/json'] ?? '')).toEqual({ a: null, b: 1 });
+  });
+
   it('shows a matplotlib chart as image/png and a DataFrame as text/html', async () => {
     const chart = await runCode(agent, {
       code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()',
@@ -94,6 +108,58 @@ describe('code contexts', () => {
     const frame = await runCode(agent, { code: 'import pandas as pd\npd.DataFrame({"a": [1, 2]})' });
     const result = frame.events.find((e) => e.type === 'result') as CodeDataEvent;
     expect(result.data['text/html']).toContain('<table');
+  });
+
+  it('captures what subprocesses and C code write, in order with the displays around it', async () => {
+    const code = [
+      'import os, subprocess',
+      'print("before")',
+      'subprocess.run(["echo", "child"])',
+      'os.write(1, b"raw\\n")',
+      'from IPython.display import display',
+      'display("shown")',
+      'print("after")',
+    ].join('\n');
+    const r = await runCode(agent, { code });
+    const seq = r.events.flatMap((e) =>
+      e.type === 'stdout' ? [e.text] : e.type === 'display' ? [`<${e.data['text/plain']}>`] : [],
+    );
+    expect(seq.join('')).toBe("before\nchild\nraw\n<'shown'>after\n");
+  });
+
+  it('shows a figure left open at the end of a cell (%matplotlib inline, no plt.show) as image/png', async () => {
+    const r = await runCode(agent, {
+      code: '%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1], [2]);',
+    });
+    const pngs = r.events.filter((e) => e.type === 'display' && e.data['image/png']);
+    expect(pngs).toHaveLength(1);
+  });
+
+  it('interrupts a sleeping cell on request and keeps the state', async () => {
+    await runCode(agent, { code: 'z = 7', context: 'intr' });
+    const running = runCode(agent, { code: 'import time\ntime.sleep(30)', context: 'intr' });
+    // Interrupt once the run is in the kernel (a context with no run ignores an interrupt).
+    await waitForState(agent, 'intr', 'busy');
+    await new Promise((r) => setTimeout(r, 200)); // into time.sleep
+    expect((await contextCall(agent, 'POST', '/v1/code/contexts/intr/interrupt')).status).toBe(200);
+    const r = await running;
+    expect(r.end.status).toBe('interrupted');
+    expect(r.events.find((e) => e.type === 'error')).toMatchObject({ name: 'KeyboardInterrupt' });
+    const after = await runCode(agent, { code: 'z * 6', context: 'intr' });
+    expect(resultText(after)).toBe('42');
+    expect(after.end.contextReset).toBe(false);
+    await contextCall(agent, 'DELETE', '/v1/code/contexts/intr');
+  });
+
+  it('ends the engine at exit(); the next run gets a new one', async () => {
+    await runCode(agent, { code: 'w = 1', context: 'quits' });
+    const r = await runCode(agent, { code: 'exit()', context: 'quits' });
+    expect(r.end.status).toBe('ok');
+    await waitForState(agent, 'quits', 'stopped');
+    const after = await runCode(agent, { code: "'w' in dir()", context: 'quits' });
+    expect(resultText(after)).toBe('False');
+    expect(after.end.contextReset).toBe(true);
+    await contextCall(agent, 'DELETE', '/v1/code/contexts/quits');
   });
 
   it('stops `while True: pass` at its timeout and keeps the context and its state', async () => {
@@ -178,7 +244,7 @@ describe('code contexts', () => {
 });
 
 describe('code without a kernel', () => {
-  it('answers 503 code-unavailable with the reason when the image has no ipykernel', async () => {
+  it('answers 503 code-unavailable with the reason when the image has no Python engine', async () => {
     const agent = await TestAgent.start({}, { code: { python: '/bin/false', bridgePath: BRIDGE_PATH } });
     try {
       const r = await runCode(agent, { code: '1' });

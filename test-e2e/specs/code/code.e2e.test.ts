@@ -1,7 +1,7 @@
 /**
  * e2e: the code interpreter and file watching (issue 29, ADR 0033) through the in-cluster gateway,
- * on a session of the sandbox-python image (a real ipykernel in a sandbox Pod, under the cluster's
- * default runtime):
+ * on a session of the sandbox-python image (the real IPython engine in a sandbox Pod, under the
+ * cluster's default runtime):
  *
  * - `x = 41` then `x + 1` gives 42; a matplotlib chart comes back as image/png through REST and,
  *   through the official MCP SDK client, as an image content block; a pandas DataFrame as

@@ -1,12 +1,12 @@
 /**
- * Code interpreter calls for tests, and the Python interpreter they need: one with ipykernel, from
+ * Code interpreter calls for tests, and the Python interpreter they need: one with IPython, from
  * the venv `make code-venv` builds (.cache/python-stack/venv) or SANDBOX_TEST_PYTHON.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { CodeContext, CodeEndEvent, CodeEvent } from '@sandbox-platform/api';
+import type { CodeContext, CodeContextList, CodeEndEvent, CodeEvent } from '@sandbox-platform/api';
 
 import type { RawResponse, TestAgent } from './test-agent.js';
 
@@ -15,13 +15,11 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 /** The bridge script from the sources (the image has it at /opt/sandbox-agent/kernel-bridge.py). */
 export const BRIDGE_PATH = join(repo, 'sandbox-agent/src/code/kernel-bridge.py');
 
-/** A Python with ipykernel, matplotlib and pandas; fails loudly when there is none. */
+/** A Python with IPython, matplotlib and pandas; fails loudly when there is none. */
 export function testPython(): string {
   const python = process.env.SANDBOX_TEST_PYTHON ?? join(repo, '.cache/python-stack/venv/bin/python');
   if (!existsSync(python)) {
-    throw new Error(
-      `no Python with ipykernel at ${python}: run "make code-venv" (or set SANDBOX_TEST_PYTHON)`,
-    );
+    throw new Error(`no Python with IPython at ${python}: run "make code-venv" (or set SANDBOX_TEST_PYTHON)`);
   }
   return python;
 }
@@ -82,4 +80,18 @@ export async function contextCall(
   const ok = res.status === 200 || res.status === 201;
   const info = ok && res.body.length > 0 ? (JSON.parse(res.body.toString()) as CodeContext) : undefined;
   return { status: res.status, info, res };
+}
+
+/** Waits until a context's listed state is `state` (a kernel busy with a run, stopped after exit()). */
+export async function waitForState(
+  agent: TestAgent,
+  name: string,
+  state: CodeContext['state'],
+): Promise<void> {
+  for (;;) {
+    const list = await agent.send({ method: 'GET', path: '/v1/code/contexts' });
+    const { contexts } = JSON.parse(list.body.toString()) as CodeContextList;
+    if (contexts.some((c) => c.name === name && c.state === state)) return;
+    await new Promise((res) => setTimeout(res, 20));
+  }
 }
