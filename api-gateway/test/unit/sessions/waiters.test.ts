@@ -6,8 +6,12 @@ import { ChangeWaiters } from '../../../src/sessions/waiters.js';
 describe('ChangeWaiters', () => {
   // Fake timers: a waiter that settles while no time passes was woken by notify or abort, not by
   // its timeout; setImmediate stays real to let the promise callbacks run.
-  beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate'] }));
-  afterEach(() => jest.useRealTimers());
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
   const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
   it('wakes the waiters of a key on notify, not those of other keys', async () => {
