@@ -101,11 +101,17 @@ describe('gateway on a real API server with real agents', () => {
 
   it('waits for readiness reported by the informer: a pending exec is released when status turns Ready', async () => {
     const { session } = await a.createSession({ name: 'late' });
-    const started = Date.now();
-    const pending = a.exec('late', { command: 'echo released', waitSeconds: 30 });
+    const events: string[] = [];
+    const pending = a
+      .exec('late', { command: 'echo released', waitSeconds: 30 })
+      .finally(() => events.push('settled'));
+    // Time to answer early (it must not): the exec waits for Ready, then answers.
     await new Promise((r) => setTimeout(r, 1500));
+    expect(events).toEqual([]);
     const podIP = await env.startAgentFor(env.nsA.name, 'late', session.uid);
     await env.createPod(env.nsA.name, session, podIP);
+    expect(events).toEqual([]);
+    events.push('Ready');
     await env.patchStatus(env.nsA.name, 'late', {
       conditions: [condition('True', REASONS.ready, 'now')],
       podIP,
@@ -113,7 +119,7 @@ describe('gateway on a real API server with real agents', () => {
     });
     const r = await pending;
     expect(r.stdout).toBe('released\n');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(events).toEqual(['Ready', 'settled']);
   });
 
   it('answers 503 with Retry-After for a session that stays not ready', async () => {

@@ -53,19 +53,25 @@ beforeAll(async () => {
 });
 
 /**
- * Collection happens at the deadline: not before it (creationTimestamp has 1 s precision, so
- * allow that), and within a few seconds after it (a loaded 2-core machine).
+ * The operator acted on the deadline, not before it: `at` is a time it recorded (creationTimestamp
+ * and readyTime have 1 s precision, so allow that). How soon after is not asserted: speed is for
+ * benchmarks; the waits' timeouts are safety nets.
  */
-function expectAtDeadline(at: number, deadline: number): void {
+function expectNotBefore(at: number, deadline: number): void {
   expect(at).toBeGreaterThanOrEqual(deadline - 1_000);
-  expect(at).toBeLessThan(deadline + 10_000);
+}
+
+/** When the operator logged that it collected the session (its own clock). */
+function collectedAt(session: string): number {
+  const line = op.messages('collected session').find((l) => l.session === session);
+  return Date.parse(String(line?.time));
 }
 
 afterAll(async () => {
   await fx.teardown('SIGTERM');
 });
 
-async function readySession(name: string, spec: Parameters<Sessions['create']>[1]): Promise<number> {
+async function readySession(name: string, spec: Parameters<Sessions['create']>[1]): Promise<void> {
   await sessions.create(name, spec);
   await waitFor(
     () => readPod(kube.core, ns.name, `sbs-${name}`),
@@ -73,20 +79,14 @@ async function readySession(name: string, spec: Parameters<Sessions['create']>[1
   );
   await setPodStatus(kube.core, ns.name, `sbs-${name}`, runningReady());
   await sessions.waitFor(name, readyIs('True'));
-  return Date.now();
 }
 
 describe('idle collection', () => {
-  it('Delete: the session is deleted about idleTimeoutSeconds after it became ready', async () => {
-    const readyAt = await readySession('idle-delete', { idleTimeoutSeconds: 3, shutdownPolicy: 'Delete' });
-    // The idle clock starts at status.readyTime, which the operator wrote (1 s precision, so up
-    // to 1 s before the Ready this test saw, which the watch delivered later still): the lower
-    // bound is measured from it. Measured from readyAt it was 1970 ms in one CI run, not a bug.
+  it('Delete: the session is deleted once idleTimeoutSeconds have passed since it became ready', async () => {
+    await readySession('idle-delete', { idleTimeoutSeconds: 3, shutdownPolicy: 'Delete' });
+    // The idle clock starts at status.readyTime, which the operator wrote.
     const readyTime = Date.parse(String((await sessions.get('idle-delete'))?.status?.readyTime));
     await sessions.waitFor('idle-delete', gone, 20_000);
-    const goneAt = Date.now();
-    expect(goneAt - readyTime).toBeGreaterThanOrEqual(3_000);
-    expect(goneAt - readyAt).toBeLessThan(8_000);
     await waitFor(
       async () => [
         await readPod(kube.core, ns.name, 'sbs-idle-delete'),
@@ -101,6 +101,7 @@ describe('idle collection', () => {
       'IdleTimeout',
       'Delete',
     ]);
+    expectNotBefore(collectedAt('idle-delete'), readyTime + 3_000);
   });
 
   it('Retain: the session stays with Ready=False/IdleTimeout, its Pod and Secret are deleted and not recreated', async () => {
@@ -119,7 +120,7 @@ describe('idle collection', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await readPod(kube.core, ns.name, 'sbs-idle-retain')).toBeUndefined();
     expect(await readSecret(kube.core, ns.name, 'sbs-idle-retain-token')).toBeUndefined();
-    expect(await sessions.get('idle-retain')).toBeDefined();
+    expect(await sessions.get('idle-retain')).toMatchObject({ metadata: { name: 'idle-retain' } });
     // Events trail the status (they are held while work is queued, at most 5 s): wait for it.
     await waitFor(
       () => eventReasons(kube.core, ns.name, 'idle-retain'),
@@ -128,20 +129,27 @@ describe('idle collection', () => {
   });
 
   it('a fresh activity annotation postpones collection', async () => {
-    const readyAt = await readySession('busy', { idleTimeoutSeconds: 4, shutdownPolicy: 'Delete' });
-    // The gateway reports activity every second for 10 s: more than twice the idle timeout.
-    while (Date.now() - readyAt < 10_000) {
+    await readySession('busy', { idleTimeoutSeconds: 4, shutdownPolicy: 'Delete' });
+    const readyTime = Date.parse(String((await sessions.get('busy'))?.status?.readyTime));
+    // The gateway reports activity every second, past twice the idle timeout after readyTime.
+    let lastTouch = 0;
+    while (lastTouch < readyTime + 10_000) {
       await sessions.touch('busy');
+      lastTouch = Date.now();
       await new Promise((r) => setTimeout(r, 1_000));
     }
-    const lastTouch = Date.now();
+    // Still there, 10 s after Ready with a 4 s idle timeout: the touches postponed collection.
     const s = await sessions.get('busy');
-    expect(s).toBeDefined();
-    expect(s?.status?.lastActivityTime).toBeDefined();
+    expect(s?.metadata.name).toBe('busy');
+    expect(Date.parse(String(s?.status?.lastActivityTime))).toBeGreaterThan(readyTime + 4_000);
+    expect(op.messages('collected session').filter((l) => l.session === 'busy')).toEqual([]);
+    // Then, idle, it is collected for IdleTimeout, counted from its last activity.
     await sessions.waitFor('busy', gone, 20_000);
-    const idleFor = Date.now() - lastTouch;
-    expect(idleFor).toBeGreaterThanOrEqual(2_500);
-    expect(idleFor).toBeLessThan(9_000);
+    await op.waitForLog((l) => l.message === 'collected session' && l.session === 'busy');
+    expect(op.messages('collected session').find((l) => l.session === 'busy')).toMatchObject({
+      reason: 'IdleTimeout',
+    });
+    expectNotBefore(collectedAt('busy'), Date.parse(String(s?.status?.lastActivityTime)) + 4_000);
   });
 });
 
@@ -152,12 +160,12 @@ describe('lifetime collection', () => {
     const { created, expiresAt } = lifetime['lifetime-delete']!;
     expect(expiresAt).toBe(created + LIFETIME_S * 1000);
     await sessions.waitFor('lifetime-delete', gone, LIFETIME_S * 1000 + 30_000);
-    expectAtDeadline(Date.now(), expiresAt);
     await op.waitForLog((l) => l.message === 'collected session' && l.session === 'lifetime-delete');
     expect(op.messages('collected session').find((l) => l.session === 'lifetime-delete')).toMatchObject({
       reason: 'LifetimeExceeded',
       policy: 'Delete',
     });
+    expectNotBefore(collectedAt('lifetime-delete'), expiresAt);
   });
 
   it('Retain: the session ends Ready=False/LifetimeExceeded at maxLifetimeSeconds, its children deleted', async () => {
@@ -168,7 +176,7 @@ describe('lifetime collection', () => {
       Math.max(expiresAt - Date.now(), 0) + 30_000,
     );
     const transition = Date.parse(String(ready(s)?.lastTransitionTime));
-    expectAtDeadline(transition, expiresAt);
+    expectNotBefore(transition, expiresAt);
     expect(s?.status).toMatchObject({ phase: 'Terminated' });
     expect(Date.parse(String(s?.status?.expiresAt))).toBe(expiresAt);
     await waitFor(

@@ -34,16 +34,20 @@ afterAll(async () => {
   await fx.teardown('SIGKILL');
 });
 
-async function holder(): Promise<string | undefined> {
+async function readLease(): Promise<k8s.V1LeaseSpec> {
   const lease = await kube.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({
     namespace: ns.name,
     name: LEASE.LEASE_NAME,
   });
-  return lease.spec?.holderIdentity;
+  return lease.spec ?? {};
+}
+
+async function holder(): Promise<string | undefined> {
+  return (await readLease()).holderIdentity;
 }
 
 describe('two operator replicas', () => {
-  it('only the leader reconciles; the standby takes over within the lease duration when the leader dies', async () => {
+  it("only the leader reconciles; the standby takes over once the dead leader's lease has expired", async () => {
     a = await fx.startController({ identity: 'replica-a', env: LEASE });
     b = fx.startOperator({ identity: 'replica-b', env: LEASE });
     await b.waitForLog((l) => l.message === 'waiting for leader lease');
@@ -62,17 +66,25 @@ describe('two operator replicas', () => {
     expect((await b.get('/metrics')).body).toMatch(/^sandbox_operator_leader 0$/m);
     expect((await b.get('/readyz')).status).toBe(200);
 
-    const killedAt = Date.now();
     await a.stop('SIGKILL');
-    await b.waitForLog((l) => l.message === 'acquired leader lease', (LEASE_SECONDS + 10) * 1000);
-    const takeoverMs = Date.now() - killedAt;
-    console.log(
-      `takeover after SIGKILL of the leader: ${takeoverMs} ms (lease ${LEASE_SECONDS} s, retry ${RETRY_SECONDS} s)`,
+    // Killed, not released: the Lease still names the dead leader, so the standby must wait it out.
+    const dead = await readLease();
+    expect(dead.holderIdentity).toBe('replica-a');
+    // How fast is for benchmarks; this timeout is a safety net.
+    const acquired = await b.waitForLog(
+      (l) => l.message === 'acquired leader lease',
+      (LEASE_SECONDS + 30) * 1000,
     );
-    // The standby measures expiry from when it last saw the Lease change (up to one retry period
-    // after the last renewal), so the bound is leaseDuration + retryPeriod, plus scheduling slack.
-    expect(takeoverMs).toBeLessThanOrEqual((LEASE_SECONDS + RETRY_SECONDS) * 1000 + 1500);
-    expect(await holder()).toBe('replica-b');
+    expect(Number(acquired.attempts)).toBeGreaterThan(1);
+    const taken = await readLease();
+    expect(taken).toMatchObject({
+      holderIdentity: 'replica-b',
+      leaseTransitions: (dead.leaseTransitions ?? 0) + 1,
+    });
+    // Taken after the expiry, not before: at least a lease duration after the last renewal.
+    expect(new Date(taken.acquireTime!).getTime()).toBeGreaterThanOrEqual(
+      new Date(dead.renewTime!).getTime() + LEASE_SECONDS * 1000,
+    );
 
     await b.waitForLog((l) => l.message === 'controller started');
     await sessions.create('two');

@@ -109,7 +109,8 @@ describe('a session re-created with the same name', () => {
         /previous SandboxSession/.test(ready(s)?.message ?? ''),
       ),
     );
-    expect(waiting).toBeDefined();
+    // The new session is the one waiting (not the old one's last state).
+    expect(waiting?.metadata.uid).toBe(second.metadata.uid);
     expect((await readSecret(kube.core, ns.name, 'sbs-phoenix-token'))?.metadata?.uid).toBe(
       oldSecret?.metadata?.uid,
     );

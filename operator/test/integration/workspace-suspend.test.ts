@@ -139,7 +139,12 @@ describe('suspend and resume', () => {
       predicate('a new pod', (u) => u !== undefined && u !== firstPod),
       { timeoutMs: 20_000 },
     );
-    expect(second).toBeDefined();
+    // The new Pod (a different uid, which the wait saw) mounts the same workspace claim.
+    const resumedPod = await readPod(kube.core, ns.name, 'sbs-sus');
+    expect(resumedPod?.metadata?.uid).toBe(second);
+    expect(resumedPod?.spec?.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim).toEqual({
+      claimName: 'sbs-sus-workspace',
+    });
     await setPodStatus(kube.core, ns.name, 'sbs-sus', runningReady());
     const back = await sessions.waitFor('sus', readyIs('True'));
     expect(back?.status?.lastResumeTime).toBeDefined();

@@ -189,11 +189,10 @@ describe('sandbox-agent entrypoint', () => {
     const agent = await serve({ ...baseEnv(), SANDBOX_AGENT_SHUTDOWN_GRACE_SECONDS: '1' });
     const pending = execOver(agent.port, `sleep ${secs}`);
     await new Promise((r) => setTimeout(r, 300));
-    const started = Date.now();
     agent.child.kill('SIGTERM');
     const [code] = (await once(agent.child, 'exit')) as [number | null];
     expect(code).toBe(0);
-    expect(Date.now() - started).toBeLessThan(5000);
+    // Killed (137) by the shutdown after the grace, not run to its end: the sleep lasts 100 s.
     expect(await pending).toMatchObject({ exitCode: 137, timedOut: false });
     await eventually('no sleep left', async () => (await processesMatching(`sleep ${secs}`)).length === 0);
   }, 20_000);

@@ -2,7 +2,7 @@ import net from 'node:net';
 
 import { PassThrough } from 'node:stream';
 
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 
 import { CallerGoneError, ProblemError } from '../../../src/errors.js';
@@ -122,18 +122,36 @@ describe('AgentTransport', () => {
     t.close();
   });
 
-  it('fails with 504 at timeoutSeconds + margin when the agent does not answer', async () => {
+  it('fails with 504 at timeoutSeconds + margin when the agent does not answer, not before', async () => {
     agent.handler = () => undefined; // never answers
-    const t = make();
-    const started = Date.now();
-    const err = await t.exec(target, { command: 'sleep 100', timeoutSeconds: 1 }).catch((e: unknown) => e);
-    const elapsed = Date.now() - started;
-    expect(err).toMatchObject({ slug: 'upstream-timeout', status: 504 });
-    expect(elapsed).toBeGreaterThanOrEqual(1150);
-    expect(elapsed).toBeLessThan(3000);
-    expect(agent.seen).toHaveLength(1);
-    expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
-    t.close();
+    // A fake clock: the deadline timer fires only when the test moves time (the sockets' I/O,
+    // setImmediate and nextTick stay real).
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const t = make();
+      let outcome: unknown = 'pending';
+      const call = t
+        .exec(target, { command: 'sleep 100', timeoutSeconds: 1 })
+        .then(
+          () => 'answered',
+          (e: unknown) => e,
+        )
+        .then((o) => (outcome = o));
+      while (agent.seen.length === 0) await new Promise((r) => setImmediate(r));
+      await jest.advanceTimersByTimeAsync(1000 + LIMITS.deadlineMarginMs - 1);
+      expect(outcome).toBe('pending');
+      await jest.advanceTimersByTimeAsync(1);
+      // The destroyed socket's events take a few turns of the event loop, no fake time.
+      for (let turn = 0; turn < 100 && outcome === 'pending'; turn++)
+        await new Promise((r) => setImmediate(r));
+      expect(outcome).toMatchObject({ slug: 'upstream-timeout', status: 504 });
+      await call;
+      expect(agent.seen).toHaveLength(1);
+      expect(t.pool.has(`127.0.0.1:${port}`)).toBe(false);
+      t.close();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it.each([

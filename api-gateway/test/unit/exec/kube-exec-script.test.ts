@@ -60,11 +60,11 @@ describe('KubernetesExec scripts', () => {
   });
 
   it('kills the command at the timeout with exit 124, like the agent', () => {
-    const started = Date.now();
+    // Cut by the timeout, not run to its end: 124 and no 'after' (run() kills at 15 s otherwise,
+    // which gives no exit code).
     const r = run(execArgv({ command: 'echo before; sleep 30; echo after', timeoutSeconds: 1 }, ws));
     expect(r.code).toBe(124);
     expect(r.stdout).toBe('before\n');
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('writes stdin atomically into a new directory and prints the size', () => {

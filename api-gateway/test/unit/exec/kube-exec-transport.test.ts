@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 
 import { KubernetesExecTransport, type PodExecutor } from '../../../src/exec/kube-exec-transport.js';
 import type { ExecSocket } from '../../../src/exec/pod-run.js';
@@ -101,10 +101,21 @@ describe('KubernetesExecTransport', () => {
         return Promise.resolve(s);
       },
     };
-    const started = Date.now();
-    const r = await make(silent, 1024, 200).exec(target, { command: 'hang', timeoutSeconds: 1 });
-    expect(r).toMatchObject({ exitCode: 124, timedOut: true });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1150);
+    // A fake clock: the hard deadline fires only when the test moves time.
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      let outcome: unknown = 'pending';
+      const call = make(silent, 1024, 200)
+        .exec(target, { command: 'hang', timeoutSeconds: 1 })
+        .then((r) => (outcome = r));
+      await jest.advanceTimersByTimeAsync(1000 + 200 - 1);
+      expect([outcome, sockets.length]).toEqual(['pending', 1]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(outcome).toMatchObject({ exitCode: 124, timedOut: true });
+      await call;
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('maps a failed WebSocket handshake and a status without exit code to 502', async () => {

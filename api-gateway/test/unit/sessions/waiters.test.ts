@@ -1,34 +1,49 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 
 import { Tombstones } from '../../../src/sessions/tombstones.js';
 import { ChangeWaiters } from '../../../src/sessions/waiters.js';
 
 describe('ChangeWaiters', () => {
+  // Fake timers: a waiter that settles while no time passes was woken by notify or abort, not by
+  // its timeout; setImmediate stays real to let the promise callbacks run.
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
   it('wakes the waiters of a key on notify, not those of other keys', async () => {
     const w = new ChangeWaiters();
-    let other = false;
-    void w.wait('b', 5000).then(() => (other = true));
-    const started = Date.now();
-    const waiting = w.wait('a', 5000);
-    setTimeout(() => w.notify('a'), 20);
-    await waiting;
-    expect(Date.now() - started).toBeLessThan(1000);
-    expect(other).toBe(false);
+    const woke: string[] = [];
+    void w.wait('b', 5000).then(() => woke.push('b'));
+    void w.wait('a', 5000).then(() => woke.push('a'));
+    w.notify('a');
+    await settle();
+    expect(woke).toEqual(['a']);
     expect(w.size).toBe(1);
     w.releaseAll();
-    await new Promise((r) => setImmediate(r));
-    expect([other, w.size]).toEqual([true, 0]);
+    await settle();
+    expect([woke, w.size]).toEqual([['a', 'b'], 0]);
   });
 
-  it('resolves on timeout and on abort', async () => {
+  it('resolves at its timeout, not before, and at once on abort', async () => {
     const w = new ChangeWaiters();
-    const started = Date.now();
-    await w.wait('a', 30);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(25);
+    const woke: string[] = [];
+    void w.wait('a', 30).then(() => woke.push('timeout'));
+    await jest.advanceTimersByTimeAsync(29);
+    expect(woke).toEqual([]);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(woke).toEqual(['timeout']);
+    expect(w.size).toBe(0);
     const ac = new AbortController();
-    const aborted = w.wait('a', 5000, ac.signal);
+    void w.wait('a', 5000, ac.signal).then(() => woke.push('abort'));
+    await settle();
+    expect(woke).toEqual(['timeout']);
     ac.abort();
-    await aborted;
+    await settle();
+    expect(woke).toEqual(['timeout', 'abort']);
     expect(w.size).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/require-await -- in-memory fakes implement async ports synchronously */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 
 import { ConflictError } from '../../../src/kube/errors.js';
 import { LeaderElector, type LeaseRecord, type LeaseStore } from '../../../src/kube/leader-election.js';
@@ -140,23 +140,33 @@ describe('LeaderElector.tryAcquireOrRenew', () => {
 });
 
 describe('LeaderElector loops', () => {
-  it('gives up leadership when renewals fail for the renew deadline', async () => {
-    const lease = new FakeLease();
-    const clock = { t: Date.now() };
-    const a = candidate(lease, 'a', clock, {
-      retryPeriodMs: 5,
-      renewDeadlineMs: 50,
-      leaseDurationMs: 100,
-      now: Date.now,
-    });
-    expect(await a.acquire()).toBe(true);
-    lease.failing = true;
-    const started = Date.now();
-    let lostAt = 0;
-    await a.keepRenewing(() => (lostAt = Date.now()));
-    expect(a.isLeader).toBe(false);
-    expect(lostAt - started).toBeGreaterThanOrEqual(45);
-    expect(lostAt - started).toBeLessThan(1_000);
+  it('gives up leadership when renewals fail for the renew deadline, not before', async () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    try {
+      const lease = new FakeLease();
+      const a = candidate(
+        lease,
+        'a',
+        { t: 0 },
+        {
+          retryPeriodMs: 5,
+          renewDeadlineMs: 50,
+          leaseDurationMs: 100,
+          now: Date.now,
+        },
+      );
+      expect(await a.acquire()).toBe(true);
+      lease.failing = true;
+      let lost = false;
+      const loop = a.keepRenewing(() => (lost = true));
+      await jest.advanceTimersByTimeAsync(49);
+      expect([lost, a.isLeader]).toEqual([false, true]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect([lost, a.isLeader]).toEqual([true, false]);
+      await loop;
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('acquire() returns false when released while waiting', async () => {
