@@ -12,10 +12,10 @@
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
-import { isProblemError } from '../errors.js';
-import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
-import type { CpuMeter } from '../limits/cpu-meter.js';
-import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../tracing/tracing-config.js';
+import { isProblemError } from '../../errors.js';
+import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../../limits/byte-budget.js';
+import type { CpuMeter } from '../../limits/cpu-meter.js';
+import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../../tracing/tracing-config.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -24,7 +24,7 @@ import {
   type ResponseSink,
   type WireRequest,
 } from './agent-wire.js';
-import type { AnswerHold, CancelSignal } from './types.js';
+import type { AnswerHold, CancelSignal } from '../types.js';
 
 /** A transport failure: nothing usable came back from the agent. */
 export class AgentTransportError extends Error {
