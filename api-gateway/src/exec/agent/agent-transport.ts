@@ -33,6 +33,7 @@ import {
 } from './agent-json.js';
 import { AgentPool } from './agent-pool.js';
 import { AgentProtocolError } from './agent-wire.js';
+import { AnswerReservation } from './answer-reservation.js';
 import { NdjsonGuard } from '../guards/ndjson-guard.js';
 import { capStream } from '../read-limited.js';
 import type {
@@ -278,7 +279,7 @@ export class AgentTransport implements ExecTransport {
   ): Promise<Buffer> {
     const { target, deadlineAt } = call;
     try {
-      return await res.read(limit, call.hold);
+      return await res.read(limit, call.hold && new AnswerReservation(call.hold));
     } catch (err) {
       // These close only the call's own connection: the agent's other calls go on.
       if (err instanceof AgentBudgetError) throw overloaded();
