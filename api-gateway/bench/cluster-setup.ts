@@ -17,8 +17,8 @@ import {
 } from '@sandbox-platform/api';
 
 import { SandboxClient } from '@sandbox-platform/client';
-import { createPodExecutor } from '../src/exec/pod-executor.js';
-import { KubernetesExecTransport } from '../src/exec/kube-exec-transport.js';
+import { createPodExecutor } from '../src/exec/kube/pod-executor.js';
+import { KubernetesExecTransport } from '../src/exec/kube/kube-exec-transport.js';
 import type { ExecTarget } from '../src/sessions/model.js';
 
 const IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';

@@ -22,7 +22,7 @@ import { ThrottledActivityReporter } from '../src/activity/reporter.js';
 import { buildApp } from '../src/app.js';
 import { ApiKeys } from '../src/auth/keys.js';
 import { loadConfig } from '../src/config.js';
-import { AgentTransport } from '../src/exec/agent-transport.js';
+import { AgentTransport } from '../src/exec/agent/agent-transport.js';
 import { WinstonFastifyLogger, createWinston } from '../src/logger.js';
 import { dialLookup } from '../src/sessions/pod-identity.js';
 import { REFERENCES, referenceByRole, type AgentTarget } from './references.js';

@@ -16,7 +16,7 @@ import auditPlugin, { type AuditPluginOptions } from './audit/plugin.js';
 import type { KeyAuthenticator } from './auth/keys.js';
 import type { GatewayConfig } from './config.js';
 import { onClientError } from './client-error.js';
-import type { AgentInteractive } from './exec/agent-interactive.js';
+import type { AgentInteractive } from './exec/agent/agent-interactive.js';
 import type { ExecTransport } from './exec/types.js';
 import { ByteBudget } from './limits/byte-budget.js';
 import { consoleRoutes, consoleWsKey, type ConsoleAssets } from './console/index.js';

@@ -68,7 +68,7 @@ export interface CallOptions {
    */
   trace?: TraceContext;
   /**
-   * execStream only: the command's stdin as NDJSON stdin lines (already checked, exec/stdin-guard.ts),
+   * execStream only: the command's stdin as NDJSON stdin lines (already checked, exec/guards/stdin-guard.ts),
    * forwarded to the agent as they arrive (Agent transport only).
    */
   stdinLines?: Readable;

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 
-import type { AgentInteractive } from '../exec/agent-interactive.js';
+import type { AgentInteractive } from '../exec/agent/agent-interactive.js';
 import { ProcessService } from '../service/process-service.js';
 import './types.js';
 

@@ -4,7 +4,7 @@
  *   for this very origin (port, session, namespace) and for the session as it is now (its UID);
  *   then the cookie is set on this origin only and the browser is sent to `/` (303);
  * - anything else: the request must carry a cookie whose token passes the same checks; then it is
- *   proxied to the port like the port route (exec/port-proxy.ts: hop-by-hop headers, deadlines,
+ *   proxied to the port like the port route (exec/relay/port-proxy.ts: hop-by-hop headers, deadlines,
  *   body limit), without the preview cookie (the sandbox's server never sees it), with the
  *   origin's other cookies both ways (the origin is the sandbox's own), from the upstream pool of
  *   the API key that made the link. WebSocket upgrades too, from this origin only (Origin check).
@@ -16,10 +16,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
 
 import { ProblemError } from '../errors.js';
-import { proxyToPort } from '../exec/port-proxy.js';
-import { PortUpstreams } from '../exec/port-upstreams.js';
-import { UpgradeRefusedError, dialWebSocket } from '../exec/ws-dial.js';
-import { bridgeSockets } from '../exec/ws-bridge.js';
+import { proxyToPort } from '../exec/relay/port-proxy.js';
+import { PortUpstreams } from '../exec/relay/port-upstreams.js';
+import { UpgradeRefusedError, dialWebSocket } from '../exec/relay/ws-dial.js';
+import { bridgeSockets } from '../exec/relay/ws-bridge.js';
 import { PORT_PROXY_TIMEOUT_MS } from '../routes/ports/index.js';
 import { checkOrigin } from '../routes/ws-origin.js';
 import { traceOption } from '../tracing/request-trace.js';

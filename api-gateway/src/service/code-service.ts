@@ -20,8 +20,8 @@ import type {
 
 import type { ActivityReporter } from '../activity/reporter.js';
 import { ProblemError } from '../errors.js';
-import type { CodeTransport } from '../exec/agent-code.js';
-import type { LineHold } from '../exec/code-guard.js';
+import type { CodeTransport } from '../exec/agent/agent-code.js';
+import type { LineHold } from '../exec/guards/code-guard.js';
 import type { CallOptions } from '../exec/types.js';
 import type { ExecTarget } from '../sessions/model.js';
 import { activitySubject, type ExecService } from './exec-service.js';

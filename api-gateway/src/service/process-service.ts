@@ -19,7 +19,7 @@ import type {
 
 import type { ActivityReporter } from '../activity/reporter.js';
 import { ProblemError } from '../errors.js';
-import type { ProcessTransport } from '../exec/agent-processes.js';
+import type { ProcessTransport } from '../exec/agent/agent-processes.js';
 import type { CallOptions } from '../exec/types.js';
 import type { ExecTarget } from '../sessions/model.js';
 import { activitySubject, type ExecService } from './exec-service.js';

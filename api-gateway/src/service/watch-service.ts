@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import type { WatchLine } from '@sandbox-platform/api';
 
 import { ProblemError } from '../errors.js';
-import type { WatchTransport } from '../exec/agent-watch.js';
+import type { WatchTransport } from '../exec/agent/agent-watch.js';
 import type { CallOptions } from '../exec/types.js';
 import type { SessionStore } from '../sessions/store.js';
 import type { ExecService } from './exec-service.js';

@@ -95,7 +95,7 @@ export function dialState(s: SandboxSession, pods: PodLookup, policy: DialPolicy
 }
 
 /**
- * The address lookup of the Agent transport (exec/agent-transport.ts): at dial time, the session's
+ * The address lookup of the Agent transport (exec/agent/agent-transport.ts): at dial time, the session's
  * current pod IP under the same rules (the Pod may have been replaced since the target was
  * resolved; a replacement is dialed only once its identity is verified). Undefined when the
  * session is no longer that uid or not dialable: the transport then dials the address it resolved.

@@ -4,7 +4,7 @@
  * method (`k8s createNamespacedCustomObject`) and carries the namespace, resource and object name
  * of its parameter object, never the body; a failed call gets the API status code and the error's
  * name. Watches (the informers) are not wrapped: a watch lasts for minutes and belongs to no request.
- * The pods/exec client (exec/pod-executor.ts) is wrapped the same way: its span lasts until the
+ * The pods/exec client (exec/kube/pod-executor.ts) is wrapped the same way: its span lasts until the
  * WebSocket is open (the API server's upgrade), and carries the namespace and Pod, never the command.
  */
 import { SpanKind, type Attributes, type Context, type Tracer } from '@opentelemetry/api';

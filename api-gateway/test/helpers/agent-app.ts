@@ -25,8 +25,8 @@ import {
 } from '../../../sandbox-agent/src/index.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { AgentInteractive } from '../../src/exec/agent-interactive.js';
-import { AgentTransport } from '../../src/exec/agent-transport.js';
+import { AgentInteractive } from '../../src/exec/agent/agent-interactive.js';
+import { AgentTransport } from '../../src/exec/agent/agent-transport.js';
 import { WinstonFastifyLogger, silentWinston } from '../../src/logger.js';
 import { dialLookup } from '../../src/sessions/pod-identity.js';
 import type { GatewayTracing } from '../../src/tracing/tracing.js';

@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 
-import type { ExecStatus } from '../../src/exec/exec-status.js';
-import type { PodExecCall, PodExecutor } from '../../src/exec/kube-exec-transport.js';
-import type { ExecSocket } from '../../src/exec/pod-run.js';
+import type { ExecStatus } from '../../src/exec/kube/exec-status.js';
+import type { PodExecCall, PodExecutor } from '../../src/exec/kube/kube-exec-transport.js';
+import type { ExecSocket } from '../../src/exec/kube/pod-run.js';
 
 /** The fake socket: close() ends it like a WebSocket close. */
 class LocalSocket extends EventEmitter implements ExecSocket {

@@ -2,7 +2,7 @@
  * The code interpreter of a session (ADR 0033): run code in a named context (a Jupyter kernel in
  * the sandbox, started on first use) and get the whole run back (JSON) or its events as they come
  * (NDJSON); list, start, interrupt, restart and remove contexts. Same API-key auth and tenant
- * checks as exec; the agent's events are bounded and validated line by line (exec/code-guard.ts),
+ * checks as exec; the agent's events are bounded and validated line by line (exec/guards/code-guard.ts),
  * and a gathered run takes its memory from the shared answer budget.
  */
 import type { CodeRunRequest } from '@sandbox-platform/api';

@@ -103,7 +103,7 @@ export function execSchema(limits: ExecLimits) {
 /**
  * The NDJSON variant of the exec stream body, for the OpenAPI document only (plugins/openapi.ts):
  * fastify validates its first line with `body` (routes/exec/streamed-stdin.ts), the stdin lines
- * are checked one by one as they arrive (exec/stdin-guard.ts).
+ * are checked one by one as they arrive (exec/guards/stdin-guard.ts).
  */
 export const execStreamNdjsonBody = {
   type: 'string',

@@ -10,7 +10,7 @@ import { NDJSON_CONTENT_TYPE } from '@sandbox-platform/api';
 import type { FastifyRequest } from 'fastify';
 
 import { ProblemError } from '../../errors.js';
-import { StdinGuard, type StdinLimits } from '../../exec/stdin-guard.js';
+import { StdinGuard, type StdinLimits } from '../../exec/guards/stdin-guard.js';
 import type { CpuMeter } from '../../limits/cpu-meter.js';
 
 const NEWLINE = 0x0a;

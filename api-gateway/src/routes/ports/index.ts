@@ -7,11 +7,11 @@
  * sandbox's server). Only ports in GATEWAY_PROXY_PORT_MIN..MAX are proxied (the chart's
  * NetworkPolicy admits the gateway on exactly that range), never the agent's, and only for
  * sessions on the Agent transport (KubernetesExec: 501). The API key, hop-by-hop headers and, by
- * default, cookies are never forwarded; a GET or HEAD with a body is refused (exec/port-proxy.ts);
+ * default, cookies are never forwarded; a GET or HEAD with a body is refused (exec/relay/port-proxy.ts);
  * answers stream back with backpressure, bounded in time. Upstream connections come from the
- * caller's API key's own pool, with an idle timeout (exec/port-upstreams.ts). WebSocket upgrades
+ * caller's API key's own pool, with an idle timeout (exec/relay/port-upstreams.ts). WebSocket upgrades
  * are checked for their Origin (routes/ws-origin.ts) and bridged message by message with bounded
- * buffers (exec/ws-bridge.ts).
+ * buffers (exec/relay/ws-bridge.ts).
  *
  * Browsers cannot send the Authorization header on navigation or WebSocket: they open a sandbox
  * port as a preview on an origin of its own instead (preview/, ADR 0032).
@@ -21,10 +21,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
 
 import { ProblemError } from '../../errors.js';
-import { NAMESPACE_HEADER, proxyToPort, refuseBodyOnBodylessMethod } from '../../exec/port-proxy.js';
-import { PortUpstreams } from '../../exec/port-upstreams.js';
-import { UpgradeRefusedError, dialWebSocket } from '../../exec/ws-dial.js';
-import { bridgeSockets } from '../../exec/ws-bridge.js';
+import { NAMESPACE_HEADER, proxyToPort, refuseBodyOnBodylessMethod } from '../../exec/relay/port-proxy.js';
+import { PortUpstreams } from '../../exec/relay/port-upstreams.js';
+import { UpgradeRefusedError, dialWebSocket } from '../../exec/relay/ws-dial.js';
+import { bridgeSockets } from '../../exec/relay/ws-bridge.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import type { ExecTarget } from '../../sessions/model.js';
 import { traceOption } from '../../tracing/request-trace.js';
@@ -81,7 +81,7 @@ const schema = {
 export default function portRoutes(app: FastifyInstance, _opts: unknown, done: (err?: Error) => void): void {
   const { min, max } = app.config.proxyPorts;
   // Kept-alive connections to sandbox servers, one pool per API key; a reuse that races the
-  // server's close is retried once for bodyless requests (exec/port-proxy.ts).
+  // server's close is retried once for bodyless requests (exec/relay/port-proxy.ts).
   const upstreamPools = new PortUpstreams(app.config.portProxy);
   app.addHook('onClose', (_i, hookDone) => {
     upstreamPools.close();

@@ -2,7 +2,7 @@
  * Background processes of a session (ADR 0018): start, list, describe, remove, read output from
  * offsets, follow it as NDJSON, signal, wait. Same API-key auth and tenant checks as exec (the
  * namespace is resolved for the key before anything is looked up); the agent's answers are
- * bounded and validated (exec/agent-processes.ts) and its problems passed through.
+ * bounded and validated (exec/agent/agent-processes.ts) and its problems passed through.
  */
 import { PROCESS_ID_PATTERN, PROCESS_SIGNALS, type ProcessSignal } from '@sandbox-platform/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -7,7 +7,7 @@
  * WebSocket first: 409 too-many-terminals, 503 pty-unavailable pass through). Then messages flow
  * as the agent defines them: binary frames are terminal bytes both ways, text frames are JSON
  * control messages (`resize` from the client, validated here against the wire schema; one `exit`
- * from the agent, then close 1000). Buffers are bounded both ways (exec/ws-bridge.ts).
+ * from the agent, then close 1000). Buffers are bounded both ways (exec/relay/ws-bridge.ts).
  *
  * Browsers cannot set an Authorization header on a WebSocket: this route takes the API key from
  * the header, which the web console's hook (console/ws-key.ts) sets from a subprotocol for this
@@ -26,9 +26,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
 
 import { ProblemError } from '../../errors.js';
-import { agentProblem } from '../../exec/agent-transport.js';
-import { UpgradeRefusedError } from '../../exec/ws-dial.js';
-import { bridgeSockets } from '../../exec/ws-bridge.js';
+import { agentProblem } from '../../exec/agent/agent-transport.js';
+import { UpgradeRefusedError } from '../../exec/relay/ws-dial.js';
+import { bridgeSockets } from '../../exec/relay/ws-bridge.js';
 import { activitySubject } from '../../service/exec-service.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { traceOption } from '../../tracing/request-trace.js';

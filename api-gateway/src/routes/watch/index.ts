@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Transform, type Readable } from 'node:stream';
 import type WebSocket from 'ws';
 
-import { MAX_WATCH_SECONDS } from '../../exec/agent-watch.js';
+import { MAX_WATCH_SECONDS } from '../../exec/agent/agent-watch.js';
 import { logBrokeOff } from '../../plugins/errors.js';
 import { resolveNamespace } from '../../service/namespaces.js';
 import { traceOption } from '../../tracing/request-trace.js';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 
 import { describe, expect, it } from '@jest/globals';
 
-import { NdjsonGuard } from '../../../src/exec/ndjson-guard.js';
+import { NdjsonGuard } from '../../../src/exec/guards/ndjson-guard.js';
 import { readLimited } from '../../../src/exec/read-limited.js';
 import { CONTENDED_WINDOW_MS, CpuMeters, UNMETERED, type CpuMeter } from '../../../src/limits/cpu-meter.js';
 

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { buildApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
-import { AgentTransport } from '../../../src/exec/agent-transport.js';
+import { AgentTransport } from '../../../src/exec/agent/agent-transport.js';
 import { WinstonFastifyLogger, createWinston, flushLogs } from '../../../src/logger.js';
 import { createMetrics, type GatewayMetrics } from '../../../src/metrics.js';
 import { FakeActivity, KEYS, TEST_ENV, testKeys } from '../../helpers/app.js';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 
 import { loadConfig } from '../../../src/config.js';
-import { requestHead } from '../../../src/exec/agent-wire.js';
+import { requestHead } from '../../../src/exec/agent/agent-wire.js';
 import { TEST_ENV } from '../../helpers/app.js';
 
 describe('tracing configuration', () => {

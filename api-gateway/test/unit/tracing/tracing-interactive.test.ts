@@ -20,9 +20,9 @@ import WebSocket, { WebSocketServer } from 'ws';
 
 import { buildApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
-import { AgentInteractive } from '../../../src/exec/agent-interactive.js';
-import { AgentTransport } from '../../../src/exec/agent-transport.js';
-import { KubernetesExecTransport } from '../../../src/exec/kube-exec-transport.js';
+import { AgentInteractive } from '../../../src/exec/agent/agent-interactive.js';
+import { AgentTransport } from '../../../src/exec/agent/agent-transport.js';
+import { KubernetesExecTransport } from '../../../src/exec/kube/kube-exec-transport.js';
 import type { ExecTarget } from '../../../src/sessions/model.js';
 import { WinstonFastifyLogger, silentWinston } from '../../../src/logger.js';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';

@@ -11,7 +11,7 @@ import { ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
-import { AgentTransport } from '../../../src/exec/agent-transport.js';
+import { AgentTransport } from '../../../src/exec/agent/agent-transport.js';
 import { WinstonFastifyLogger, createWinston, flushLogs } from '../../../src/logger.js';
 import type { ExecTarget } from '../../../src/sessions/model.js';
 import { traceOption } from '../../../src/tracing/request-trace.js';

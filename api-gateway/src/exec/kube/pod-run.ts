@@ -5,10 +5,10 @@
  */
 import { Writable } from 'node:stream';
 
-import { ProblemError } from '../errors.js';
+import { ProblemError } from '../../errors.js';
 import { exitCodeOf, type ExecStatus } from './exec-status.js';
-import { CappedBuffer, Utf8Chunker, encodeOutput } from './output.js';
-import type { CancelSignal, ExecStreamEvent, UploadBody } from './types.js';
+import { CappedBuffer, Utf8Chunker, encodeOutput } from '../output.js';
+import type { CancelSignal, ExecStreamEvent, UploadBody } from '../types.js';
 
 /** The WebSocket pods/exec returns (client-node's is a `ws` WebSocket). */
 export interface ExecSocket {

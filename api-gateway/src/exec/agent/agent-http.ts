@@ -12,10 +12,9 @@
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 
-import { isProblemError } from '../errors.js';
-import { ANSWER_MEMORY_FACTOR, UNCOUNTED_BYTES } from '../limits/byte-budget.js';
-import type { CpuMeter } from '../limits/cpu-meter.js';
-import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../tracing/tracing-config.js';
+import { isProblemError } from '../../errors.js';
+import type { CpuMeter } from '../../limits/cpu-meter.js';
+import type { AgentCallTracing, BodyBrokeOff, TraceContext } from '../../tracing/tracing-config.js';
 import type { AgentConn, AgentPool, ConnUser, HostPool } from './agent-pool.js';
 import {
   AgentProtocolError,
@@ -24,7 +23,8 @@ import {
   type ResponseSink,
   type WireRequest,
 } from './agent-wire.js';
-import type { AnswerHold, CancelSignal } from './types.js';
+import type { BodyReservation } from './answer-reservation.js';
+import type { CancelSignal } from '../types.js';
 
 /** A transport failure: nothing usable came back from the agent. */
 export class AgentTransportError extends Error {
@@ -191,9 +191,8 @@ export class AgentResponse {
   private error: Error | undefined;
   private reader: { limit: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
   private stream: Readable | undefined;
-  /** Where the body's memory is taken from, and how much was taken (in body bytes). */
-  private hold: AnswerHold | undefined;
-  private reserved = 0;
+  /** Where the body's memory is taken from (answer-reservation.ts). */
+  private reservation: BodyReservation | undefined;
   /** The Server-Timing trailer of a chunked answer (tracing: the agent's timings of a streamed exec). */
   private timingTrailer: string | undefined;
   /** Told once when the body ended (with the trailer) or did not (tracing/tracing.ts). */
@@ -214,14 +213,13 @@ export class AgentResponse {
   }
 
   /**
-   * The whole body; AgentAnswerTooLargeError past `limit` bytes, AgentBudgetError when `hold`
-   * cannot take its memory (the connection is then closed). A body over UNCOUNTED_BYTES takes
-   * ANSWER_MEMORY_FACTOR times its size from the hold as it arrives.
+   * The whole body; AgentAnswerTooLargeError past `limit` bytes, AgentBudgetError when
+   * `reservation` cannot cover it as it arrives (the connection is then closed).
    */
-  read(limit: number, hold?: AnswerHold): Promise<Buffer> {
+  read(limit: number, reservation?: BodyReservation): Promise<Buffer> {
     if (this.stream || this.reader) return Promise.reject(new Error('the body is already being read'));
     if (this.size > limit || (this.declaredLength ?? 0) > limit) return Promise.reject(this.tooLarge(limit));
-    this.hold = hold;
+    this.reservation = reservation;
     if (!this.reserve()) return Promise.reject(this.overBudget());
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve(this.whole());
@@ -315,12 +313,9 @@ export class AgentResponse {
     else if (this.reader) this.reader.reject(err);
   }
 
-  /** Takes memory for the body beyond the uncounted size; false when the hold cannot. */
+  /** Covers the body so far; false when the reservation cannot. */
   private reserve(): boolean {
-    if (!this.hold || this.size <= UNCOUNTED_BYTES || this.size <= this.reserved) return true;
-    if (!this.hold.tryTake((this.size - this.reserved) * ANSWER_MEMORY_FACTOR)) return false;
-    this.reserved = this.size;
-    return true;
+    return this.reservation?.cover(this.size) ?? true;
   }
 
   private overBudget(): AgentBudgetError {

@@ -17,12 +17,12 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv, type ValidateFunction } from 'ajv';
 
-import { ProblemError } from '../errors.js';
-import type { ExecTarget } from '../sessions/model.js';
+import { ProblemError } from '../../errors.js';
+import type { ExecTarget } from '../../sessions/model.js';
 import { checkSchema } from './agent-json.js';
 import type { AgentTransport } from './agent-transport.js';
 import { AgentProtocolError } from './agent-wire.js';
-import type { CallOptions } from './types.js';
+import type { CallOptions } from '../types.js';
 
 /** Longest a watch runs before the gateway ends it (`timeout`; the caller watches again). */
 export const MAX_WATCH_SECONDS = 3600;

@@ -10,11 +10,11 @@ import { Transform, type TransformCallback } from 'node:stream';
 
 import type { ExitEvent, ProcessOutputEvent } from '@sandbox-platform/api';
 
-import { ProblemError } from '../errors.js';
-import type { CpuMeter } from '../limits/cpu-meter.js';
-import { checkSchema, parseBounded } from './agent-json.js';
-import { AgentProtocolError } from './agent-wire.js';
-import { validateExitLine, validateProcessOutputEvent } from './process-json.js';
+import { ProblemError } from '../../errors.js';
+import type { CpuMeter } from '../../limits/cpu-meter.js';
+import { checkSchema, parseBounded } from '../agent/agent-json.js';
+import { AgentProtocolError } from '../agent/agent-wire.js';
+import { validateExitLine, validateProcessOutputEvent } from '../agent/process-json.js';
 
 /**
  * Longest line accepted: the agent writes at most 64 KiB of output per line, which JSON escaping

@@ -12,7 +12,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 
-import { ProblemError } from '../errors.js';
+import { ProblemError } from '../../errors.js';
 
 /** Headers that describe one connection, not the message: never forwarded. */
 const HOP_BY_HOP = new Set([
@@ -91,7 +91,7 @@ export interface PortProxyOptions {
   timeoutMs: number;
   /** Most request body bytes forwarded (413 beyond when declared; cut beyond when streamed). */
   maxBodyBytes: number;
-  /** The caller's API key's pool (exec/port-upstreams.ts). */
+  /** The caller's API key's pool (exec/relay/port-upstreams.ts). */
   agent: http.Agent;
   /** Forward Cookie and Set-Cookie (GATEWAY_PORT_PROXY_FORWARD_COOKIES). */
   forwardCookies: boolean;

@@ -10,9 +10,9 @@ import {
   parseAgentJson,
   validateExecResult,
   validateWriteResult,
-} from '../../../src/exec/agent-json.js';
-import { AgentProtocolError } from '../../../src/exec/agent-wire.js';
-import { result } from '../../helpers/fake-transport.js';
+} from '../../../../src/exec/agent/agent-json.js';
+import { AgentProtocolError } from '../../../../src/exec/agent/agent-wire.js';
+import { result } from '../../../helpers/fake-transport.js';
 
 const b = (s: string): Buffer => Buffer.from(s);
 

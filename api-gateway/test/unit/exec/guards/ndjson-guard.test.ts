@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 
 import { describe, expect, it } from '@jest/globals';
 
-import { readLimited } from '../../../src/exec/read-limited.js';
-import { NdjsonGuard, type NdjsonLimits } from '../../../src/exec/ndjson-guard.js';
+import { readLimited } from '../../../../src/exec/read-limited.js';
+import { NdjsonGuard, type NdjsonLimits } from '../../../../src/exec/guards/ndjson-guard.js';
 
 const EXIT = {
   type: 'exit',

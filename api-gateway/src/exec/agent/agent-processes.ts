@@ -21,19 +21,19 @@ import {
 } from '@sandbox-platform/api';
 import type { ValidateFunction } from 'ajv';
 
-import { ProblemError } from '../errors.js';
-import type { ExecTarget } from '../sessions/model.js';
+import { ProblemError } from '../../errors.js';
+import type { ExecTarget } from '../../sessions/model.js';
 import type { AgentRequest } from './agent-http.js';
 import type { AgentTransport } from './agent-transport.js';
 import { AgentProtocolError } from './agent-wire.js';
-import { ProcessFollowGuard } from './process-follow-guard.js';
+import { ProcessFollowGuard } from '../guards/process-follow-guard.js';
 import {
   parseProcessJson,
   validateProcessInfo,
   validateProcessList,
   validateProcessOutput,
 } from './process-json.js';
-import type { CallOptions } from './types.js';
+import type { CallOptions } from '../types.js';
 
 /** Deadline of a call that does not wait for anything in the sandbox (start, list, signal...). */
 export const PROCESS_CALL_TIMEOUT_MS = 15_000;

@@ -8,12 +8,12 @@ import { Readable } from 'node:stream';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import type { ProblemError } from '../../../src/errors.js';
-import { ANSWER_MEMORY_FACTOR, ByteBudget } from '../../../src/limits/byte-budget.js';
-import { AgentTransport, answerLimit } from '../../../src/exec/agent-transport.js';
-import { readLimited } from '../../../src/exec/read-limited.js';
-import type { ExecTarget } from '../../../src/sessions/model.js';
-import { startHostileAgent, type HostileAgent } from '../../helpers/hostile-agent.js';
+import type { ProblemError } from '../../../../src/errors.js';
+import { ANSWER_MEMORY_FACTOR, ByteBudget } from '../../../../src/limits/byte-budget.js';
+import { AgentTransport, answerLimit } from '../../../../src/exec/agent/agent-transport.js';
+import { readLimited } from '../../../../src/exec/read-limited.js';
+import type { ExecTarget } from '../../../../src/sessions/model.js';
+import { startHostileAgent, type HostileAgent } from '../../../helpers/hostile-agent.js';
 
 const target: ExecTarget = {
   namespace: 'team-a',

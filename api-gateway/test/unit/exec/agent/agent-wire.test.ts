@@ -5,7 +5,7 @@ import {
   MAX_HEAD_BYTES,
   ResponseParser,
   requestHead,
-} from '../../../src/exec/agent-wire.js';
+} from '../../../../src/exec/agent/agent-wire.js';
 
 interface Parsed {
   status?: number;

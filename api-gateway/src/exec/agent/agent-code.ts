@@ -21,14 +21,14 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv, type ValidateFunction } from 'ajv';
 
-import { ProblemError } from '../errors.js';
-import type { ExecTarget } from '../sessions/model.js';
+import { ProblemError } from '../../errors.js';
+import type { ExecTarget } from '../../sessions/model.js';
 import type { AgentRequest } from './agent-http.js';
 import type { AgentTransport } from './agent-transport.js';
 import { AgentProtocolError } from './agent-wire.js';
-import { CodeStreamGuard, type LineHold } from './code-guard.js';
+import { CodeStreamGuard, type LineHold } from '../guards/code-guard.js';
 import { parseProcessJson } from './process-json.js';
-import type { CallOptions } from './types.js';
+import type { CallOptions } from '../types.js';
 
 /**
  * Time a run may take beyond its own timeout: a kernel start (the agent waits up to 60 s), the

@@ -7,13 +7,13 @@
  */
 import type WebSocket from 'ws';
 
-import type { ExecTarget } from '../sessions/model.js';
-import type { TraceContext } from '../tracing/tracing-config.js';
+import type { ExecTarget } from '../../sessions/model.js';
+import type { TraceContext } from '../../tracing/tracing-config.js';
 import { AgentCode, type CodeTransport } from './agent-code.js';
 import { AgentProcesses, type ProcessTransport } from './agent-processes.js';
 import { AgentWatch, type WatchTransport } from './agent-watch.js';
 import type { AgentTransport } from './agent-transport.js';
-import { dialWebSocket, type DialOptions } from './ws-dial.js';
+import { dialWebSocket, type DialOptions } from '../relay/ws-dial.js';
 
 /** The session-facing parts of the Agent transport that are not exec or files. */
 export class AgentInteractive {

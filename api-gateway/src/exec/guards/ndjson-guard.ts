@@ -12,7 +12,7 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 
-import { ProblemError } from '../errors.js';
+import { ProblemError } from '../../errors.js';
 import {
   checkOutputCap,
   checkSchema,
@@ -22,9 +22,9 @@ import {
   validateOutputEvent,
   type ExitEvent,
   type OutputEvent,
-} from './agent-json.js';
-import type { CpuMeter } from '../limits/cpu-meter.js';
-import { AgentProtocolError } from './agent-wire.js';
+} from '../agent/agent-json.js';
+import type { CpuMeter } from '../../limits/cpu-meter.js';
+import { AgentProtocolError } from '../agent/agent-wire.js';
 import { canonicalOutput, canonicalOutputOfPieces } from './canonical-event.js';
 
 /** Limits of one stream. */

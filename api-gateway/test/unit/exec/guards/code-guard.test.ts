@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 
 import { CODE_LINE_MAX_BYTES, CODE_RUN_MAX_BYTES } from '@sandbox-platform/api';
 
-import { CodeStreamGuard } from '../../../src/exec/code-guard.js';
+import { CodeStreamGuard } from '../../../../src/exec/guards/code-guard.js';
 
 const END = {
   type: 'end',

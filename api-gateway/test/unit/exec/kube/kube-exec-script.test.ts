@@ -15,7 +15,7 @@ import {
   execArgv,
   readFileArgv,
   writeFileArgv,
-} from '../../../src/exec/kube-exec-script.js';
+} from '../../../../src/exec/kube/kube-exec-script.js';
 
 function run(argv: string[], input?: Buffer): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(argv[0]!, argv.slice(1), { input, encoding: 'utf8', timeout: 15_000 });

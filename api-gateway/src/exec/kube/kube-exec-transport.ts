@@ -8,9 +8,9 @@ import { PassThrough, Readable, type Writable } from 'node:stream';
 
 import { SANDBOX_CONTAINER, WORKSPACE_DIR } from '@sandbox-platform/api';
 
-import { ProblemError } from '../errors.js';
-import type { ExecTarget } from '../sessions/model.js';
-import type { TracedApi } from '../tracing/tracing-config.js';
+import { ProblemError } from '../../errors.js';
+import type { ExecTarget } from '../../sessions/model.js';
+import type { TracedApi } from '../../tracing/tracing-config.js';
 import type { ExecStatus } from './exec-status.js';
 import {
   EXIT_NOT_FOUND,
@@ -19,7 +19,7 @@ import {
   readFileArgv,
   writeFileArgv,
 } from './kube-exec-script.js';
-import { CappedBuffer, encodeOutput } from './output.js';
+import { CappedBuffer, encodeOutput } from '../output.js';
 import { PodRun, StreamSink, type ExecSocket, type RunOutcome, type RunSpec } from './pod-run.js';
 import type {
   CallOptions,
@@ -30,7 +30,7 @@ import type {
   ExecStreamEvent,
   UploadBody,
   WriteFileResult,
-} from './types.js';
+} from '../types.js';
 
 /** One pods/exec call (no TTY). */
 export interface PodExecCall {

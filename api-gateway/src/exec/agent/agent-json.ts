@@ -16,7 +16,7 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv, type ValidateFunction } from 'ajv';
 
-import type { ExecResult, ExecStreamEvent, WriteFileResult } from './types.js';
+import type { ExecResult, ExecStreamEvent, WriteFileResult } from '../types.js';
 import { AgentProtocolError } from './agent-wire.js';
 
 /**

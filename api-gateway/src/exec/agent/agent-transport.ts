@@ -10,10 +10,10 @@ import { Readable } from 'node:stream';
 
 import { NDJSON_CONTENT_TYPE, deriveToken } from '@sandbox-platform/api';
 
-import { CallerGoneError, ProblemError, isProblemError, slugOfType } from '../errors.js';
-import { UNCOUNTED_BYTES } from '../limits/byte-budget.js';
-import type { ExecTarget } from '../sessions/model.js';
-import type { AgentAnswer, AgentCallTracing, TraceContext } from '../tracing/tracing-config.js';
+import { CallerGoneError, ProblemError, isProblemError, slugOfType } from '../../errors.js';
+import { UNCOUNTED_BYTES } from '../../limits/byte-budget.js';
+import type { ExecTarget } from '../../sessions/model.js';
+import type { AgentAnswer, AgentCallTracing, TraceContext } from '../../tracing/tracing-config.js';
 import {
   AgentAnswerTooLargeError,
   AgentBudgetError,
@@ -33,8 +33,9 @@ import {
 } from './agent-json.js';
 import { AgentPool } from './agent-pool.js';
 import { AgentProtocolError } from './agent-wire.js';
-import { NdjsonGuard } from './ndjson-guard.js';
-import { capStream } from './read-limited.js';
+import { AnswerReservation } from './answer-reservation.js';
+import { NdjsonGuard } from '../guards/ndjson-guard.js';
+import { capStream } from '../read-limited.js';
 import type {
   AnswerHold,
   CallOptions,
@@ -44,7 +45,7 @@ import type {
   FileDownload,
   UploadBody,
   WriteFileResult,
-} from './types.js';
+} from '../types.js';
 
 /** Current pod IP of a session from the informer (may have changed since the call began). */
 export type AddressLookup = (target: ExecTarget) => string | undefined;
@@ -278,7 +279,7 @@ export class AgentTransport implements ExecTransport {
   ): Promise<Buffer> {
     const { target, deadlineAt } = call;
     try {
-      return await res.read(limit, call.hold);
+      return await res.read(limit, call.hold && new AnswerReservation(call.hold));
     } catch (err) {
       // These close only the call's own connection: the agent's other calls go on.
       if (err instanceof AgentBudgetError) throw overloaded();

@@ -14,8 +14,8 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { STDIN_LINE_MAX_BYTES, execStdinChunkSchema, execStdinCloseSchema } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
-import { ProblemError } from '../errors.js';
-import { UNMETERED, type CpuMeter } from '../limits/cpu-meter.js';
+import { ProblemError } from '../../errors.js';
+import { UNMETERED, type CpuMeter } from '../../limits/cpu-meter.js';
 
 const NEWLINE = 0x0a;
 /** Canonical base64, as the agent accepts it (sandbox-agent/src/exec/encoding.ts). */

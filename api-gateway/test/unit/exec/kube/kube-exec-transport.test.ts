@@ -5,11 +5,11 @@ import { EventEmitter } from 'node:events';
 
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 
-import { KubernetesExecTransport, type PodExecutor } from '../../../src/exec/kube-exec-transport.js';
-import type { ExecSocket } from '../../../src/exec/pod-run.js';
-import { readLimited } from '../../../src/exec/read-limited.js';
-import type { ExecTarget } from '../../../src/sessions/model.js';
-import { LocalPodExecutor } from '../../helpers/local-pod-executor.js';
+import { KubernetesExecTransport, type PodExecutor } from '../../../../src/exec/kube/kube-exec-transport.js';
+import type { ExecSocket } from '../../../../src/exec/kube/pod-run.js';
+import { readLimited } from '../../../../src/exec/read-limited.js';
+import type { ExecTarget } from '../../../../src/sessions/model.js';
+import { LocalPodExecutor } from '../../../helpers/local-pod-executor.js';
 
 const target: ExecTarget = {
   namespace: 'team-a',

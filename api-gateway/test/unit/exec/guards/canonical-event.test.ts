@@ -1,7 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { outputBytes } from '../../../src/exec/agent-json.js';
-import { canonicalOutput, canonicalOutputOfPieces, plainAscii } from '../../../src/exec/canonical-event.js';
+import { outputBytes } from '../../../../src/exec/agent/agent-json.js';
+import {
+  canonicalOutput,
+  canonicalOutputOfPieces,
+  plainAscii,
+} from '../../../../src/exec/guards/canonical-event.js';
 
 /** A seeded generator (mulberry32): the fuzz cases are the same on every run. */
 function random(seed: number): () => number {

@@ -14,7 +14,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 
-import { ProblemError } from '../errors.js';
+import { ProblemError } from '../../errors.js';
 
 /** Budgets of the port route's upstreams (GATEWAY_PORT_PROXY_*). */
 export interface PortUpstreamLimits {

@@ -3,7 +3,7 @@
  * NonZeroExitCode carries the code in details.causes[reason=ExitCode].message. Anything else is a
  * failure of the exec itself (container gone, shell missing), not of the command.
  */
-import { ProblemError } from '../errors.js';
+import { ProblemError } from '../../errors.js';
 
 /** The parts of V1Status this module reads. */
 export interface ExecStatus {

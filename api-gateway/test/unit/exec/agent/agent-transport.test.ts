@@ -5,14 +5,14 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { deriveToken } from '@sandbox-platform/api';
 
-import { CallerGoneError, ProblemError } from '../../../src/errors.js';
-import { AgentPool } from '../../../src/exec/agent-pool.js';
-import { AgentTransport } from '../../../src/exec/agent-transport.js';
-import { readLimited } from '../../../src/exec/read-limited.js';
-import { ResponseSignal } from '../../../src/routes/request-signal.js';
-import type { ExecTarget } from '../../../src/sessions/model.js';
-import { FakeAgent, json } from '../../helpers/fake-agent.js';
-import { result } from '../../helpers/fake-transport.js';
+import { CallerGoneError, ProblemError } from '../../../../src/errors.js';
+import { AgentPool } from '../../../../src/exec/agent/agent-pool.js';
+import { AgentTransport } from '../../../../src/exec/agent/agent-transport.js';
+import { readLimited } from '../../../../src/exec/read-limited.js';
+import { ResponseSignal } from '../../../../src/routes/request-signal.js';
+import type { ExecTarget } from '../../../../src/sessions/model.js';
+import { FakeAgent, json } from '../../../helpers/fake-agent.js';
+import { result } from '../../../helpers/fake-transport.js';
 
 const masterKey = Buffer.alloc(32, 7);
 const target: ExecTarget = {

@@ -5,7 +5,7 @@
  */
 import { WORKSPACE_DIR } from '@sandbox-platform/api';
 
-import type { ExecRequest } from './types.js';
+import type { ExecRequest } from '../types.js';
 
 /** Seconds between the TERM at the command timeout and the KILL of `timeout -k`. */
 export const KILL_AFTER_SECONDS = 2;

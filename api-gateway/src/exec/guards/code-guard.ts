@@ -19,10 +19,10 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv, type ValidateFunction } from 'ajv';
 
-import { ProblemError } from '../errors.js';
-import type { CpuMeter } from '../limits/cpu-meter.js';
-import { checkJsonShape, checkSchema, MAX_JSON_DEPTH, SCAN_THRESHOLD_BYTES } from './agent-json.js';
-import { AgentProtocolError } from './agent-wire.js';
+import { ProblemError } from '../../errors.js';
+import type { CpuMeter } from '../../limits/cpu-meter.js';
+import { checkJsonShape, checkSchema, MAX_JSON_DEPTH, SCAN_THRESHOLD_BYTES } from '../agent/agent-json.js';
+import { AgentProtocolError } from '../agent/agent-wire.js';
 
 /** Most structural tokens of one line: 64 MIME items, 64 omitted entries, 256 traceback lines. */
 const MAX_LINE_TOKENS = 2048;
