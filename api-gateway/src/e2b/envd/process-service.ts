@@ -86,6 +86,9 @@ async function* relay(
   }
 }
 
+/** Longest a SIGKILL's answer waits for the process to be gone. */
+const KILL_WAIT_SECONDS = 2;
+
 /** What the service needs. */
 export interface ProcessServiceDeps {
   processes: ProcessService;
@@ -256,6 +259,10 @@ export class EnvdProcesses {
     const opts = callOptions(ctx);
     const proc = await findRunning(this.d.processes, ref, selector, opts);
     await this.d.processes.signal(ref, proc.id, name, opts);
+    // A kill answers once the process is gone (at most KILL_WAIT_SECONDS): the SDKs' kill() then
+    // list() must not show it (the Python SDK's check did, once, on a fresh clone). SIGTERM may be
+    // handled or ignored: it answers once sent, as envd does.
+    if (name === 'SIGKILL') await this.d.processes.wait(ref, proc.id, KILL_WAIT_SECONDS, opts);
     return {};
   }
 

@@ -1,0 +1,59 @@
+/**
+ * envd's sendSignal: a SIGKILL answers once the agent reports the process gone (a bounded wait),
+ * so an SDK's kill() then list() never shows it; SIGTERM answers once sent. Regression: the
+ * Python SDK's check saw the killed pid in commands.list() right after kill() (fresh clone).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { createContextValues, type HandlerContext } from '@connectrpc/connect';
+
+import { EnvdProcesses, type ProcessServiceDeps } from '../../../src/e2b/envd/process-service.js';
+import { ENVD_CALL } from '../../../src/e2b/envd/sandbox-calls.js';
+import { Signal } from '../../../src/e2b/gen/process/process_pb.js';
+
+const REF = { namespace: 'team-a', name: 's' };
+
+function fixture(): { envd: EnvdProcesses; calls: string[] } {
+  const calls: string[] = [];
+  const proc = { id: 'p1', pid: 41, state: 'running', command: 'sleep 60' };
+  const processes = {
+    list: () => Promise.resolve({ processes: [proc] }),
+    signal: (_ref: unknown, id: string, name: string) => {
+      calls.push(`signal ${id} ${name}`);
+      return Promise.resolve(proc);
+    },
+    wait: (_ref: unknown, id: string, timeoutSeconds: number) => {
+      calls.push(`wait ${id} ${timeoutSeconds}`);
+      return Promise.resolve({ ...proc, state: 'exited' });
+    },
+  };
+  const envd = new EnvdProcesses({ processes, execs: {}, log: {} } as unknown as ProcessServiceDeps);
+  return { envd, calls };
+}
+
+function ctx(): HandlerContext {
+  return {
+    values: createContextValues().set(ENVD_CALL, { sandbox: REF } as never),
+    signal: new AbortController().signal,
+    requestHeader: new Headers(),
+  } as unknown as HandlerContext;
+}
+
+describe("envd's sendSignal", () => {
+  it('SIGKILL: answers after the process is waited for (bounded), not before', async () => {
+    const { envd, calls } = fixture();
+    await envd.impl().sendSignal!(
+      { process: { selector: { case: 'pid', value: 41 } }, signal: Signal.SIGKILL } as never,
+      ctx(),
+    );
+    expect(calls).toEqual(['signal p1 SIGKILL', 'wait p1 2']);
+  });
+
+  it('SIGTERM: answers once sent (the process may handle it)', async () => {
+    const { envd, calls } = fixture();
+    await envd.impl().sendSignal!(
+      { process: { selector: { case: 'pid', value: 41 } }, signal: Signal.SIGTERM } as never,
+      ctx(),
+    );
+    expect(calls).toEqual(['signal p1 SIGTERM']);
+  });
+});
