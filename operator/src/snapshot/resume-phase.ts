@@ -20,7 +20,9 @@
  * A running command of the session's shell is not stopped before the digest: what it writes in
  * the seconds before the Pod goes is reported as a change at the resume.
  */
-import { WORKSPACE_EVENT_REASONS, WORKSPACE_REASONS } from '@sandbox-platform/api';
+import { WORKSPACE_EVENT_REASONS, WORKSPACE_REASONS, workspaceClaimName } from '@sandbox-platform/api';
+
+import { classifyChild } from '../controller/ownership.js';
 
 import { podReadiness } from '../controller/pod-readiness.js';
 import type { ControllerDeps, PhaseResult, Scope } from '../controller/scope.js';
@@ -51,7 +53,7 @@ export function digestBeforeSuspend(
 
 function takeDigest(scope: Scope, deps: ControllerDeps, runner: RestoreRunner, pod: PodView): PhaseResult {
   const podUID = pod.metadata.uid;
-  const claimUID = scope.claim?.metadata.uid ?? scope.session.status?.workspaceDigest?.claimUID;
+  const claimUID = ownClaim(scope, deps)?.metadata.uid ?? scope.session.status?.workspaceDigest?.claimUID;
   // The record is written (this reconcile's status) before the Pod goes (the next reconcile, which
   // finds it recorded): a Pod deleted first and a status write that then failed would leave an
   // older Pod's digest to compare with.
@@ -84,6 +86,17 @@ function takeDigest(scope: Scope, deps: ControllerDeps, runner: RestoreRunner, p
     why: task.state === 'failed' ? errorText(task.error) : `no answer in ${DIGEST_WAIT_MS} ms`,
   });
   return record('');
+}
+
+/**
+ * The session's own workspace claim: the scope's, else the cache's. A suspended session's phases
+ * run suspendPod before ensureWorkspace puts the claim in the scope, so the digest read it from
+ * the scope found none: it was recorded without claimUID and the resume never compared (e2e).
+ */
+function ownClaim(scope: Scope, deps: ControllerDeps): { metadata: { uid: string } } | undefined {
+  if (scope.claim) return scope.claim;
+  const cached = deps.claims.cached(scope.ref.namespace, workspaceClaimName(scope.ref.name));
+  return cached && classifyChild(cached.metadata, scope.session) === 'owned' ? cached : undefined;
 }
 
 function where(scope: Scope): { namespace: string; session: string } {

@@ -5,7 +5,7 @@
  * Pod goes at once and nothing is compared.
  */
 import { describe, expect, it } from '@jest/globals';
-import type { SandboxSession } from '@sandbox-platform/api';
+import { workspaceClaimName, type SandboxSession } from '@sandbox-platform/api';
 import type { ArchiveSummary } from '@sandbox-platform/api';
 
 import type { ControllerDeps, Scope } from '../../../src/controller/scope.js';
@@ -49,18 +49,34 @@ function world(opts: { configured: boolean; digests: string[] }) {
     masterKey: Buffer.alloc(32, 2),
     concurrency: 1,
   });
+  // The session's claim in the operator's cache (owned: controller reference to session demo).
+  const claim = {
+    metadata: {
+      name: workspaceClaimName('demo'),
+      namespace: 'team-a',
+      uid: 'claim-uid',
+      resourceVersion: '1',
+      controller: { apiVersion: 'sandbox.dev/v1alpha1', kind: 'SandboxSession', name: 'demo', uid: 'uid-1' },
+    },
+    phase: 'Bound',
+  };
   const deps = {
     restores: runner,
+    claims: {
+      cached: (ns: string, name: string) =>
+        ns === 'team-a' && name === claim.metadata.name ? claim : undefined,
+    },
     events: { record: (_o: unknown, e: { reason: string }) => events.push(e.reason) },
     logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
   } as unknown as ControllerDeps;
-  const scope = (s: SandboxSession, pod: PodView) =>
+  // A suspended session's phases run suspendPod before ensureWorkspace: no claim in the scope yet.
+  const scope = (s: SandboxSession, pod: PodView, inScope = true) =>
     ({
       key: { namespace: 'team-a', name: 'demo' },
       ref: { namespace: 'team-a', name: 'demo' },
       session: s,
       pod,
-      claim: { metadata: { uid: 'claim-uid' } },
+      ...(inScope ? { claim: { metadata: { uid: 'claim-uid' } } } : {}),
       now: NOW,
     }) as unknown as Scope;
   return { runner, deps, scope, calls, events };
@@ -90,11 +106,12 @@ describe('digest before a suspension', () => {
 
   it('asks the agent to quiesce and hash, holds the Pod meanwhile, then records the digest with claim and Pod UIDs', async () => {
     const w = world({ configured: true, digests: ['sha256:a'] });
-    const first = w.scope(persistent, podView(ready));
+    const first = w.scope(persistent, podView(ready), false);
     expect(digestBeforeSuspend(first, w.deps, podView(ready))).toEqual({ halt: true, requeueAfterMs: 1000 });
     expect(w.calls).toEqual([{ podIP: '198.18.0.5', quiesce: true }]);
     await settle();
-    const second = w.scope(persistent, podView(ready));
+    // As the suspend path runs it: the claim is not in the scope, its UID comes from the cache.
+    const second = w.scope(persistent, podView(ready), false);
     expect(digestBeforeSuspend(second, w.deps, podView(ready))).toEqual({ halt: true, requeueAfterMs: 0 });
     expect(second.workspaceVerdict?.digest).toMatchObject({
       digest: 'sha256:a',
