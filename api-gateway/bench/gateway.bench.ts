@@ -302,8 +302,8 @@ async function runCluster(): Promise<void> {
   // One pace for every call of the bench's API key through the deployed gateway (and its check-off copy).
   const pace = pacer(Number(values['gateway-rps']));
   let checkPods: PodCheckGateways | undefined;
-  const CHECK_ON = 'gateway Pod, identity check on';
-  const CHECK_OFF = 'gateway Pod, identity check off';
+  const CHECK_ON = 'gateway copy, identity check on';
+  const CHECK_OFF = 'gateway copy, identity check off';
   const checkSpecs: ModeSpec[] = [];
   const checkClients: Array<ReturnType<typeof execTrueCall>> = [];
   if (!values['skip-pod-check']) {

@@ -1,8 +1,7 @@
 /**
- * Cluster mode's Pod identity check on vs off (issue 25; goal: at most 3% on the exec p50): a
- * copy of the deployed gateway Deployment, one replica, with GATEWAY_POD_IDENTITY_CHECK=false,
- * beside one Pod of the deployed gateway. Both are dialled at their Pod IPs, so each mode reaches
- * exactly one gateway process. The copy's Pods carry `sandbox.dev/gateway` (the sandbox
+ * Cluster mode's Pod identity check on vs off (issue 25; goal: at most 3% on the exec p50): two
+ * copies of the deployed gateway Deployment, one replica each, GATEWAY_POD_IDENTITY_CHECK=true and
+ * =false. Both are dialled at their Pod IPs, so each mode reaches exactly one gateway process. The copy's Pods carry `sandbox.dev/gateway` (the sandbox
  * NetworkPolicies admit their dials) but their own component label, so the Service (and the
  * gateway's ingress policy) does not select them: the bench's calls through the Service still
  * reach the deployed replicas only. The copy is deleted at the end, also when the run fails.
@@ -53,19 +52,20 @@ function pidOf(pod: k8s.V1Pod): number | undefined {
   }
 }
 
-/** The copy of `source` with the check off: one replica, its own name and selector label. */
-function checkOffCopy(source: k8s.V1Deployment): k8s.V1Deployment {
-  const name = `${source.metadata!.name!}-${BENCH_VALUE}`;
+/** A copy of `source` with the check `check`: one replica, its own name and selector label. */
+function checkCopy(source: k8s.V1Deployment, check: boolean): k8s.V1Deployment {
+  const variant = check ? 'pod-check-on' : BENCH_VALUE;
+  const name = `${source.metadata!.name!}-${variant}`;
   const template = structuredClone(source.spec!.template);
   template.metadata = {
     ...template.metadata,
-    labels: { ...template.metadata?.labels, [BENCH_LABEL]: BENCH_VALUE, [COMPONENT]: COPY_COMPONENT },
+    labels: { ...template.metadata?.labels, [BENCH_LABEL]: variant, [COMPONENT]: COPY_COMPONENT },
   };
   for (const c of template.spec!.containers) {
     if (c.name !== 'gateway') continue;
     c.env = [
       ...(c.env ?? []).filter((e) => e.name !== 'GATEWAY_POD_IDENTITY_CHECK'),
-      { name: 'GATEWAY_POD_IDENTITY_CHECK', value: 'false' },
+      { name: 'GATEWAY_POD_IDENTITY_CHECK', value: String(check) },
     ];
   }
   // Nothing waits for a drain: the copy serves this bench only.
@@ -76,14 +76,14 @@ function checkOffCopy(source: k8s.V1Deployment): k8s.V1Deployment {
     metadata: {
       name,
       namespace: source.metadata!.namespace!,
-      labels: { ...source.metadata?.labels, [BENCH_LABEL]: BENCH_VALUE, [COMPONENT]: COPY_COMPONENT },
+      labels: { ...source.metadata?.labels, [BENCH_LABEL]: variant, [COMPONENT]: COPY_COMPONENT },
     },
     spec: {
       replicas: 1,
       selector: {
         matchLabels: {
           ...source.spec!.selector.matchLabels,
-          [BENCH_LABEL]: BENCH_VALUE,
+          [BENCH_LABEL]: variant,
           [COMPONENT]: COPY_COMPONENT,
         },
       },
@@ -102,27 +102,36 @@ export async function podCheckGateways(
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const instance = `app.kubernetes.io/instance=${release}`;
-  const selector = `${COMPONENT} in (gateway,${COPY_COMPONENT}),${instance}`;
+  const selector = `${COMPONENT}=${COPY_COMPONENT},${instance}`;
   const deployments = (
     await apps.listNamespacedDeployment({ namespace, labelSelector: `${COMPONENT}=gateway,${instance}` })
   ).items;
   const source = deployments.find((d) => d.metadata?.labels?.[BENCH_LABEL] === undefined);
   if (!source) throw new Error(`no gateway Deployment of release ${release} in ${namespace}`);
-  const copy = checkOffCopy(source);
-  const copyName = copy.metadata!.name!;
-  // A copy left by an interrupted run is replaced.
-  await apps.deleteNamespacedDeployment({ namespace, name: copyName }).catch(() => undefined);
-  await waitGone(apps, namespace, copyName);
-  await apps.createNamespacedDeployment({ namespace, body: copy });
+  // Two fresh copies, check on and check off, alike in everything else (age, traffic, heap): the
+  // deployed replicas also serve the Service's calls, so one of them would not be a fair "on".
+  const copies = [checkCopy(source, true), checkCopy(source, false)];
+  for (const copy of copies) {
+    const name = copy.metadata!.name!;
+    // A copy left by an interrupted run is replaced.
+    await apps.deleteNamespacedDeployment({ namespace, name }).catch(() => undefined);
+    await waitGone(apps, namespace, name);
+  }
+  for (const copy of copies) await apps.createNamespacedDeployment({ namespace, body: copy });
   const close = async (): Promise<void> => {
-    await apps.deleteNamespacedDeployment({ namespace, name: copyName, propagationPolicy: 'Foreground' });
+    for (const copy of copies)
+      await apps.deleteNamespacedDeployment({
+        namespace,
+        name: copy.metadata!.name!,
+        propagationPolicy: 'Foreground',
+      });
   };
   try {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: selector })).items.filter(ready);
       const off = pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === BENCH_VALUE);
-      const on = pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === undefined);
+      const on = pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === 'pod-check-on');
       if (off && on) {
         const at = (p: k8s.V1Pod): string => `http://${p.status!.podIP!}:${gatewayPort(p)}`;
         console.log(
@@ -135,7 +144,7 @@ export async function podCheckGateways(
         };
       }
       if (Date.now() > deadline)
-        throw new Error(`the check-off gateway copy ${copyName} not Ready after ${READY_TIMEOUT_MS} ms`);
+        throw new Error(`the gateway copies were not Ready after ${READY_TIMEOUT_MS} ms`);
       await new Promise((r) => setTimeout(r, 500));
     }
   } catch (err) {
