@@ -128,9 +128,17 @@ describeOnLocal('snapshot faults', () => {
     const s = await waitCondition(target, WORKSPACE_VERIFIED, 'SnapshotCorrupted');
     expect(condition(s, WORKSPACE_VERIFIED)?.status).toBe('False');
     expect(condition(s, CONDITIONS.ready)).toMatchObject({ status: 'False', reason: 'SnapshotCorrupted' });
-    const events = await kube.kc
-      .makeApiClient(k8s.EventsV1Api)
-      .listNamespacedEvent({ namespace: NS, fieldSelector: `regarding.name=${target}` });
+    // Events are written after the status, off the reconcile's path: wait for it.
+    const events = await waitFor(
+      () =>
+        kube.kc
+          .makeApiClient(k8s.EventsV1Api)
+          .listNamespacedEvent({ namespace: NS, fieldSelector: `regarding.name=${target}` }),
+      predicate('a WorkspaceRestoreFailed Event', (l) =>
+        l.items.some((e) => e.reason === 'WorkspaceRestoreFailed'),
+      ),
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     expect(events.items.map((e) => e.reason)).toContain('WorkspaceRestoreFailed');
     // Still not Ready a while later, and the gateway does not run commands in it.
     await expect(sbx.exec(target, { command: 'true', waitSeconds: 10 })).rejects.toThrow(
