@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 
 import { LABELS } from '@sandbox-platform/api';
 
+import { firstOutput } from './first-output.js';
 import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
 import { kubeClients } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
@@ -39,20 +40,6 @@ const sbx = new SandboxClient({ baseUrl, apiKey, namespace: ns, timeoutMs: 300_0
 
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-const since = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e6;
-
-/** Milliseconds from t0 to the first stdout chunk of `echo first`. */
-async function firstOutput(name: string, t0: bigint): Promise<number> {
-  for await (const ev of sbx.execStream(name, {
-    command: 'echo first',
-    timeoutSeconds: 30,
-    waitSeconds: 120,
-  })) {
-    if (ev.type === 'stdout') return since(t0);
-    if (ev.type === 'exit') throw new Error(`${name}: exit ${ev.exitCode} before any output`);
-  }
-  throw new Error(`${name}: the stream ended without output`);
-}
 
 async function podsOf(name: string): Promise<number> {
   const list = await kube.core.listNamespacedPod({
@@ -123,12 +110,12 @@ async function main(): Promise<void> {
       created.push(name);
       const t0 = process.hrtime.bigint();
       await sbx.createSession({ name, idleTimeoutSeconds: 600 });
-      cold.push(await firstOutput(name, t0));
+      cold.push(await firstOutput(sbx, name, t0));
       await sbx.deleteSession(name);
       await noPod(name);
 
       const r0 = process.hrtime.bigint();
-      resume.push(await firstOutput(suspended[i]!, r0));
+      resume.push(await firstOutput(sbx, suspended[i]!, r0));
       await sbx.suspendSession(suspended[i]!);
       await noPod(suspended[i]!);
       if ((i + 1) % 5 === 0) console.log(`  ${i + 1}/${N} pairs (load ${loadavg()})`);

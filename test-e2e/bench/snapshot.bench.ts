@@ -40,6 +40,7 @@ import {
 } from '@sandbox-platform/api';
 
 import { S3Client } from '../../operator/src/snapshot/s3-client.js';
+import { firstOutput } from './first-output.js';
 import { SandboxClient } from '../../sdk/typescript/src/index.js';
 import { kubeClients, REPO_ROOT } from '../src/framework/index.js';
 import { predicate, waitFor } from '../src/framework/wait-for.js';
@@ -216,19 +217,6 @@ async function floorOnce(s3: S3Client, dir: string): Promise<{ ms: number; store
   return { ms: since(t0), stored, keys };
 }
 
-/** Milliseconds from t0 to the first stdout chunk of `echo first`. */
-async function firstOutput(name: string, t0: bigint): Promise<number> {
-  for await (const ev of sbx.execStream(name, {
-    command: 'echo first',
-    timeoutSeconds: 30,
-    waitSeconds: 120,
-  })) {
-    if (ev.type === 'stdout') return since(t0);
-    if (ev.type === 'exit') throw new Error(`${name}: exit ${ev.exitCode} before any output`);
-  }
-  throw new Error(`${name}: the stream ended without output`);
-}
-
 /** The digest alone, on the session's Pod: read and hash /workspace, nothing written. */
 async function digestAlone(name: string): Promise<number> {
   const pod = await podOf(name);
@@ -310,7 +298,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
     created.push(c);
     const c0 = process.hrtime.bigint();
     await createSessionObject(c, {});
-    cold.push(await firstOutput(c, c0));
+    cold.push(await firstOutput(sbx, c, c0));
     await sbx.deleteSession(c);
     await noPod(c);
 
@@ -318,7 +306,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
     created.push(f);
     const f0 = process.hrtime.bigint();
     await createSessionObject(f, { fromSnapshot: { name: snap.name } });
-    forked.push(await firstOutput(f, f0));
+    forked.push(await firstOutput(sbx, f, f0));
     digest.push(await digestAlone(f));
     await sbx.deleteSession(f);
     await noPod(f);
