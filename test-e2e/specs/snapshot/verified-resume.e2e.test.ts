@@ -22,6 +22,7 @@ import {
 
 import { describeOnLocal } from '../../src/framework/not-run.js';
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { mcpToolCall } from '../support/mcp.js';
 import { NS, READY_MS, kube, ready, run, sbx, session, unique, verified, waitCondition } from './support.js';
 
 const name = unique('vresume');
@@ -51,25 +52,8 @@ async function suspend(): Promise<{ digest: string; podUID: string }> {
 
 /** MCP list_sessions through the gateway: the session's entry. */
 async function mcpView(): Promise<Record<string, unknown> | undefined> {
-  const res = await fetch(`${process.env.E2E_GATEWAY_URL}/mcp`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${process.env.E2E_GATEWAY_API_KEY}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'list_sessions', arguments: { namespace: NS } },
-    }),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const body = (await res.json()) as { result?: { content?: Array<{ text?: string }> } };
-  const parsed = JSON.parse(body.result?.content?.[0]?.text ?? '{}') as {
-    items?: Array<Record<string, unknown>>;
-  };
+  const { text } = await mcpToolCall('list_sessions', { namespace: NS }, 60_000);
+  const parsed = JSON.parse(text || '{}') as { items?: Array<Record<string, unknown>> };
   return parsed.items?.find((i) => i.name === name);
 }
 

@@ -31,6 +31,7 @@ import {
 } from '@sandbox-platform/api';
 
 import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { mcpToolCall } from '../support/mcp.js';
 import { uniqueName } from '../isolation/support.js';
 import {
   NS,
@@ -68,28 +69,9 @@ async function createCr(name: string, spec: SandboxSessionSpec): Promise<void> {
   });
 }
 
-/** One MCP tools/call through the gateway (stateless Streamable HTTP, JSON answers). */
-async function mcpExec(name: string, command: string): Promise<{ isError?: boolean; text: string }> {
-  const res = await fetch(`${process.env.E2E_GATEWAY_URL}/mcp`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${process.env.E2E_GATEWAY_API_KEY}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'exec', arguments: { session: name, namespace: NS, command } },
-    }),
-    signal: AbortSignal.timeout(240_000),
-  });
-  const body = (await res.json()) as { result?: { isError?: boolean; content?: Array<{ text?: string }> } };
-  return {
-    isError: body.result?.isError,
-    text: (body.result?.content ?? []).map((c) => c.text ?? '').join('\n'),
-  };
+/** MCP exec through the gateway. */
+function mcpExec(name: string, command: string): Promise<{ isError?: boolean; text: string }> {
+  return mcpToolCall('exec', { session: name, namespace: NS, command });
 }
 
 /** Events recorded about a session, by reason. */
