@@ -286,6 +286,8 @@ async function main(): Promise<void> {
     },
   });
   for (const [i, secret] of ['bench-secret-1', 'bench-secret-2'].entries()) {
+    // A run stopped before its clean-up leaves them behind; the values are the bench's own.
+    await kube.core.deleteNamespacedSecret({ namespace: ns, name: secret }).catch(() => undefined);
     await kube.core.createNamespacedSecret({
       namespace: ns,
       body: { metadata: { name: secret }, stringData: { value: `secret-value-${i + 1}` } },
@@ -334,12 +336,15 @@ async function main(): Promise<void> {
         (withEnv ? warmEnv : warm).push(await sample(name, poolName, watch, withEnv));
         writesAfter.push((await apiWriteFloor()).three);
       }
+      // The claimed Pods go before the cold samples: a node holds about 19 sandbox Pods (100m
+      // each), and 2 x batch claimed + 2 x batch refilled left none for a cold Pod.
+      await gone(warmNames);
+      await refilled();
       const coldNames = Array.from({ length: round }, () => uniqueName('bench-cold'));
       for (const name of coldNames) {
         cold.push(await sample(name, undefined, watch));
         await gone([name]);
       }
-      await gone(warmNames);
       loads.push(os.loadavg()[0]!);
       console.log(`  ${warm.length}/${N} warm, warm+env and cold samples (load ${loadavg()})`);
     }
@@ -399,18 +404,30 @@ async function main(): Promise<void> {
     console.log(`  raw cold ms: ${cold.map((s) => s.total.toFixed(1)).join(' ')}`);
   } finally {
     watch.stop();
-    for (const secret of ['bench-secret-1', 'bench-secret-2'])
-      await kube.core.deleteNamespacedSecret({ namespace: ns, name: secret }).catch(() => undefined);
-    await kube.custom
-      .deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: POOL_PLURAL,
-        namespace: ns,
-        name: poolName,
-      })
-      .catch(() => undefined);
+    await cleanUp();
   }
+}
+
+/** Deletes what the run created; also on Ctrl-C (a run stopped early left its pool behind). */
+async function cleanUp(): Promise<void> {
+  for (const secret of ['bench-secret-1', 'bench-secret-2'])
+    await kube.core.deleteNamespacedSecret({ namespace: ns, name: secret }).catch(() => undefined);
+  await kube.custom
+    .deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: POOL_PLURAL,
+      namespace: ns,
+      name: poolName,
+    })
+    .catch(() => undefined);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: deleting the bench's pool and Secrets`);
+    void cleanUp().finally(() => process.exit(130));
+  });
 }
 
 function loadavg(): string {
