@@ -22,6 +22,6 @@ test-e2b: node-deps e2b-venv ## Only the e2b e2e specs (JS and Python SDKs) agai
 	@set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand specs/e2b
 
 bench-e2b: node-deps sdk-ts-build platform-up ## commands.run('true') through the JS e2b SDK vs the TS SDK's exec on the same session (goal p50 <= 1.2x); figures in docs/benchmarks.md
-	@set -a; . $(PLATFORM_ENV); set +a; nice node test-e2e/bench/e2b-run.mjs $(BENCH_E2B_ARGS)
+	@set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/e2b-run.mjs $(BENCH_E2B_ARGS)
 
 bench: bench-e2b

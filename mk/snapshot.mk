@@ -37,5 +37,5 @@ platform-snapshot-store: ## Snapshot store of the local install: the Secret from
 # docs/benchmarks.md. Knobs: --rounds, --files, --mib, --fork-mib, --samples.
 .PHONY: bench-snapshot bench
 bench-snapshot: node-deps platform-up ## Snapshot of 1 GiB / 10,000 files vs tar|zstd to the same S3 server; fork vs cold create-to-first-output; digest share of a restore
-	@set -a; . $(PLATFORM_ENV); set +a; nice node test-e2e/bench/snapshot-run.mjs $(BENCH_SNAPSHOT_ARGS)
+	@set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/snapshot-run.mjs $(BENCH_SNAPSHOT_ARGS)
 bench: bench-snapshot

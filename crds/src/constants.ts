@@ -95,6 +95,12 @@ export const REASONS = {
    */
   suspended: 'Suspended',
   /**
+   * spec.suspend is true and the session's Pod is still there: a persistent workspace's digest is
+   * being recorded for verified resume (up to a minute), or the Pod is being deleted. Becomes
+   * Suspended once the Pod is gone; resuming meanwhile works as from Suspended.
+   */
+  suspending: 'Suspending',
+  /**
    * spec.workspace.persistentVolumeClaim.storageClassName names a StorageClass that does not
    * exist: the claim can never be provisioned. Fix the session (delete and re-create it).
    */

@@ -63,8 +63,9 @@ export function sessionState(
 }
 
 /**
- * Suspended (ADR 0015): pending with reason Suspended, even while the operator has not deleted
- * the Pod yet (it is on its way out; a call resumes the session first instead of dialing it).
+ * Suspended (ADR 0015): pending with reason Suspended, also while the operator says Suspending
+ * (the Pod is on its way out: a call resumes the session first instead of dialing it). The
+ * operator's message says which, and why.
  */
 function suspendedState(
   s: SandboxSession,
@@ -72,7 +73,7 @@ function suspendedState(
 ): SessionState | undefined {
   if (s.spec.suspend !== true) return undefined;
   const message =
-    cond?.reason === REASONS.suspended
+    cond?.reason === REASONS.suspended || cond?.reason === REASONS.suspending
       ? cond.message
       : 'the session is being suspended; the next call resumes it';
   return { kind: 'pending', reason: REASONS.suspended, message };

@@ -28,7 +28,7 @@ import type { ReconcileObserver } from './observer.js';
 import type { SessionKey } from './session-key.js';
 import type { StatusDeferral } from './status-deferral.js';
 import type { Outcome, StatusInputs } from './status.js';
-import type { SuspendCause } from './suspension.js';
+import type { PodLeaving, SuspendCause } from './suspension.js';
 import type { WorkspaceState } from './workspace-state.js';
 import type { RestoreRunner } from '../snapshot/restore-runner.js';
 import type { WorkspaceVerdict } from '../snapshot/workspace-verdict.js';
@@ -129,6 +129,8 @@ export interface Scope {
   resumeTime?: Date;
   /** Set when this reconcile suspended the session itself (shutdownPolicy Suspend). */
   suspendCause?: SuspendCause;
+  /** Why a suspended session's Pod is still there (suspend-phase.ts): Ready says Suspending. */
+  podLeaving?: PodLeaving;
   /** Why a child is missing while the reconcile waits. */
   waiting?: string;
   /** spec.env with its Secret values, resolved once, when a Pod is about to be claimed or created. */
@@ -178,6 +180,7 @@ export function statusInputsOf(scope: Scope, outcome: Outcome): StatusInputs {
     workspace: scope.workspace,
     resumeTime: scope.resumeTime,
     suspendCause: scope.suspendCause,
+    podLeaving: scope.podLeaving,
     pod: scope.pod,
     waiting: scope.waiting,
     envProblem: scope.envProblem,

@@ -22,7 +22,7 @@ import type { ClaimView, PodView } from '../state/views.js';
 import type { EnvProblem } from './env-sources.js';
 import { lastActivity, type ExpiryReason } from './lifecycle.js';
 import { podCondition, podReadiness } from './pod-readiness.js';
-import { isSuspended, reportedSuspended, type SuspendCause } from './suspension.js';
+import { isSuspendReason, isSuspended, type PodLeaving, type SuspendCause } from './suspension.js';
 import { formatTime, parseTime } from './time.js';
 import type { WorkspaceState } from './workspace-state.js';
 import {
@@ -59,6 +59,8 @@ export interface StatusInputs {
   readonly resumeTime?: Date;
   /** Set when this reconcile suspended the session itself. */
   readonly suspendCause?: SuspendCause;
+  /** Why a suspended session's Pod is still there (Ready says Suspending until it is gone). */
+  readonly podLeaving?: PodLeaving;
   /** The session's own Pod, if it exists. */
   readonly pod?: PodView;
   /** Why a child is missing, when the reconcile is waiting for something (e.g. the previous session's Pod to go). */
@@ -91,8 +93,10 @@ export function readyVerdict(inputs: StatusInputs): Verdict {
   if (outcome.kind === 'collected')
     return { status: 'False', reason: outcome.reason, message: collectedMessage(outcome.reason, session) };
   if (outcome.kind === 'failed') return { status: 'False', reason: outcome.reason, message: outcome.message };
-  if (isSuspended(session))
-    return { status: 'False', reason: REASONS.suspended, message: suspendedMessage(inputs) };
+  if (isSuspended(session)) {
+    const reason = inputs.podLeaving ? REASONS.suspending : REASONS.suspended;
+    return { status: 'False', reason, message: suspendedMessage(inputs) };
+  }
   return missingChild(inputs) ?? podVerdict(inputs);
 }
 
@@ -133,22 +137,35 @@ function podVerdict(inputs: StatusInputs): Verdict {
   return { status: pod.ready ? 'True' : 'False', reason: pod.reason, message: pod.message };
 }
 
+/** How the message of an idle suspension starts (kept while the session stays suspended). */
+const IDLE_PREFIX = 'No activity for ';
+
 /**
- * Why the session is suspended: the idle timeout when this reconcile suspended it; the message
- * already stored while it stays suspended (so the idle cause is kept); else a client's request.
+ * Why the session is suspended and where the suspension stands. The cause is the idle timeout when
+ * this reconcile suspended it, or when the stored suspension message says so (the cause is kept
+ * from Suspending to Suspended); else a client's request.
  */
 function suspendedMessage(inputs: StatusInputs): string {
   const { session } = inputs;
-  const kept = inputs.persistent
-    ? 'its Pod is deleted; its Secret, token and workspace are kept'
-    : 'its Pod is deleted; its Secret and token are kept (the emptyDir workspace is lost)';
-  const resume = 'spec.suspend=false, or the next call through the gateway, resumes it';
-  if (inputs.suspendCause === 'idle') {
-    return `No activity for ${session.spec.idleTimeoutSeconds ?? ''}s; suspended (shutdownPolicy Suspend): ${kept}. ${resume}`;
-  }
   const stored = readyCondition(session.status);
-  if (stored && reportedSuspended(session.status)) return stored.message;
-  return `Suspended (spec.suspend is true): ${kept}. ${resume}`;
+  const idle =
+    inputs.suspendCause === 'idle' ||
+    (stored !== undefined && isSuspendReason(stored.reason) && stored.message.startsWith(IDLE_PREFIX));
+  const resume = 'spec.suspend=false, or the next call through the gateway, resumes it';
+  const leaving = inputs.podLeaving;
+  const state = leaving
+    ? leaving.why === 'digest'
+      ? `recording the workspace digest (verified resume) before Pod ${leaving.pod} is deleted`
+      : `Pod ${leaving.pod} is being deleted`
+    : inputs.persistent
+      ? 'its Pod is deleted; its Secret, token and workspace are kept'
+      : 'its Pod is deleted; its Secret and token are kept (the emptyDir workspace is lost)';
+  const verb = leaving ? 'suspending' : 'suspended';
+  if (idle) {
+    return `${IDLE_PREFIX}${session.spec.idleTimeoutSeconds ?? ''}s; ${verb} (shutdownPolicy Suspend): ${state}. ${resume}`;
+  }
+  const Verb = verb.charAt(0).toUpperCase() + verb.slice(1);
+  return `${Verb} (spec.suspend is true): ${state}. ${resume}`;
 }
 
 /** The complete status of the session. */
@@ -222,7 +239,7 @@ function mirroredPodScheduled(
 function phaseOf(verdict: Verdict, outcome: Outcome): SandboxSessionStatus['phase'] {
   if (outcome.kind === 'collected') return PHASES.terminated;
   if (verdict.status === 'True') return PHASES.ready;
-  if (verdict.reason === REASONS.suspended) return PHASES.suspended;
+  if (isSuspendReason(verdict.reason)) return PHASES.suspended;
   return FAILED_REASONS.has(verdict.reason) ? PHASES.failed : PHASES.pending;
 }
 

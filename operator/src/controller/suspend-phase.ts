@@ -17,13 +17,20 @@ export async function suspendPod(scope: Scope, deps: ControllerDeps): Promise<Ph
   // status.podName: a Pod bound from a pool is named after its pool (docs/adr/0016).
   const pod = scope.pod ?? deps.pods.cached(namespace, scope.session.status?.podName ?? podName(name));
   scope.pod = undefined;
-  if (!pod || classifyChild(pod.metadata, scope.session) !== 'owned' || pod.metadata.deletionTimestamp) {
+  if (!pod || classifyChild(pod.metadata, scope.session) !== 'owned') return {};
+  // Ready says Suspending, not Suspended, while the Pod is still there (ADR 0015).
+  if (pod.metadata.deletionTimestamp) {
+    scope.podLeaving = { pod: pod.metadata.name, why: 'deleting' };
     return {};
   }
   // A persistent workspace's digest is recorded first (verified resume, docs/snapshots.md).
   const wait = scope.collected ? undefined : digestBeforeSuspend(scope, deps, pod);
-  if (wait) return wait;
+  if (wait) {
+    scope.podLeaving = { pod: pod.metadata.name, why: 'digest' };
+    return wait;
+  }
   await deps.pods.delete(namespace, pod.metadata.name, pod.metadata.uid);
+  scope.podLeaving = { pod: pod.metadata.name, why: 'deleting' };
   deps.logger.info(
     scope.collected ? 'deleted pod of collected session' : 'deleted pod of suspended session',
     {

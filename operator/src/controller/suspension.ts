@@ -20,10 +20,22 @@ export function isSuspended(session: SandboxSession): boolean {
   return session.spec.suspend === true;
 }
 
-/** True when the stored status reports the session suspended. */
+/** A suspended session's Pod that is still there, and why (Ready says Suspending meanwhile). */
+export interface PodLeaving {
+  readonly pod: string;
+  /** Its workspace digest is being recorded (verified resume), or it is being deleted. */
+  readonly why: 'digest' | 'deleting';
+}
+
+/** Ready reasons of a suspension: on the way (Suspending, the Pod still there) or done (Suspended). */
+export function isSuspendReason(reason: string | undefined): boolean {
+  return reason === REASONS.suspended || reason === REASONS.suspending;
+}
+
+/** True when the stored status reports the session suspended (or suspending). */
 export function reportedSuspended(status: SandboxSessionStatus | undefined): boolean {
   const ready = status?.conditions?.find((c) => c.type === CONDITIONS.ready);
-  return ready?.reason === REASONS.suspended;
+  return isSuspendReason(ready?.reason);
 }
 
 /**

@@ -11,6 +11,7 @@ import {
 
 import type { SessionEvent } from '../kube/ports.js';
 import { readyCondition } from './status.js';
+import { isSuspendReason } from './suspension.js';
 
 const WARNING_REASONS = new Set<string>([
   REASONS.nameConflict,
@@ -37,10 +38,12 @@ export function transitionEvents(
   const was = readyCondition(before);
   const now = readyCondition(after);
   if (!now || (was?.status === now.status && was.reason === now.reason)) return [];
-  if (now.reason === REASONS.suspended) {
+  // One Suspended Event per suspension: on entering Suspending (the Pod still there) or Suspended.
+  if (isSuspendReason(now.reason)) {
+    if (isSuspendReason(was?.reason)) return [];
     return [{ type: 'Normal', reason: EVENT_REASONS.suspended, action: 'Suspend', note: now.message }];
   }
-  if (was?.reason === REASONS.suspended) {
+  if (isSuspendReason(was?.reason)) {
     const resumed: SessionEvent = {
       type: 'Normal',
       reason: EVENT_REASONS.resumed,

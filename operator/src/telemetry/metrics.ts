@@ -19,6 +19,7 @@ const AT_REST = new Set<string>([
   REASONS.idleTimeout,
   REASONS.lifetimeExceeded,
   REASONS.suspended,
+  REASONS.suspending,
 ]);
 
 /** The operator's metrics, and the ReconcileObserver that feeds the session gauges. */

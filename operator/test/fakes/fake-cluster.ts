@@ -62,6 +62,8 @@ export class FakeCluster {
   readonly sessionReads: string[] = [];
   /** When true, cached() answers from `podCache`/`secretCache`, which tests sync by hand. */
   lagCache = false;
+  /** Deleted Pods stay, with a deletionTimestamp, until a test removes them (as a kubelet would). */
+  holdDeletes = false;
   /**
    * When set, the session store's get() answers from this map (a watch-fed cache lagging the
    * stored sessions) and falls back to the stored session on a miss; tests fill it by hand. As in
@@ -321,6 +323,15 @@ export class FakeCluster {
     this.failIfAsked(op);
     const entry = store.get(k(ns, name));
     if (!entry || entry.view.metadata.uid !== uid) return 'gone';
+    if (this.holdDeletes && op === 'deletePod') {
+      // A kubelet-managed Pod terminates first: it stays, marked for deletion.
+      const meta = entry.view.metadata as { deletionTimestamp?: string };
+      if (!meta.deletionTimestamp) {
+        meta.deletionTimestamp = '2030-01-01T00:00:00Z';
+        this.writes.push(`${op} ${name}`);
+      }
+      return 'done';
+    }
     store.delete(k(ns, name));
     cache.delete(k(ns, name));
     this.writes.push(`${op} ${name}`);

@@ -38,6 +38,27 @@ describe('sessionState', () => {
     expect(sessionState(session('s'))).toMatchObject({ kind: 'pending', reason: 'Creating' });
   });
 
+  it('is pending Suspended while suspending or suspended, with the operator message of either', () => {
+    const suspend = (reason: string) => (x: Parameters<ReturnType<typeof pending>>[0]) => {
+      pending(reason)(x);
+      x.spec.suspend = true;
+    };
+    expect(sessionState(session('s', 'ns', suspend('Suspending')))).toEqual({
+      kind: 'pending',
+      reason: 'Suspended',
+      message: 'pod is starting',
+    });
+    expect(sessionState(session('s', 'ns', suspend('Suspended')))).toMatchObject({
+      message: 'pod is starting',
+    });
+    // spec.suspend set, the operator not there yet: still Ready in status, never dialed.
+    expect(sessionState(session('s', 'ns', ready(), (x) => (x.spec.suspend = true)))).toEqual({
+      kind: 'pending',
+      reason: 'Suspended',
+      message: 'the session is being suspended; the next call resumes it',
+    });
+  });
+
   it('is gone when deleting (even if Ready) or collected with Retain', () => {
     expect(sessionState(session('s', 'ns', ready(), deleting))).toMatchObject({
       kind: 'gone',

@@ -50,13 +50,22 @@ function setSuspend(value: boolean): void {
 }
 
 describe('spec.suspend', () => {
-  it('deletes the Pod, keeps the Secret and the claim, reports Suspended', async () => {
+  it('deletes the Pod, keeps the Secret and the claim, reports Suspending until the Pod is gone, then Suspended', async () => {
     await readySession();
     setSuspend(true);
     await reconcile(KEY, deps);
     expect(cluster.writes).toEqual(['deletePod sbs-demo', 'patchStatus demo']);
     expect(cluster.secrets.has('team-a/sbs-demo-token')).toBe(true);
     expect(cluster.claims.has(`team-a/${CLAIM}`)).toBe(true);
+    // The delete was sent in this reconcile: the Pod may still be terminating.
+    const leaving = cluster.session()!;
+    expect(readyCondition(leaving)).toMatchObject({ status: 'False', reason: 'Suspending' });
+    expect(readyCondition(leaving)?.message).toMatch(
+      /^Suspending \(spec.suspend is true\): Pod sbs-demo is being deleted\./,
+    );
+    expect(leaving.status?.phase).toBe('Suspended');
+    // The next reconcile finds it gone.
+    await reconcile(KEY, deps);
     const s = cluster.session()!;
     expect(readyCondition(s)).toMatchObject({ status: 'False', reason: 'Suspended' });
     expect(readyCondition(s)?.message).toMatch(
@@ -76,9 +85,10 @@ describe('spec.suspend', () => {
     expect(deps.observer.reasons.get('team-a/demo')).toBe('Suspended');
   });
 
-  it('stays suspended: a second reconcile writes nothing and creates no Pod', async () => {
+  it('stays suspended: once Suspended, a reconcile writes nothing and creates no Pod', async () => {
     await readySession();
     setSuspend(true);
+    await reconcile(KEY, deps);
     await reconcile(KEY, deps);
     cluster.writes.length = 0;
     const result = await reconcile(KEY, deps);
@@ -124,7 +134,24 @@ describe('spec.suspend', () => {
     expect(cluster.pods.has('team-a/sbs-demo')).toBe(true);
     await reconcile(KEY, deps);
     expect(cluster.pods.has('team-a/sbs-demo')).toBe(false);
+    expect(readyCondition(cluster.session())).toMatchObject({ reason: 'Suspending' });
+    await reconcile(KEY, deps);
     expect(readyCondition(cluster.session())).toMatchObject({ reason: 'Suspended' });
+  });
+
+  it('says Suspending while a Pod it deleted is still terminating, and records one Suspended Event', async () => {
+    await readySession();
+    setSuspend(true);
+    cluster.holdDeletes = true;
+    await reconcile(KEY, deps);
+    await reconcile(KEY, deps);
+    expect(cluster.pods.get('team-a/sbs-demo')?.view.metadata.deletionTimestamp).toBeDefined();
+    expect(readyCondition(cluster.session())).toMatchObject({ reason: 'Suspending' });
+    cluster.holdDeletes = false;
+    cluster.pods.delete('team-a/sbs-demo');
+    await reconcile(KEY, deps);
+    expect(readyCondition(cluster.session())).toMatchObject({ reason: 'Suspended' });
+    expect(cluster.eventReasons()).toEqual(['Suspended']);
   });
 });
 
@@ -180,8 +207,10 @@ describe('shutdownPolicy Suspend', () => {
     expect(cluster.writes).toEqual(['suspendSession demo', 'deletePod sbs-demo', 'patchStatus demo']);
     const s = cluster.session()!;
     expect(s.spec.suspend).toBe(true);
-    expect(readyCondition(s)).toMatchObject({ status: 'False', reason: 'Suspended' });
-    expect(readyCondition(s)?.message).toMatch(/^No activity for 60s; suspended \(shutdownPolicy Suspend\)/);
+    expect(readyCondition(s)).toMatchObject({ status: 'False', reason: 'Suspending' });
+    expect(readyCondition(s)?.message).toMatch(
+      /^No activity for 60s; suspending \(shutdownPolicy Suspend\): Pod sbs-demo is being deleted/,
+    );
     expect(cluster.secrets.has('team-a/sbs-demo-token')).toBe(true);
     expect(cluster.claims.has(`team-a/${CLAIM}`)).toBe(true);
     expect(deps.observer.collections).toEqual([
@@ -190,10 +219,16 @@ describe('shutdownPolicy Suspend', () => {
     expect(cluster.events.map((e) => e.event)).toEqual([
       expect.objectContaining({ reason: 'Suspended', note: expect.stringMatching(/^No activity for 60s/) }),
     ]);
-    // The cause stays in the message while the session stays suspended.
+    // The cause stays in the message from Suspending to Suspended and while it stays suspended.
     clock.advance(1000);
     await reconcile(KEY, deps);
-    expect(readyCondition(cluster.session())?.message).toMatch(/^No activity for 60s/);
+    expect(readyCondition(cluster.session())).toMatchObject({ reason: 'Suspended' });
+    expect(readyCondition(cluster.session())?.message).toMatch(
+      /^No activity for 60s; suspended \(shutdownPolicy/,
+    );
+    clock.advance(1000);
+    await reconcile(KEY, deps);
+    expect(readyCondition(cluster.session())?.message).toMatch(/^No activity for 60s; suspended/);
   });
 
   it('a racing activity stamp wins (409 on the spec patch): not suspended, requeued at once', async () => {

@@ -10,6 +10,9 @@ import type { ArchiveSummary } from '@sandbox-platform/api';
 
 import type { ControllerDeps, Scope } from '../../../src/controller/scope.js';
 import type { PodView } from '../../../src/state/views.js';
+import { statusInputsOf } from '../../../src/controller/scope.js';
+import { computeStatus } from '../../../src/controller/status.js';
+import { suspendPod } from '../../../src/controller/suspend-phase.js';
 import { digestBeforeSuspend, verifyResumedWorkspace } from '../../../src/snapshot/resume-phase.js';
 import { RestoreRunner } from '../../../src/snapshot/restore-runner.js';
 import { podView, ready } from '../../fixtures/pods.js';
@@ -102,6 +105,27 @@ describe('digest before a suspension', () => {
     const w = world({ configured: true, digests: ['sha256:a'] });
     expect(digestBeforeSuspend(w.scope(session(), podView(ready)), w.deps, podView(ready))).toBeUndefined();
     expect(w.calls).toEqual([]);
+  });
+
+  it('Ready says Suspending (not Suspended) while the Pod is held for its digest', async () => {
+    const w = world({ configured: true, digests: ['sha256:a'] });
+    const suspended = { ...persistent, spec: { ...persistent.spec, suspend: true } };
+    const deleted: string[] = [];
+    const deps = {
+      ...w.deps,
+      pods: {
+        cached: () => undefined,
+        delete: (_ns: string, name: string) => Promise.resolve(void deleted.push(name)),
+      },
+    } as unknown as ControllerDeps;
+    const scope = w.scope(suspended, podView(ready), false);
+    expect(await suspendPod(scope, deps)).toEqual({ halt: true, requeueAfterMs: 1000 });
+    expect(deleted).toEqual([]);
+    const ready_ = computeStatus(statusInputsOf(scope, { kind: 'active' })).conditions?.[0];
+    expect(ready_).toMatchObject({ status: 'False', reason: 'Suspending' });
+    expect(ready_?.message).toMatch(
+      /^Suspending \(spec.suspend is true\): recording the workspace digest \(verified resume\) before Pod sbs-demo is deleted/,
+    );
   });
 
   it('asks the agent to quiesce and hash, holds the Pod meanwhile, then records the digest with claim and Pod UIDs', async () => {
