@@ -7,10 +7,15 @@
  * is refused, not followed or waited on) and its size, mode and mtime come from the open handle.
  * The workspace is live: a file that shrinks while it is read is padded with zeros to the size its
  * header announced, one that grows is cut at it; the digest covers exactly the bytes sent, so a
- * restore of the archive always verifies. Memory: one read buffer (at most READ_BYTES) in flight,
- * the sink's backpressure is awaited.
+ * restore of the archive always verifies.
+ *
+ * Files are opened, stat'ed and their first READ_BYTES read up to READ_AHEAD files ahead of the one
+ * being written, and written in the walk's order: under gVisor every open, stat and read is a slow
+ * round trip through the sentry, and one file at a time made a 10,000-file workspace cost about 5 ms
+ * per file (bench-snapshot). Memory: at most READ_AHEAD + 1 read buffers (READ_BYTES each); the
+ * sink's backpressure is awaited.
  */
-import { constants } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 import {
@@ -22,13 +27,15 @@ import {
   type ArchiveSummary,
 } from '@sandbox-platform/api';
 
-import { modeOf, mtimeOf, walkWorkspace, type WalkCounters } from './walk.js';
+import { modeOf, mtimeOf, walkWorkspace, type WalkCounters, type WalkItem } from './walk.js';
 
 /** Where archive bytes go; resolves once the bytes may be written again (backpressure). */
 export type ArchiveSink = (bytes: Buffer) => Promise<void>;
 
 /** Largest read of a file at once. */
 const READ_BYTES = 1024 * 1024;
+/** Files opened and read ahead of the one being written. */
+export const READ_AHEAD = 8;
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
@@ -48,23 +55,23 @@ export async function archiveWorkspace(
     archiveBytes += bytes.length;
     if (sink) await sink(bytes);
   };
-  for await (const item of walkWorkspace(root, counters)) {
-    signal?.throwIfAborted();
-    if (item.entry.type !== 'file' || !item.absolute) {
+  const write = async (item: Prepared): Promise<void> => {
+    const file = item.file;
+    if (file === undefined) {
       hasher.add(item.entry);
       if (sink) await emit(encodeEntryHeader(item.entry));
-      continue;
-    }
-    const handle = await openFile(item.absolute);
-    if (handle === 'gone') continue;
-    if (handle === 'special') {
+    } else if (file === 'special') {
       counters.skipped++;
-      continue;
+    } else if (file !== 'gone') {
+      await sendFile(file, item.entry, hasher, sink ? emit : undefined);
     }
+  };
+  for await (const item of readAhead(walkWorkspace(root, counters))) {
     try {
-      await sendFile(handle, item.entry, hasher, sink ? emit : undefined);
+      signal?.throwIfAborted();
+      await write(item);
     } finally {
-      await handle.close();
+      if (typeof item.file === 'object') await item.file.handle.close();
     }
   }
   const tree = hasher.finish();
@@ -80,7 +87,50 @@ export async function archiveWorkspace(
   };
 }
 
-async function openFile(path: Buffer): Promise<FileHandle | 'gone' | 'special'> {
+/** A file of the walk, open, with its stat and its first bytes read. */
+interface OpenFile {
+  readonly handle: FileHandle;
+  readonly info: BigIntStats;
+  /** The first min(size, READ_BYTES) bytes. */
+  readonly head: Buffer;
+}
+
+/** A walk item with its file prepared (files only): open, gone since the walk, or not a file now. */
+interface Prepared {
+  readonly entry: ArchiveEntry;
+  readonly file?: OpenFile | 'gone' | 'special';
+}
+
+/**
+ * The walk's items in order, each file prepared up to READ_AHEAD items ahead. A prepared file
+ * that is never consumed (an error, an abort) is closed here.
+ */
+async function* readAhead(walk: AsyncGenerator<WalkItem>): AsyncGenerator<Prepared> {
+  const queue: Array<Promise<Prepared>> = [];
+  try {
+    for await (const item of walk) {
+      const next = prepare(item);
+      next.catch(() => undefined); // awaited in order below; never an unhandled rejection
+      queue.push(next);
+      if (queue.length > READ_AHEAD) yield await queue.shift()!;
+    }
+    while (queue.length > 0) yield await queue.shift()!;
+  } finally {
+    for (const left of queue.splice(0)) {
+      void left
+        .then((p) => (typeof p.file === 'object' ? p.file.handle.close() : undefined))
+        .catch(() => undefined);
+    }
+  }
+}
+
+async function prepare(item: WalkItem): Promise<Prepared> {
+  if (item.entry.type !== 'file' || !item.absolute) return { entry: item.entry };
+  const file = await openFile(item.absolute);
+  return { entry: item.entry, file };
+}
+
+async function openFile(path: Buffer): Promise<OpenFile | 'gone' | 'special'> {
   let handle: FileHandle;
   try {
     handle = await open(path, OPEN_FLAGS);
@@ -91,19 +141,27 @@ async function openFile(path: Buffer): Promise<FileHandle | 'gone' | 'special'> 
     if (code === 'ENXIO') return 'special'; // replaced by a socket or a FIFO without a reader
     throw new Error(`cannot open ${path.toString('utf8')} for the archive`, { cause: err });
   }
-  const info = await handle.stat({ bigint: true });
-  if (info.isFile()) return handle;
-  await handle.close();
-  return 'special';
+  try {
+    const info = await handle.stat({ bigint: true });
+    if (!info.isFile()) {
+      await handle.close();
+      return 'special';
+    }
+    const head = await readSome(handle, 0, Math.min(READ_BYTES, Number(info.size)));
+    return { handle, info, head };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
+  }
 }
 
 async function sendFile(
-  handle: FileHandle,
+  file: OpenFile,
   walked: ArchiveEntry,
   hasher: TreeHasher,
   emit: ArchiveSink | undefined,
 ): Promise<void> {
-  const info = await handle.stat({ bigint: true });
+  const { handle, info } = file;
   const entry: ArchiveEntry = {
     ...walked,
     mode: modeOf(info),
@@ -115,10 +173,15 @@ async function sendFile(
   let position = 0;
   let first = true;
   while (position < entry.size) {
-    const bytes = await readSome(handle, position, Math.min(READ_BYTES, entry.size - position));
+    const bytes = first
+      ? file.head
+      : await readSome(handle, position, Math.min(READ_BYTES, entry.size - position));
     hasher.data(bytes);
     position += bytes.length;
-    if (!emit) continue;
+    if (!emit) {
+      first = false;
+      continue;
+    }
     const pad = position === entry.size ? Buffer.alloc(padding(entry.size)) : undefined;
     const parts = [first && header ? header : undefined, bytes, pad].filter((b) => b !== undefined);
     first = false;
