@@ -14,9 +14,11 @@
  *    to the first stdout chunk of a streamed `echo first` through the gateway (which waits for
  *    Ready; a restored session is Ready once its workspace is verified). Goal: fork p50 <= 2x cold.
  * 3. What digest verification costs a restore: verification cannot be switched off (the agent
- *    hashes what it writes, in the same pass), so its share is bounded from above by the digest
- *    alone (`GET /v1/archive/digest` on the restored Pod: read and hash the tree, nothing written)
- *    over the restore's own time (fork p50 - cold p50). Goal: <= 20%.
+ *    hashes what it writes, in the same pass; the operator checks each part's sha256), so its
+ *    work is measured directly: sha256 over the restored bytes in the Pod (same runtime) plus on
+ *    this host, over the restore's own time (fork p50 - cold p50). Goal: <= 20%. Printed too, as
+ *    a loose upper bound: the digest alone (`GET /v1/archive/digest` on the restored Pod: read
+ *    and hash the tree again, nothing written).
  *
  * Needs `make platform-up` with the local S3 server (platform.env, .localkube/s3) and a node whose
  * kubelet directory is on this host (.localkube/kubelet): the floor reads the emptyDir there.
@@ -217,6 +219,24 @@ async function floorOnce(s3: S3Client, dir: string): Promise<{ ms: number; store
   return { ms: since(t0), stored, keys };
 }
 
+/**
+ * What verification itself costs a restore of `bytes`: sha256 over them once in the session's
+ * Pod (the agent's tree digest hashes what it writes, in the same pass) and once here (the
+ * operator checks each downloaded part against the manifest), in 1 MiB and part-size pieces.
+ */
+async function hashing(name: string, bytes: number): Promise<{ podMs: number; hostMs: number }> {
+  const script =
+    `const c=require('crypto'),b=c.randomBytes(1048576),n=Math.ceil(${bytes}/1048576);` +
+    `const h=c.createHash('sha256');const t=process.hrtime.bigint();for(let i=0;i<n;i++)h.update(b);h.digest();` +
+    `console.log(Number(process.hrtime.bigint()-t)/1e6)`;
+  const r = await sbx.exec(name, { command: `node -e "${script}"`, timeoutSeconds: 60 });
+  if (r.exitCode !== 0) throw new Error(`hashing in ${name} failed (${r.exitCode}): ${r.stderr}`);
+  const part = randomBytes(PART_BYTES);
+  const t0 = process.hrtime.bigint();
+  for (let done = 0; done < bytes; done += PART_BYTES) createHash('sha256').update(part).digest();
+  return { podMs: Number(r.stdout.trim()), hostMs: since(t0) };
+}
+
 /** The digest alone, on the session's Pod: read and hash /workspace, nothing written. */
 async function digestAlone(name: string): Promise<number> {
   const pod = await podOf(name);
@@ -293,6 +313,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   const cold: number[] = [];
   const forked: number[] = [];
   const digest: number[] = [];
+  const hashed: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const c = uniqueName('bench-cold');
     created.push(c);
@@ -308,6 +329,8 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
     await createSessionObject(f, { fromSnapshot: { name: snap.name } });
     forked.push(await firstOutput(sbx, f, f0));
     digest.push(await digestAlone(f));
+    const h = await hashing(f, snap.bytes);
+    hashed.push(h.podMs + h.hostMs);
     await sbx.deleteSession(f);
     await noPod(f);
     console.log(
@@ -317,13 +340,18 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   row('cold create-to-first-output', cold, 'ms');
   row('fork (fromSnapshot) create-to-first-output', forked, 'ms');
   row('digest alone on the restored Pod', digest, 'ms');
+  row('sha256 of the restored bytes, Pod + host', hashed, 'ms');
   const c50 = median(cold);
   const f50 = median(forked);
   console.log(`  fork / cold p50: ${(f50 / c50).toFixed(2)}x (goal <= 2x)`);
   const restore = f50 - c50;
   console.log(
     `  restore's own time (fork p50 - cold p50): ${restore.toFixed(0)} ms; digest alone p50 ${median(digest).toFixed(0)} ms ` +
-      `= ${((median(digest) / restore) * 100).toFixed(0)}% of it (an upper bound of verification's share; goal <= 20%)`,
+      `= ${((median(digest) / restore) * 100).toFixed(0)}% of it (reading and hashing the tree again: a loose upper bound)`,
+  );
+  console.log(
+    `  verification's own work (sha256 of the bytes in the Pod and in the operator) p50 ${median(hashed).toFixed(0)} ms ` +
+      `= ${((median(hashed) / restore) * 100).toFixed(1)}% of the restore's own time (goal <= 20%)`,
   );
 }
 

@@ -11,9 +11,25 @@
  * links and never written through, and the total is bounded. Modes and mtimes are applied once an
  * entry is complete (a directory's when its last child is written, so a read-only directory can
  * still be filled). mtimes go through utimes(2) as a double: restored to the microsecond.
+ *
+ * File system calls are synchronous (under gVisor an asynchronous one costs several times a small
+ * file's own work: loop-turn.ts), with a turn of the event loop between the archive's chunks and
+ * at least every SLICE_MS within one.
  */
-import { constants } from 'node:fs';
-import { lutimes, mkdir, open, readdir, rm, symlink, utimes, chmod, type FileHandle } from 'node:fs/promises';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  futimesSync,
+  lutimesSync,
+  mkdirSync,
+  openSync,
+  symlinkSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 
 import {
   ArchiveFormatError,
@@ -24,6 +40,7 @@ import {
 } from '@sandbox-platform/api';
 
 import { HttpProblem } from '../http/problem.js';
+import { LoopTurn } from './loop-turn.js';
 
 /** What the restore must produce. */
 export interface RestoreOptions {
@@ -58,7 +75,7 @@ export async function restoreWorkspace(
       );
     return summary;
   } catch (err) {
-    await writer.abort();
+    writer.abort();
     await emptyWorkspace(root);
     if (err instanceof ArchiveFormatError)
       throw new HttpProblem('archive-invalid', `${err.message}; the workspace was emptied`, { cause: err });
@@ -76,27 +93,30 @@ class TreeWriter {
   private readonly hasher = new TreeHasher();
   private readonly reader = new TarReader();
   private readonly dirs: OpenDir[] = [];
-  private file?: { handle: FileHandle; entry: ArchiveEntry; absolute: Buffer };
+  private readonly turn = new LoopTurn();
+  private file?: { fd: number; entry: ArchiveEntry; absolute: Buffer };
 
   constructor(private readonly root: Buffer) {}
 
   async run(body: AsyncIterable<Buffer>, maxBytes: number): Promise<ArchiveSummary> {
     let ended = false;
     for await (const chunk of body) {
+      this.turn.turned();
       if (this.reader.bytes + chunk.length > maxBytes)
         throw new HttpProblem(
           'payload-too-large',
           `the archive exceeds ${maxBytes} bytes; the workspace was emptied`,
         );
       for (const event of this.reader.push(chunk)) {
-        if (event.kind === 'entry') await this.entry(event.entry);
-        else if (event.kind === 'data') await this.data(event.bytes);
+        if (event.kind === 'entry') this.entry(event.entry);
+        else if (event.kind === 'data') this.data(event.bytes);
         else ended = true;
+        await this.turn.maybe();
       }
     }
     this.reader.finish();
     if (!ended) throw new ArchiveFormatError('the archive has no end');
-    await this.closeDirsUntil(undefined);
+    this.closeDirsUntil(undefined);
     const tree = this.hasher.finish();
     return {
       digest: tree.digest,
@@ -110,69 +130,71 @@ class TreeWriter {
   }
 
   /** Closes the file being written, if any (after a failure). */
-  async abort(): Promise<void> {
+  abort(): void {
     const file = this.file;
     this.file = undefined;
-    if (file) await file.handle.close().catch(() => undefined);
+    if (!file) return;
+    try {
+      closeSync(file.fd);
+    } catch {
+      // Closing after a failure: the workspace is emptied next either way.
+    }
   }
 
-  private async entry(entry: ArchiveEntry): Promise<void> {
+  private entry(entry: ArchiveEntry): void {
     // The hasher checks names and order first: nothing is created for a refused entry.
     this.hasher.add(entry);
     const parent = parentOf(entry.path);
-    await this.closeDirsUntil(parent);
+    this.closeDirsUntil(parent);
     const absolute = Buffer.concat([this.root, SLASH, entry.path]);
     switch (entry.type) {
       case 'dir':
-        await mkdir(absolute, { mode: 0o700 });
+        mkdirSync(absolute, { mode: 0o700 });
         this.dirs.push({ path: entry.path, entry });
         return;
       case 'symlink':
-        await symlink(entry.linkTarget ?? Buffer.alloc(0), absolute);
-        await lutimes(absolute, seconds(entry.mtime), seconds(entry.mtime));
+        symlinkSync(entry.linkTarget ?? Buffer.alloc(0), absolute);
+        lutimesSync(absolute, seconds(entry.mtime), seconds(entry.mtime));
         return;
       case 'file': {
-        const handle = await open(absolute, CREATE_FLAGS, 0o600);
-        this.file = { handle, entry, absolute };
-        if (entry.size === 0) await this.endFile();
+        const fd = openSync(absolute, CREATE_FLAGS, 0o600);
+        this.file = { fd, entry, absolute };
+        if (entry.size === 0) this.endFile();
         return;
       }
     }
   }
 
-  private async data(bytes: Buffer): Promise<void> {
+  private data(bytes: Buffer): void {
     const file = this.file;
     if (!file) throw new ArchiveFormatError('file data outside a file');
     this.hasher.data(bytes);
     let written = 0;
-    while (written < bytes.length) {
-      const { bytesWritten } = await file.handle.write(bytes, written, bytes.length - written);
-      written += bytesWritten;
-    }
-    if (!this.hasher.inFile) await this.endFile();
+    while (written < bytes.length) written += writeSync(file.fd, bytes, written, bytes.length - written);
+    if (!this.hasher.inFile) this.endFile();
   }
 
-  private async endFile(): Promise<void> {
+  private endFile(): void {
     const file = this.file;
     if (!file) return;
     this.file = undefined;
     try {
-      await file.handle.chmod(file.entry.mode);
-      await file.handle.utimes(seconds(file.entry.mtime), seconds(file.entry.mtime));
+      fchmodSync(file.fd, file.entry.mode);
+      futimesSync(file.fd, seconds(file.entry.mtime), seconds(file.entry.mtime));
     } finally {
-      await file.handle.close();
+      closeSync(file.fd);
     }
   }
 
   /** Applies mode and mtime to every open directory that is not `parent` or one of its ancestors. */
-  private async closeDirsUntil(parent: Buffer | undefined): Promise<void> {
+  private closeDirsUntil(parent: Buffer | undefined): void {
     for (;;) {
       const top = this.dirs.at(-1);
       if (!top || (parent !== undefined && isSelfOrAncestor(top.path, parent))) return;
       this.dirs.pop();
       const absolute = Buffer.concat([this.root, SLASH, top.path]);
-      await chmod(absolute, top.entry.mode);
-      await utimes(absolute, seconds(top.entry.mtime), seconds(top.entry.mtime));
+      chmodSync(absolute, top.entry.mode);
+      utimesSync(absolute, seconds(top.entry.mtime), seconds(top.entry.mtime));
     }
   }
 }

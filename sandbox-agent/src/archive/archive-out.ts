@@ -4,19 +4,16 @@
  * /v1/archive/digest` runs the same walk with no sink and answers the digest only.
  *
  * A file is opened (O_NOFOLLOW, O_NONBLOCK: a path swapped for a symlink or a FIFO since the walk
- * is refused, not followed or waited on) and its size, mode and mtime come from the open handle.
+ * is refused, not followed or waited on) and its size, mode and mtime come from the open file.
  * The workspace is live: a file that shrinks while it is read is padded with zeros to the size its
  * header announced, one that grows is cut at it; the digest covers exactly the bytes sent, so a
- * restore of the archive always verifies.
+ * restore of the archive always verifies. Memory: one read buffer (at most READ_BYTES) at a time;
+ * the sink's backpressure is awaited.
  *
- * Files are opened, stat'ed and their first READ_BYTES read up to READ_AHEAD files ahead of the one
- * being written, and written in the walk's order: under gVisor every open, stat and read is a slow
- * round trip through the sentry, and one file at a time made a 10,000-file workspace cost about 5 ms
- * per file (bench-snapshot). Memory: at most READ_AHEAD + 1 read buffers (READ_BYTES each); the
- * sink's backpressure is awaited.
+ * File system calls are synchronous (under gVisor an asynchronous one costs several times a small
+ * file's own work: loop-turn.ts), with a turn of the event loop at least every SLICE_MS.
  */
-import { constants, type BigIntStats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
 
 import {
   END_OF_ARCHIVE,
@@ -27,15 +24,14 @@ import {
   type ArchiveSummary,
 } from '@sandbox-platform/api';
 
-import { modeOf, mtimeOf, walkWorkspace, type WalkCounters, type WalkItem } from './walk.js';
+import { LoopTurn } from './loop-turn.js';
+import { modeOf, mtimeOf, walkWorkspace, type WalkCounters } from './walk.js';
 
 /** Where archive bytes go; resolves once the bytes may be written again (backpressure). */
 export type ArchiveSink = (bytes: Buffer) => Promise<void>;
 
 /** Largest read of a file at once. */
 const READ_BYTES = 1024 * 1024;
-/** Files opened and read ahead of the one being written. */
-export const READ_AHEAD = 8;
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
@@ -50,28 +46,31 @@ export async function archiveWorkspace(
 ): Promise<ArchiveSummary> {
   const counters: WalkCounters = { skipped: 0 };
   const hasher = new TreeHasher();
+  const turn = new LoopTurn();
   let archiveBytes = 0;
   const emit = async (bytes: Buffer): Promise<void> => {
     archiveBytes += bytes.length;
-    if (sink) await sink(bytes);
+    if (!sink) return turn.maybe();
+    await sink(bytes);
+    turn.turned();
   };
-  const write = async (item: Prepared): Promise<void> => {
-    const file = item.file;
-    if (file === undefined) {
+  for await (const item of walkWorkspace(root, counters, turn)) {
+    signal?.throwIfAborted();
+    if (item.entry.type !== 'file' || !item.absolute) {
       hasher.add(item.entry);
       if (sink) await emit(encodeEntryHeader(item.entry));
-    } else if (file === 'special') {
-      counters.skipped++;
-    } else if (file !== 'gone') {
-      await sendFile(file, item.entry, hasher, sink ? emit : undefined);
+      continue;
     }
-  };
-  for await (const item of readAhead(walkWorkspace(root, counters))) {
+    const file = openFile(item.absolute);
+    if (file === 'gone') continue;
+    if (file === 'special') {
+      counters.skipped++;
+      continue;
+    }
     try {
-      signal?.throwIfAborted();
-      await write(item);
+      await sendFile(file, item.entry, hasher, { emit, archive: sink !== undefined });
     } finally {
-      if (typeof item.file === 'object') await item.file.handle.close();
+      closeSync(file.fd);
     }
   }
   const tree = hasher.finish();
@@ -87,53 +86,16 @@ export async function archiveWorkspace(
   };
 }
 
-/** A file of the walk, open, with its stat and its first bytes read. */
+/** A regular file of the walk, open, with its stat. */
 interface OpenFile {
-  readonly handle: FileHandle;
+  readonly fd: number;
   readonly info: BigIntStats;
-  /** The first min(size, READ_BYTES) bytes. */
-  readonly head: Buffer;
 }
 
-/** A walk item with its file prepared (files only): open, gone since the walk, or not a file now. */
-interface Prepared {
-  readonly entry: ArchiveEntry;
-  readonly file?: OpenFile | 'gone' | 'special';
-}
-
-/**
- * The walk's items in order, each file prepared up to READ_AHEAD items ahead. A prepared file
- * that is never consumed (an error, an abort) is closed here.
- */
-async function* readAhead(walk: AsyncGenerator<WalkItem>): AsyncGenerator<Prepared> {
-  const queue: Array<Promise<Prepared>> = [];
+function openFile(path: Buffer): OpenFile | 'gone' | 'special' {
+  let fd: number;
   try {
-    for await (const item of walk) {
-      const next = prepare(item);
-      next.catch(() => undefined); // awaited in order below; never an unhandled rejection
-      queue.push(next);
-      if (queue.length > READ_AHEAD) yield await queue.shift()!;
-    }
-    while (queue.length > 0) yield await queue.shift()!;
-  } finally {
-    for (const left of queue.splice(0)) {
-      void left
-        .then((p) => (typeof p.file === 'object' ? p.file.handle.close() : undefined))
-        .catch(() => undefined);
-    }
-  }
-}
-
-async function prepare(item: WalkItem): Promise<Prepared> {
-  if (item.entry.type !== 'file' || !item.absolute) return { entry: item.entry };
-  const file = await openFile(item.absolute);
-  return { entry: item.entry, file };
-}
-
-async function openFile(path: Buffer): Promise<OpenFile | 'gone' | 'special'> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, OPEN_FLAGS);
+    fd = openSync(path, OPEN_FLAGS);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Deleted, or replaced by a symlink (ELOOP), since the walk saw it: not in the archive.
@@ -142,61 +104,63 @@ async function openFile(path: Buffer): Promise<OpenFile | 'gone' | 'special'> {
     throw new Error(`cannot open ${path.toString('utf8')} for the archive`, { cause: err });
   }
   try {
-    const info = await handle.stat({ bigint: true });
-    if (!info.isFile()) {
-      await handle.close();
-      return 'special';
-    }
-    const head = await readSome(handle, 0, Math.min(READ_BYTES, Number(info.size)));
-    return { handle, info, head };
+    const info = fstatSync(fd, { bigint: true });
+    if (info.isFile()) return { fd, info };
   } catch (err) {
-    await handle.close().catch(() => undefined);
+    closeSync(fd);
     throw err;
   }
+  closeSync(fd);
+  return 'special';
 }
 
+/** Where a file's bytes go: into the archive, or (a digest) only counted, with the loop's turns. */
+interface FileOut {
+  readonly emit: ArchiveSink;
+  readonly archive: boolean;
+}
+
+/** Hashes the file and emits its header, bytes and padding (its bytes only for a digest). */
 async function sendFile(
   file: OpenFile,
   walked: ArchiveEntry,
   hasher: TreeHasher,
-  emit: ArchiveSink | undefined,
+  out: FileOut,
 ): Promise<void> {
-  const { handle, info } = file;
+  const { emit } = out;
   const entry: ArchiveEntry = {
     ...walked,
-    mode: modeOf(info),
-    mtime: mtimeOf(info),
-    size: Number(info.size),
+    mode: modeOf(file.info),
+    mtime: mtimeOf(file.info),
+    size: Number(file.info.size),
   };
   hasher.add(entry);
-  const header = emit ? encodeEntryHeader(entry) : undefined;
+  const header = out.archive ? encodeEntryHeader(entry) : undefined;
   let position = 0;
   let first = true;
   while (position < entry.size) {
-    const bytes = first
-      ? file.head
-      : await readSome(handle, position, Math.min(READ_BYTES, entry.size - position));
+    const bytes = readSome(file.fd, position, Math.min(READ_BYTES, entry.size - position));
     hasher.data(bytes);
     position += bytes.length;
-    if (!emit) {
-      first = false;
+    if (!header) {
+      await emit(bytes);
       continue;
     }
     const pad = position === entry.size ? Buffer.alloc(padding(entry.size)) : undefined;
-    const parts = [first && header ? header : undefined, bytes, pad].filter((b) => b !== undefined);
+    const parts = [first ? header : undefined, bytes, pad].filter((b) => b !== undefined);
     first = false;
     // A small file goes out with its header and padding in one write.
     await emit(parts.length === 1 ? bytes : Buffer.concat(parts, sumLength(parts)));
   }
-  if (emit && first && header) await emit(header); // an empty file: its header only
+  if (header && first) await emit(header); // an empty file: its header only
 }
 
 /** Reads up to `length` bytes at `position`; a file that shrank gives zeros for what is missing. */
-async function readSome(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+function readSome(fd: number, position: number, length: number): Buffer {
   const buffer = Buffer.allocUnsafe(length);
   let filled = 0;
   while (filled < length) {
-    const { bytesRead } = await handle.read(buffer, filled, length - filled, position + filled);
+    const bytesRead = readSync(fd, buffer, filled, length - filled, position + filled);
     if (bytesRead === 0) {
       buffer.fill(0, filled);
       break;

@@ -19,7 +19,7 @@ import {
   utimes,
   writeFile,
 } from 'node:fs/promises';
-import { request, type IncomingHttpHeaders } from 'node:http';
+import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -224,11 +224,35 @@ describe('/v1/archive', () => {
   });
 
   it('runs one archive call at a time (409 archive-busy)', async () => {
-    const [a, b] = await Promise.all([
-      call(source, 'GET', '/v1/archive'),
-      call(source, 'GET', '/v1/archive/digest'),
-    ]);
-    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    // An archive held open by a reader that stops reading: more than the sockets buffer.
+    const big = join(source.workspace, 'big.bin');
+    await writeFile(big, randomBytes(32 * 1024 * 1024));
+    try {
+      const held = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: source.running.port,
+            path: '/v1/archive',
+            agent: false,
+            headers: { authorization: `Bearer ${source.token}` },
+          },
+          (res) => {
+            res.pause();
+            resolve(res);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      expect(held.statusCode).toBe(200);
+      const busy = await call(source, 'GET', '/v1/archive/digest');
+      expect(busy.status).toBe(409);
+      expect(problemOf({ ...busy, reusedSocket: false }).type).toMatch(/archive-busy/);
+      held.destroy();
+    } finally {
+      await rm(big, { force: true });
+    }
   });
 
   it('POST /v1/archive/digest {quiesce} stops background writers before the digest', async () => {
