@@ -14,7 +14,9 @@
  *
  * File system calls are synchronous (under gVisor an asynchronous one costs several times a small
  * file's own work: loop-turn.ts), with a turn of the event loop between the archive's chunks and
- * at least every SLICE_MS within one.
+ * at least every SLICE_MS within one. A file's bytes are written in pieces of up to WRITE_BYTES
+ * (the network hands them over in chunks of a few KiB: one write each made a restore of 1,000
+ * files of 100 KiB twice as slow on the host, more under gVisor).
  */
 import {
   chmodSync,
@@ -28,6 +30,7 @@ import {
   symlinkSync,
   utimesSync,
   writeSync,
+  writevSync,
 } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 
@@ -49,6 +52,9 @@ export interface RestoreOptions {
   /** Largest archive (bytes) accepted. */
   readonly maxBytes: number;
 }
+
+/** A file's bytes are gathered up to this much before one write. */
+const WRITE_BYTES = 1024 * 1024;
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 const SLASH = Buffer.from('/');
@@ -95,6 +101,9 @@ class TreeWriter {
   private readonly dirs: OpenDir[] = [];
   private readonly turn = new LoopTurn();
   private file?: { fd: number; entry: ArchiveEntry; absolute: Buffer };
+  /** Bytes of the current file not written yet. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
 
   constructor(private readonly root: Buffer) {}
 
@@ -133,6 +142,8 @@ class TreeWriter {
   abort(): void {
     const file = this.file;
     this.file = undefined;
+    this.pending = [];
+    this.pendingBytes = 0;
     if (!file) return;
     try {
       closeSync(file.fd);
@@ -169,9 +180,25 @@ class TreeWriter {
     const file = this.file;
     if (!file) throw new ArchiveFormatError('file data outside a file');
     this.hasher.data(bytes);
-    let written = 0;
-    while (written < bytes.length) written += writeSync(file.fd, bytes, written, bytes.length - written);
-    if (!this.hasher.inFile) this.endFile();
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
+    const last = !this.hasher.inFile;
+    if (last || this.pendingBytes >= WRITE_BYTES) this.flush(file.fd);
+    if (last) this.endFile();
+  }
+
+  /** Writes the gathered bytes of the current file. */
+  private flush(fd: number): void {
+    const pieces = this.pending;
+    const total = this.pendingBytes;
+    this.pending = [];
+    this.pendingBytes = 0;
+    const written = writevSync(fd, pieces);
+    if (written === total) return;
+    // A short write (rare for a regular file): the rest one piece at a time.
+    const rest = Buffer.concat(pieces, total).subarray(written);
+    let done = 0;
+    while (done < rest.length) done += writeSync(fd, rest, done, rest.length - done);
   }
 
   private endFile(): void {
