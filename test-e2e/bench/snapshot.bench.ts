@@ -246,7 +246,7 @@ async function readFloor(name: string): Promise<number> {
   const t0 = process.hrtime.bigint();
   const r = await sbx.exec(name, {
     command: 'tar -cf - -C /workspace data | sha256sum >/dev/null',
-    timeoutSeconds: 600,
+    timeoutSeconds: 300,
   });
   if (r.exitCode !== 0) throw new Error(`tar in ${name} failed (${r.exitCode}): ${r.stderr}`);
   return since(t0);
