@@ -7,6 +7,7 @@
  * in api-gateway) and of the SDK's types (checked at compile time in sdk/typescript/test/types/).
  * The agent's own wire contract is ../wire/ (what the gateway sends on, not what callers send).
  */
+import { execResultSchema } from '../wire/schemas.js';
 
 /**
  * Most decoded stdin bytes an exec may carry: the agent's default SANDBOX_AGENT_STDIN_MAX_BYTES
@@ -65,20 +66,10 @@ export const publicExecRequestSchema = {
   },
 } as const;
 
-/** The result of one command (the agent's shape, identical for both transports). */
+/** The result of one command: the agent's answer (../wire/), identical for both transports. */
 export const publicExecResultSchema = {
   type: 'object',
-  required: [
-    'stdout',
-    'stderr',
-    'stdoutEncoding',
-    'stderrEncoding',
-    'exitCode',
-    'durationMs',
-    'truncated',
-    'timedOut',
-    'shellReset',
-  ],
+  required: execResultSchema.required,
   properties: {
     stdout: { type: 'string' },
     stderr: { type: 'string' },
