@@ -59,6 +59,24 @@ export default tseslint.config(
     },
   },
   {
+    // The published SDK has no dependencies (ADR 0036): it restates the public types, and
+    // sdk/typescript/test/types/ checks them against @sandbox-platform/api at compile time.
+    files: ['sdk/typescript/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@sandbox-platform/api',
+              message: 'The SDK has no dependencies; check its types against the API in test/types/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/test/**/*.ts', '**/specs/**/*.ts', '**/bench/**/*.ts', '**/scripts/**/*.ts'],
     rules: {
       'no-console': 'off',

@@ -23,19 +23,13 @@ import { consoleRoutes, consoleWsKey, type ConsoleAssets } from './console/index
 import { e2bBridgePlugin, e2bPlugin, type E2bDeps } from './e2b/index.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import authPlugin from './plugins/auth.js';
-import configPlugin from './plugins/config.js';
 import errorsPlugin from './plugins/errors.js';
 import jsonBodyPlugin from './plugins/json-body.js';
 import limitsPlugin, { sheddingPlugin } from './plugins/limits.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
-import activityPlugin from './plugins/activity.js';
-import codePlugin from './plugins/code.js';
-import interactivePlugin from './plugins/interactive.js';
 import servicesPlugin from './plugins/services.js';
 import shutdownPlugin from './plugins/shutdown.js';
-import storePlugin from './plugins/store.js';
-import transportsPlugin from './plugins/transports.js';
 import validationPlugin from './plugins/validation.js';
 import codeRoutes from './routes/code/index.js';
 import execRoutes from './routes/exec/index.js';
@@ -126,28 +120,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(shutdownPlugin);
   await app.register(validationPlugin);
   await app.register(openapiPlugin);
-  await app.register(configPlugin, { config: deps.config });
-  await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics() });
+  const metrics = deps.metrics ?? createMetrics();
+  // The one place the shared services are built and put on the instance (routes read app.<name>).
+  await app.register(servicesPlugin, { deps, metrics });
+  await app.register(metricsPlugin, { metrics });
   await app.register(jsonBodyPlugin);
   await app.register(sheddingPlugin);
   if (deps.tracingPlugin) await app.register(deps.tracingPlugin);
-  await app.register(storePlugin, { store: deps.store });
   // The terminal's key from a browser's WebSocket subprotocol, just before authentication.
   await app.register(consoleWsKey);
   // E2B credentials become the bearer key (or a one-time ticket) just before authentication.
   if (deps.e2b) await app.register(e2bBridgePlugin, deps.e2b);
   await app.register(authPlugin, { keys: deps.e2b?.keys ?? deps.keys });
   await app.register(limitsPlugin, { budget });
-  await app.register(transportsPlugin, { transports: deps.transports });
-  await app.register(activityPlugin, { activity: deps.activity });
-  await app.register(servicesPlugin);
-  await app.register(interactivePlugin, { interactive: deps.interactive });
-  await app.register(codePlugin);
   await app.register(auditPlugin, deps.audit ?? {});
 
   await app.register(healthRoutes);
   await app.register(sessionRoutes);
-  await app.register(snapshotRoutes, { api: deps.snapshots });
+  await app.register(snapshotRoutes);
   await app.register(execRoutes);
   await app.register(fileRoutes);
   await app.register(processRoutes);

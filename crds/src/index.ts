@@ -19,3 +19,4 @@ export { sandboxPoolSchema } from './generated/pool-schema.js';
 export type * from './generated/snapshot-types.js';
 export { sandboxSnapshotSchema } from './generated/snapshot-schema.js';
 export * from './wire/index.js';
+export * from './public/index.js';

@@ -153,5 +153,5 @@ export default fp<AuthBridgeOptions>(
     });
     done();
   },
-  { name: 'e2b-auth-bridge', fastify: '5.x', dependencies: ['errors', 'store'] },
+  { name: 'e2b-auth-bridge', fastify: '5.x', dependencies: ['errors', 'services'] },
 );

@@ -21,9 +21,7 @@ import envdPlugin from './envd/plugin.js';
 import { EnvdProcesses } from './envd/process-service.js';
 import { EnvdWatchers } from './envd/watcher.js';
 import { E2bKeyAuthenticator } from './keys.js';
-import '../plugins/types.js';
-import '../plugins/interactive.js';
-import '../plugins/code.js';
+import type {} from '../plugins/services.js';
 
 export { E2B_API_PREFIX, E2B_ENVD_PREFIX };
 
@@ -73,7 +71,7 @@ export const e2bBridgePlugin = fp<E2bDeps>(
       namespaces: app.config.namespaces,
     });
   },
-  { name: 'e2b-bridge', fastify: '5.x', dependencies: ['config', 'store'] },
+  { name: 'e2b-bridge', fastify: '5.x', dependencies: ['services'] },
 );
 
 /** The control and envd APIs: register after the services and the interactive plugin. */

@@ -8,7 +8,17 @@ import fp from 'fastify-plugin';
 
 import type { KeyAuthenticator, Principal } from '../auth/keys.js';
 import { ProblemError } from '../errors.js';
-import './types.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller; set on every non-public route. */
+    principal: Principal;
+  }
+  interface FastifyContextConfig {
+    /** Routes that need no API key (health, OpenAPI). */
+    public?: boolean;
+  }
+}
 
 /** Options: the loaded key set. */
 export interface AuthPluginOptions {

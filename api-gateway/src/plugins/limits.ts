@@ -21,7 +21,15 @@ import type { ServerResponse } from 'node:http';
 import type { AnswerHold } from '../exec/types.js';
 import { UNCOUNTED_BYTES, type ByteBudget } from '../limits/byte-budget.js';
 import { CpuMeters } from '../limits/cpu-meter.js';
-import './types.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Budget of large answers held at once. */
+    answerBudget: ByteBudget;
+    /** Each API key's share of the CPU for reading agent answers. */
+    cpuMeters: CpuMeters;
+  }
+}
 
 /** Options: the shared budget of large answers (the Agent transport takes from it too). */
 export interface LimitsPluginOptions {
@@ -228,7 +236,7 @@ function registerResponseHold(app: FastifyInstance, budget: ByteBudget): void {
 export const sheddingPlugin = fp(async (app: FastifyInstance) => registerShedding(app), {
   name: 'shedding',
   fastify: '5.x',
-  dependencies: ['errors', 'config', 'metrics'],
+  dependencies: ['errors', 'services', 'metrics'],
 });
 
 /** Per-key limits and the hold of large responses: registered after authentication. */
@@ -240,5 +248,5 @@ export default fp<LimitsPluginOptions>(
     registerResponseHold(app, opts.budget);
     done();
   },
-  { name: 'limits', fastify: '5.x', dependencies: ['errors', 'config', 'metrics', 'auth'] },
+  { name: 'limits', fastify: '5.x', dependencies: ['errors', 'services', 'metrics', 'auth'] },
 );

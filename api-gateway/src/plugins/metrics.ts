@@ -3,7 +3,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 import type { GatewayMetrics } from '../metrics.js';
-import './types.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Prometheus instruments. */
+    metrics: GatewayMetrics;
+  }
+}
 
 /** Options: the instruments (one registry per app). */
 export interface MetricsPluginOptions {

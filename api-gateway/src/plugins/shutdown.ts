@@ -16,6 +16,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** True from the first signal on: /readyz fails while connections are still served. */
+    draining(): boolean;
+    /** Starts draining and resolves after `ms`; close() comes after. */
+    drain(ms: number): Promise<void>;
+  }
+}
+
 const SWEEP_MS = 1000;
 
 export default fp(

@@ -25,18 +25,8 @@ export const nameParams = {
   properties: { name: { ...dnsLabel, description: 'Session name' } },
 } as const;
 
-/** Environment variables: names as POSIX shell identifiers; SANDBOX_* is reserved for the platform. */
-export const envSchema = {
-  type: 'object',
-  maxProperties: 64,
-  propertyNames: {
-    type: 'string',
-    pattern: '^[A-Za-z_][A-Za-z0-9_]*$',
-    maxLength: 128,
-    not: { type: 'string', pattern: '^SANDBOX_' },
-  },
-  additionalProperties: { type: 'string', maxLength: 32768 },
-} as const;
+/** Environment variables (the public contract's: crds/src/public/exec.ts). */
+export { publicEnvSchema as envSchema } from '@sandbox-platform/api';
 
 /** Responses every authenticated route may give. */
 export function problemResponses(...statuses: number[]): Record<number, typeof problemSchema> {

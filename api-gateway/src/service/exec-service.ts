@@ -9,6 +9,8 @@
  */
 import type { Readable } from 'node:stream';
 
+import type { PublicExecRequest } from '@sandbox-platform/api';
+
 import type { ActivityReporter } from '../activity/reporter.js';
 import type { ExecLimits } from '../config.js';
 import { ProblemError } from '../errors.js';
@@ -30,17 +32,8 @@ import type {
 import { assertSessionName } from './namespaces.js';
 import { assertSynced, notFoundOrGone, readThrough } from './sessions-service.js';
 
-/** An exec as the API accepts it (timeoutSeconds and waitSeconds optional). */
-export interface ExecInput {
-  command: string;
-  timeoutSeconds?: number;
-  cwd?: string;
-  env?: Record<string, string>;
-  /** stdin bytes (then EOF), spelled as stdinEncoding says (Agent transport only). */
-  stdin?: string;
-  stdinEncoding?: 'utf-8' | 'base64';
-  waitSeconds?: number;
-}
+/** An exec as the API accepts it: the public exec request (crds/src/public/exec.ts). */
+export type ExecInput = PublicExecRequest;
 
 /** Dependencies of the exec service. */
 export interface ExecServiceDeps {

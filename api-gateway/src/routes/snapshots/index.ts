@@ -1,7 +1,7 @@
 /**
  * Snapshot and fork routes (docs/snapshots.md): POST/GET /v1/snapshots, GET/DELETE
- * /v1/snapshots/{name}, POST /v1/sessions/{name}/fork. The plugin also decorates the app with the
- * snapshots service (app.snapshots) for the MCP tools. Without a snapshot API (tests built without
+ * /v1/snapshots/{name}, POST /v1/sessions/{name}/fork, over the snapshots service
+ * (plugins/services.ts), which the MCP tools share. Without a snapshot API (tests built without
  * one) the service is absent and the routes answer 501 not-supported.
  */
 import type { FastifyInstance } from 'fastify';
@@ -9,9 +9,7 @@ import fp from 'fastify-plugin';
 
 import { ProblemError } from '../../errors.js';
 import { resolveNamespace } from '../../service/namespaces.js';
-import { SnapshotsService, type ForkInput, type SnapshotInput } from '../../service/snapshots-service.js';
-import type { SnapshotApi } from '../../snapshots/kube-snapshots.js';
-import '../../plugins/types.js';
+import type { ForkInput, SnapshotInput, SnapshotsService } from '../../service/snapshots-service.js';
 import {
   createSnapshotSchema,
   deleteSnapshotSchema,
@@ -19,18 +17,6 @@ import {
   getSnapshotSchema,
   listSnapshotsSchema,
 } from './schemas.js';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Snapshots and forks (routes/snapshots); undefined without a snapshot API. */
-    snapshots?: SnapshotsService;
-  }
-}
-
-/** Options: the API server's snapshot calls. */
-export interface SnapshotRoutesOptions {
-  api?: SnapshotApi;
-}
 
 type NsQuery = { Querystring: { namespace?: string } };
 type NameParams = { Params: { name: string } };
@@ -41,12 +27,7 @@ function service(app: FastifyInstance): SnapshotsService {
 }
 
 export default fp(
-  (app: FastifyInstance, opts: SnapshotRoutesOptions, done: (err?: Error) => void) => {
-    app.decorate(
-      'snapshots',
-      opts.api ? new SnapshotsService(opts.api, app.store, app.sessions, app.config.tenants) : undefined,
-    );
-
+  (app: FastifyInstance, _opts: unknown, done: (err?: Error) => void) => {
     app.post<NsQuery & { Body: SnapshotInput & { namespace?: string } }>(
       '/v1/snapshots',
       { schema: createSnapshotSchema },
@@ -112,5 +93,5 @@ export default fp(
     );
     done();
   },
-  { name: 'snapshots', fastify: '5.x', dependencies: ['services', 'config', 'store'] },
+  { name: 'snapshots', fastify: '5.x', dependencies: ['services'] },
 );
