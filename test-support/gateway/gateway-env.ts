@@ -65,6 +65,8 @@ export class GatewayEnv {
   nsA!: TestNamespace;
   nsB!: TestNamespace;
   agentPort = 0;
+  /** The agents' terminal helper (sandbox-pty); without it their terminal route is refused. */
+  ptyHelperPath: string | undefined;
   private readonly gateways: Gateway[] = [];
   private readonly agents: Array<{ agent: RunningAgent; dir: string }> = [];
   private nextHost = 2;
@@ -143,7 +145,14 @@ export class GatewayEnv {
     const dir = mkdtempSync(join(tmpdir(), 'gw-agent-'));
     const token = deriveToken(MASTER_KEY, { namespace, name, uid });
     const agent = await startAgent(
-      agentConfig({ token, host, port: this.agentPort, workspace: dir, logLevel: 'error' }),
+      agentConfig({
+        token,
+        host,
+        port: this.agentPort,
+        workspace: dir,
+        logLevel: 'error',
+        ...(this.ptyHelperPath ? { ptyHelperPath: this.ptyHelperPath } : {}),
+      }),
       {
         logSink: () => undefined,
       },
