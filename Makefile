@@ -31,11 +31,11 @@ verify: node-deps ## Fail when generated files drifted from crds/*.yaml
 lint: build ## eslint, prettier and a type check of sources and tests (after tsc -b: workspaces type-check against each other's declarations)
 	npx eslint .
 	npx prettier --check .
-	for p in crds sandbox-agent operator api-gateway egress-proxy console test-e2e sdk/typescript sdk/cli; do npx tsc -p $$p/tsconfig.test.json || exit 1; done
+	for p in crds sandbox-agent operator api-gateway egress-proxy console test-e2e test-support sdk/typescript sdk/cli; do npx tsc -p $$p/tsconfig.test.json || exit 1; done
 
 .PHONY: test-unit
 test-unit: node-deps ## Unit tests of every workspace (no cluster)
-	for p in crds sandbox-agent operator api-gateway egress-proxy console test-e2e sdk/typescript sdk/cli; do (cd $$p && $(JEST)) || exit 1; done
+	for p in crds sandbox-agent operator api-gateway egress-proxy console test-e2e test-support sdk/typescript sdk/cli; do (cd $$p && $(JEST)) || exit 1; done
 
 .PHONY: test
 test: verify lint test-unit test-localkube chart-lint test-images test-integration test-e2e $(if $(E2E_KUBECONFIG),,test-isolation-unenforced) ## Every tier: verify, lint, unit, chart checks, images, integration, e2e

@@ -1,7 +1,7 @@
 // The launcher of every package's benchmark (<pkg>/bench/run.mjs): builds the benchmark's
-// TypeScript entry into one ESM file with esbuild (no prior `tsc -b` needed; the shared API
-// package resolves to its sources) and runs it with node, passing the arguments through. The exit
-// code is the benchmark's; the bundle is removed afterwards. BENCH_NODE_ARGS adds node options to
+// TypeScript entry into one ESM file with esbuild (no prior `tsc -b` needed; the shared API and
+// test-support packages resolve to their sources) and runs it with node, passing the arguments
+// through. The exit code is the benchmark's; the bundle is removed afterwards. BENCH_NODE_ARGS adds node options to
 // the benchmark's process, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" for a profile.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { basename, join } from 'node:path';
 import { build } from 'esbuild';
 
 const api = join(import.meta.dirname, 'crds/src/index.ts');
+const testSupport = join(import.meta.dirname, 'test-support/src/index.ts');
 
 /**
  * @param {string} entry absolute path of the benchmark's .ts entry
@@ -38,7 +39,7 @@ export async function runBench(
       outfile,
       logLevel: 'warning',
       ...(external ? { packages: 'external' } : {}),
-      alias: { '@sandbox-platform/api': api },
+      alias: { '@sandbox-platform/api': api, '@sandbox-platform/test-support': testSupport },
     });
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
     const result = spawnSync(process.execPath, [...nodeArgs, outfile, ...args], { stdio: 'inherit' });

@@ -21,6 +21,8 @@ export function preset(pkgDir, opts = {}) {
       // Workspaces import each other by package name; tests use the TypeScript sources directly.
       '^@sandbox-platform/api$': join(root, 'crds/src/index.ts'),
       '^@sandbox-platform/api/(.*)\\.js$': join(root, 'crds/src/$1.ts'),
+      '^@sandbox-platform/test-support$': join(root, 'test-support/src/index.ts'),
+      '^@sandbox-platform/test-support/gateway$': join(root, 'test-support/gateway/gateway-env.ts'),
       // The gateway's and the e2e tier's tests call the gateway through the published SDK's sources.
       '^@sandbox-platform/client$': join(root, 'sdk/typescript/src/index.ts'),
       // NodeNext requires explicit .js extensions in relative imports; map them back to the .ts sources.

@@ -1,4 +1,4 @@
-import { integrationPreset } from '../test-e2e/jest.integration.preset.js';
+import { integrationPreset } from '@sandbox-platform/test-support/jest.integration.preset.js';
 
 const base = integrationPreset(import.meta.dirname, { testTimeout: 90_000 });
 

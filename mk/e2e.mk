@@ -1,4 +1,4 @@
-# Integration and e2e tiers (docs/architecture.md, "Test tiers"; harness in test-e2e/src/framework).
+# Integration and e2e tiers (docs/architecture.md, "Test tiers"; harness in test-support/).
 
 # E2E_KUBECONFIG: run the e2e specs against this cluster instead of starting the local one.
 E2E_KUBECONFIG ?=

@@ -6,7 +6,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { importFrameworkModule } from './jest.global.js';
+import { importTsModule } from '@sandbox-platform/test-support/jest.global.js';
 
 export default class NotRunReporter {
   /** @param {{ rootDir: string, testNamePattern?: string }} globalConfig */
@@ -24,7 +24,9 @@ export default class NotRunReporter {
 
   /** @param {unknown} _contexts @param {{ testResults: import('./src/framework/e2e-summary.ts').FileOutcome[] }} results */
   async onRunComplete(_contexts, results) {
-    const { readNotRun, summarize, formatSummary } = await importFrameworkModule('e2e-summary.ts');
+    const { readNotRun, summarize, formatSummary } = await importTsModule(
+      new URL('./src/framework/e2e-summary.ts', import.meta.url),
+    );
     const summary = summarize(results.testResults, readNotRun(this.file), { nameFilter: this.nameFilter });
     const text = formatSummary(summary, this.rootDir);
     process.stdout.write(`\n${text}`);

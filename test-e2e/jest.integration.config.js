@@ -1,3 +1,3 @@
-import { integrationPreset } from './jest.integration.preset.js';
+import { integrationPreset } from '@sandbox-platform/test-support/jest.integration.preset.js';
 
 export default integrationPreset(import.meta.dirname);

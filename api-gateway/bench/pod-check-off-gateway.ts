@@ -8,7 +8,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 
-import { findPodProcesses } from '../../test-e2e/src/framework/pod-processes.js';
+import { findPodProcesses } from '@sandbox-platform/test-support';
 
 /** Marks the copy, and tells its Pods from the deployed ones. */
 const BENCH_LABEL = 'sandbox.dev/bench';

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { findPodProcesses } from '../../test-e2e/src/framework/pod-processes.js';
+import { findPodProcesses } from '@sandbox-platform/test-support';
 
 /** CPU time so far of one process, all its threads, in ms (0 once it is gone). */
 export function processCpuMs(pid: number): number {

@@ -1,6 +1,6 @@
 /**
  * bench-egress --mode cluster: from a sandbox of the local platform (make platform-up) to the
- * egress e2e's in-cluster upstream (test-e2e/specs/egress/upstream.ts): the load generator
+ * egress e2e's in-cluster upstream (test-support/src/egress-upstream.ts): the load generator
  * (load.mjs) runs inside the sandbox, through the egress proxy, and directly with enforcement off
  * (the namespace's sandbox-egress NetworkPolicy removed for that run and put back right after),
  * alternating per round. The chart is switched to reach in-cluster upstreams for the run and back
@@ -24,16 +24,17 @@ import {
 } from '@sandbox-platform/api';
 import { SandboxClient } from '@sandbox-platform/client';
 
-import { kubeClients, type KubeClients } from '../../test-e2e/src/framework/kube.js';
-import { REPO_ROOT } from '../../test-e2e/src/framework/localkube.js';
 import {
-  host,
-  HTTP_PORT,
+  kubeClients,
+  type KubeClients,
+  REPO_ROOT,
   startUpstream,
   stopUpstream,
+  UPSTREAM_HTTP_PORT as HTTP_PORT,
   UPSTREAM_NS,
   upstreamCertificates,
-} from '../../test-e2e/specs/egress/upstream.js';
+  upstreamHost as host,
+} from '@sandbox-platform/test-support';
 
 import type { Stats } from './egress-bench.js';
 

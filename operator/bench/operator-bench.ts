@@ -19,7 +19,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import * as k8s from '@kubernetes/client-node';
 import { readMasterKeyFile } from '@sandbox-platform/api';
 
-import { applyCrds, createTestNamespace, startControlPlane } from '../../test-e2e/src/framework/index.js';
+import { applyCrds, createTestNamespace, startControlPlane } from '@sandbox-platform/test-support';
 import { createKubeClients } from '../src/kube/clients.js';
 import { Sessions } from '../test/integration/harness/sessions.js';
 import {

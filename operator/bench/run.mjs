@@ -6,9 +6,8 @@ import { join } from 'node:path';
 import { runBench } from '../../bench-runner.mjs';
 
 await runBench(join(import.meta.dirname, 'operator-bench.ts'), {
-  // In the repository's node_modules/.cache (ignored), exactly three levels below the root: the
-  // bundle's external packages resolve from node_modules, and the test framework's REPO_ROOT
-  // (three levels up from its module) still points at the repository root.
+  // In the repository's node_modules/.cache (ignored): the bundle's external packages resolve
+  // from node_modules, and test-support's REPO_ROOT finds the repository root above it.
   dir: join(import.meta.dirname, '../../node_modules/.cache'),
   external: true,
 });

@@ -18,7 +18,11 @@ await build({
   target: 'node20',
   outfile,
   packages: 'external',
-  alias: { '@sandbox-platform/api': join(root, 'crds/src/index.ts') },
+  alias: {
+    '@sandbox-platform/api': join(root, 'crds/src/index.ts'),
+    '@sandbox-platform/test-support': join(root, 'test-support/src/index.ts'),
+    '@sandbox-platform/test-support/gateway': join(root, 'test-support/gateway/gateway-env.ts'),
+  },
   logLevel: 'warning',
 });
 process.stdout.write(`${outfile}\n`);

@@ -2,7 +2,7 @@
  * A live gateway for the SDK and CLI tests without a cluster: a control-plane-only localkube (a
  * real kube-apiserver on free ports), the real gateway with its production wiring, and real
  * sandbox agents as local processes, reusing the gateway's integration environment
- * (api-gateway/test/integration/gateway-env.ts). No kubelet and no operator run, so this process
+ * (test-support/gateway/gateway-env.ts). No kubelet and no operator run, so this process
  * plays the operator: every new session gets an agent on its own loopback address and a Ready
  * status pointing at it, as the operator would write.
  *
@@ -17,14 +17,14 @@ import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 
 import { CONDITIONS } from '@sandbox-platform/api';
-import { GatewayEnv, KEYS } from '../../api-gateway/test/integration/gateway-env.js';
-import { applyCrds, startControlPlane } from '../../test-e2e/src/framework/index.js';
+import { GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
+import { applyCrds, startControlPlane } from '@sandbox-platform/test-support';
 
 /** How often the stand-in operator looks for new sessions. */
 const POLL_MS = 200;
 
-// The bundle runs from api-gateway/node_modules/.cache, so the framework's REPO_ROOT (derived from
-// its own file's place) is wrong there: the repository root and the localkube binary are passed in.
+// The bundle runs from api-gateway/node_modules/.cache: the repository root and the localkube
+// binary are passed in rather than derived from the bundle's place.
 const { values } = parseArgs({ options: { 'write-env': { type: 'string' }, root: { type: 'string' } } });
 const envFile = values['write-env'];
 const root = values.root;

@@ -26,7 +26,7 @@ import { execTrueCall, hostPort } from '../../api-gateway/bench/agent-call.js';
 import { serveAttacker, spawnAttacker } from '../../api-gateway/bench/attack.js';
 import { quantile } from '../../api-gateway/bench/stats.js';
 import { kubeClients } from '../src/framework/index.js';
-import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { AGENT_IMAGE, namespaceOf, uniqueName } from '../specs/isolation/support.js';
 import { GatewayProcess, MIB } from '../specs/hostile/gateway-process.js';
 import { createHostileSession } from '../specs/hostile/hostile-session.js';

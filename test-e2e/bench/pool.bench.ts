@@ -44,7 +44,7 @@ import {
 
 import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
 import { kubeClients } from '../src/framework/index.js';
-import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 
 // Not imported from specs/isolation/support.ts: that module pulls in @jest/globals (its notRun),
 // which a bench bundle run by plain node cannot load (the bench failed to start since 43bbcda).

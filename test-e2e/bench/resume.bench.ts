@@ -23,7 +23,7 @@ import { LABELS } from '@sandbox-platform/api';
 import { firstOutput } from './first-output.js';
 import { SandboxClient, UnavailableError } from '../../sdk/typescript/src/index.js';
 import { kubeClients } from '../src/framework/index.js';
-import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 
 // Not imported from specs/isolation/support.ts: that module pulls in @jest/globals (its notRun),
 // which a bench bundle run by plain node cannot load.

@@ -46,7 +46,7 @@ import { S3Client } from '../../operator/src/snapshot/s3-client.js';
 import { firstOutput } from './first-output.js';
 import { SandboxClient } from '../../sdk/typescript/src/index.js';
 import { kubeClients, REPO_ROOT } from '../src/framework/index.js';
-import { predicate, waitFor } from '../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 
 // Not imported from specs/isolation/support.ts: that module pulls in @jest/globals (its notRun),
 // which a bench bundle run by plain node cannot load.

@@ -10,7 +10,7 @@ import { ANNOTATIONS, GROUP, POOL_PLURAL, REASONS, VERSION } from '@sandbox-plat
 import { Sandbox, SandboxError, SandboxNotFoundError } from 'e2b/dist/index.mjs';
 
 import { METADATA_ANNOTATION } from '../../src/e2b/control/views.js';
-import { GatewayEnv, KEYS, condition, type Gateway } from './gateway-env.js';
+import { condition, type Gateway, GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
 
 describe('the E2B API on a real API server', () => {
   const env = new GatewayEnv();

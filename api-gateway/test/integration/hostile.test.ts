@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { REASONS } from '@sandbox-platform/api';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { startHostileAgent, type HostileAgent } from '../helpers/hostile-agent.js';
-import { GatewayEnv, KEYS, MASTER_KEY, condition } from './gateway-env.js';
+import { condition, GatewayEnv, KEYS, MASTER_KEY } from '@sandbox-platform/test-support/gateway';
 import { buildServerBundle, type ServerBundle } from './server-bundle.js';
 
 const MIB = 1 << 20;

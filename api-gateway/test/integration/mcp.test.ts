@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { connectMcp, toolText } from '../helpers/mcp-client.js';
-import { GatewayEnv, KEYS } from './gateway-env.js';
+import { GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
 
 describe('MCP endpoint with a real API server and agent', () => {
   const env = new GatewayEnv();

@@ -13,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { REASONS } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
-import { GatewayEnv, KEYS, condition, type Gateway } from './gateway-env.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
+import { condition, type Gateway, GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
 
 const SECRET = 'tenant B private file';
 

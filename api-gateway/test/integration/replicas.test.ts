@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { SandboxClient } from '@sandbox-platform/client';
-import { GatewayEnv, KEYS } from './gateway-env.js';
+import { GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
 
 describe('several gateway replicas', () => {
   const env = new GatewayEnv();

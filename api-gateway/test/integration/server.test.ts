@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { SandboxClient } from '@sandbox-platform/client';
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
-import { GatewayEnv, KEYS, MASTER_KEY } from './gateway-env.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
+import { GatewayEnv, KEYS, MASTER_KEY } from '@sandbox-platform/test-support/gateway';
 import { buildServerBundle } from './server-bundle.js';
 
 async function freePort(): Promise<number> {

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ANNOTATIONS, REASONS } from '@sandbox-platform/api';
 
 import { SandboxClient, GatewayError } from '@sandbox-platform/client';
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
-import { GatewayEnv, KEYS, condition, type Gateway } from './gateway-env.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
+import { condition, type Gateway, GatewayEnv, KEYS } from '@sandbox-platform/test-support/gateway';
 
 describe('gateway on a real API server with real agents', () => {
   const env = new GatewayEnv();

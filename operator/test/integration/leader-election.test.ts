@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';
 import { readPod } from './harness/sessions.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { deriveToken, readMasterKeyFile } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import { masterKeyFile } from './harness/operator-process.js';
 import { eventReasons, gone, ready, readPod, readSecret, readyIs } from './harness/sessions.js';

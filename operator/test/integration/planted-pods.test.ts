@@ -17,7 +17,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { GROUP, POOL_PLURAL, readMasterKeyFile, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import { masterKeyFile } from './harness/operator-process.js';
 import { Attacker, PlantedServer } from './harness/planted.js';

@@ -26,7 +26,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import { masterKeyFile, type OperatorProcess } from './harness/operator-process.js';
 import { readyIs } from './harness/sessions.js';

@@ -33,7 +33,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { predicate, REPO_ROOT, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, REPO_ROOT, waitFor } from '@sandbox-platform/test-support';
 import { createKubeClients } from '../../src/kube/clients.js';
 import { createPoolWriter, type PoolWriter } from '../../src/pool/pool-kube.js';
 import { projectPoolPod, type PoolPodView } from '../../src/pool/pool-view.js';

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import type { SandboxSession } from '@sandbox-platform/api';
 
-import { predicate, REPO_ROOT, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, REPO_ROOT, waitFor } from '@sandbox-platform/test-support';
 import { helmBinary } from './harness/chart.js';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';
 

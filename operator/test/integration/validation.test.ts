@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { GROUP, PLURAL, VERSION } from '@sandbox-platform/api';
 import * as k8s from '@kubernetes/client-node';
 
-import { REPO_ROOT, apiStatus } from '../../../test-e2e/src/framework/index.js';
+import { apiStatus, REPO_ROOT } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 
 const EXAMPLES = join(REPO_ROOT, 'crds/examples');

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
-import { predicate, waitFor, type TestNamespace } from '../../../test-e2e/src/framework/index.js';
+import { predicate, type TestNamespace, waitFor } from '@sandbox-platform/test-support';
 import { renderOperator } from './harness/chart.js';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';
 import { writeKubeconfig } from './harness/service-account.js';

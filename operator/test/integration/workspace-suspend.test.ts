@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { LABELS, MANAGER_NAME, workspaceClaimName, type SandboxSessionSpec } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../../test-e2e/src/framework/index.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { bindClaim, createStorageClass, readClaim } from './harness/claims.js';
 import { OperatorFixture } from './harness/fixture.js';
 import type { OperatorProcess } from './harness/operator-process.js';

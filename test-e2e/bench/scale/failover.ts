@@ -15,7 +15,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { GROUP, LABELS, MANAGER_NAME, PLURAL, VERSION } from '@sandbox-platform/api';
 
-import { sigkill } from '../../src/framework/pod-processes.js';
+import { sigkill } from '@sandbox-platform/test-support';
 import { sessionSpec } from './bursts.js';
 import type { KubeHttp } from './kube-http.js';
 import { leaderProcess, leaseHolder } from './platform.js';

@@ -13,8 +13,7 @@ import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { REPO_ROOT } from '../../src/framework/localkube.js';
-import { findPodProcesses, type PodProcess } from '../../src/framework/pod-processes.js';
+import { findPodProcesses, type PodProcess, REPO_ROOT } from '@sandbox-platform/test-support';
 
 /** Where and under which names the bench release lives. */
 export const BENCH = {

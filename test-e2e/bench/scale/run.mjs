@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { runBench } from '../../../bench-runner.mjs';
 
 await runBench(join(import.meta.dirname, 'scale.bench.ts'), {
-  // Three levels below the repository root, as the framework's REPO_ROOT expects of its module.
+  // Under the repository root, where test-support's REPO_ROOT finds it from the bundle's place.
   dir: join(import.meta.dirname, '../../../node_modules/.cache'),
   external: true,
 });

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { GatewayError } from '@sandbox-platform/client';
 import { kubeClients, REPO_ROOT } from '../../src/framework/index.js';
 import { describeOnLocal } from '../../src/framework/not-run.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { AGENT_IMAGE, gatewayClient, namespaceOf, uniqueName } from '../isolation/support.js';
 
 const NAMESPACE = namespaceOf('e2e');

@@ -19,7 +19,7 @@ import {
   type TestNamespace,
 } from '../../src/framework/index.js';
 import { NOT_LOCAL_REASON, notRun, onLocalCluster } from '../../src/framework/not-run.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 
 const { core, kc } = kubeClients();
 const storage = kc.makeApiClient(k8s.StorageV1Api);

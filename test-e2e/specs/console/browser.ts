@@ -11,7 +11,7 @@ import { join } from 'node:path';
 
 import { chromium, type Browser, type Page } from 'playwright-core';
 
-import { REPO_ROOT } from '../../src/framework/localkube.js';
+import { REPO_ROOT } from '@sandbox-platform/test-support';
 
 /** Where Debian installs Chromium (E2E_CHROMIUM overrides). */
 export const CHROMIUM = process.env.E2E_CHROMIUM ?? '/usr/bin/chromium';

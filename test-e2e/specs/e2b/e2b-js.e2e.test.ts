@@ -22,7 +22,7 @@ import {
   SandboxNotFoundError,
 } from 'e2b/dist/index.mjs';
 
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { OTHER_KEY, SANDBOX_URL, eventually, opts } from './support.js';
 
 describe('the official JS e2b SDK against the gateway', () => {

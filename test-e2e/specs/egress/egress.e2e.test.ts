@@ -1,7 +1,7 @@
 /**
  * e2e: egress by name (issue 30, docs/adr/0034). A session reaches an upstream only through the
  * platform's egress proxy, and only the hosts its spec.egress allows; the upstreams stand for the
- * internet and are Services of this cluster with their own DNS names (upstream.ts).
+ * internet and are Services of this cluster with their own DNS names (test-support/src/egress-upstream.ts).
  *
  * - an allowed host is answered through the proxy; a host not allowed is refused and audited;
  * - a process that ignores HTTP(S)_PROXY reaches nothing (NetworkPolicy), while the same request
@@ -34,15 +34,15 @@ import {
   uniqueName,
 } from '../isolation/support.js';
 import {
-  host,
-  HTTP_PORT,
-  HTTPS_PORT,
   startUpstream,
   stopUpstream,
+  UPSTREAM_HTTP_PORT as HTTP_PORT,
+  UPSTREAM_HTTPS_PORT as HTTPS_PORT,
   UPSTREAM_NS,
   upstreamCertificates,
+  upstreamHost as host,
   upstreamLog,
-} from './upstream.js';
+} from '@sandbox-platform/test-support';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 
 import { SandboxClient, type ExecResult, type ExecStreamEvent, type Session } from '@sandbox-platform/client';
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { runtimesUnderTest } from '../isolation/runtimes.js';
 import { createSession } from '../isolation/support.js';
 

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 
 import { kubeClients } from '../../src/framework/index.js';
 import { describeOnLocal } from '../../src/framework/not-run.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { AGENT_IMAGE, namespaceOf, READY_TIMEOUT_MS } from '../isolation/support.js';
 import { GatewayProcess, gatewayPods, MIB, restartCount } from './gateway-process.js';
 import { createHostileSession } from './hostile-session.js';

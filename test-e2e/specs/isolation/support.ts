@@ -20,7 +20,7 @@ import {
 
 import { SandboxClient } from '@sandbox-platform/client';
 import { isNotFound, type KubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 
 export const AGENT_IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';
 export const READY_TIMEOUT_MS = 180_000;

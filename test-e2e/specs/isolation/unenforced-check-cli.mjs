@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { register } from 'node:module';
 import { join } from 'node:path';
 
-register('../../jest.ts-hooks.js', import.meta.url);
+register('@sandbox-platform/test-support/jest.ts-hooks.js', import.meta.url);
 const { checkIsolation, checkPids } = await import('./unenforced-check.ts');
 const { REPORTS } = await import('./report.ts');
 

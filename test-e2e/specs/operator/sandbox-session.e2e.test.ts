@@ -31,9 +31,14 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import { apiStatus, isNotFound, kubeClients } from '../../src/framework/kube.js';
-import { REPO_ROOT } from '../../src/framework/localkube.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import {
+  apiStatus,
+  isNotFound,
+  kubeClients,
+  predicate,
+  REPO_ROOT,
+  waitFor,
+} from '@sandbox-platform/test-support';
 
 const run = promisify(execFile);
 const NAMESPACE = process.env.E2E_NAMESPACE ?? 'sandbox-e2e';

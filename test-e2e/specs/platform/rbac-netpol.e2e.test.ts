@@ -12,7 +12,7 @@ import { describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { AGENT_PORT, GROUP, LABELS, MANAGER_NAME, PLURAL, SANDBOX_COMPONENT } from '@sandbox-platform/api';
 
-import { loadKubeConfig } from '../../src/framework/kube.js';
+import { loadKubeConfig } from '@sandbox-platform/test-support';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';

@@ -2,7 +2,7 @@
  * e2e chaos (issue 14, docs/adr/0016): the operator SIGKILLed in the middle of a burst of claims
  * from a warm pool. (Warm Pods deleted and sessions deleted mid-claim are in pool.e2e.test.ts,
  * "convergence".) The kill is `kill -9` of every operator replica's node process on this machine
- * (src/framework/pod-processes.ts): no graceful shutdown, no Lease release; the kubelet restarts
+ * (test-support/src/pod-processes.ts): no graceful shutdown, no Lease release; the kubelet restarts
  * the containers.
  *
  * A pool of 3, four sessions created at once through the gateway; every operator replica is killed
@@ -45,10 +45,9 @@ import {
 } from '@sandbox-platform/api';
 
 import { UnavailableError } from '../../../sdk/typescript/src/index.js';
-import { findPodProcesses, signalProcesses } from '../../src/framework/pod-processes.js';
+import { findPodProcesses, predicate, signalProcesses, waitFor } from '@sandbox-platform/test-support';
 import { waitOperatorRestarted } from '../../src/framework/platform-operator.js';
 import { watchPods, type ResourceWatch } from '../../src/framework/resource-watch.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { NS, READY_MS, kube, sbx, session } from '../suspend/support.js';
 import { createPool, deletePool, readPool } from '../support/custom-objects.js';
 import { NOT_LOCAL_REASON, describeIf, onLocalCluster } from '../../src/framework/not-run.js';

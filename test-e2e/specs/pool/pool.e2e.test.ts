@@ -38,7 +38,7 @@ import {
 
 import { SandboxClient, UnavailableError } from '../../../sdk/typescript/src/index.js';
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { namespaceOf } from '../isolation/support.js';
 import {
   createPool as createPoolObject,

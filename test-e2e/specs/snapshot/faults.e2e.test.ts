@@ -31,7 +31,7 @@ import * as k8s from '@kubernetes/client-node';
 import { describeOnLocal } from '../../src/framework/not-run.js';
 import { waitOperatorRestarted } from '../../src/framework/platform-operator.js';
 import { watchResource } from '../../src/framework/resource-watch.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { armKillOnce, seconds, startFromFreshOperator } from '../support/operator-kill.js';
 import {
   DESCRIBE,

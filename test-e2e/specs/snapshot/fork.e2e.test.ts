@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WORKSPACE_VERIFIED, type SandboxSnapshot } from '@sandbox-platform/api';
 
 import { itOnLocal } from '../../src/framework/not-run.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import {
   DESCRIBE,
   buildWorkspaceScript,

@@ -22,7 +22,7 @@ import {
 import { S3Client } from '../../../operator/src/snapshot/s3-client.js';
 import { SandboxClient } from '../../../sdk/typescript/src/index.js';
 import { isNotFound, kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { namespaceOf } from '../isolation/support.js';
 import { readSession } from '../support/custom-objects.js';
 

@@ -21,7 +21,7 @@ import {
 } from '@sandbox-platform/api';
 
 import { describeOnLocal } from '../../src/framework/not-run.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { mcpToolCall } from '../support/mcp.js';
 import { NS, READY_MS, kube, ready, run, sbx, session, unique, verified, waitCondition } from './support.js';
 

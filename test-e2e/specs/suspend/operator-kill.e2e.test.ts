@@ -1,7 +1,7 @@
 /**
  * e2e chaos (issue 13): the operator SIGKILLed while it carries out a suspend, and again while it
  * carries out the resume, of a session with a persistent workspace. The kill is `kill -9` of the
- * operator's node process on this machine (src/framework/pod-processes.ts): no graceful shutdown,
+ * operator's node process on this machine (test-support/src/pod-processes.ts): no graceful shutdown,
  * no Lease release; the kubelet restarts the container.
  *
  * - suspend: spec.suspend=true through the gateway, the leader killed as soon as a watch of the
@@ -43,7 +43,7 @@ import {
 import { isNotFound } from '../../src/framework/index.js';
 import { waitOperatorRestarted, type OperatorKill } from '../../src/framework/platform-operator.js';
 import { watchPods, watchResource, type ResourceWatch } from '../../src/framework/resource-watch.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { uniqueName } from '../isolation/support.js';
 import { describeOnLocal } from '../../src/framework/not-run.js';
 import { armKillOnce, seconds, startFromFreshOperator } from '../support/operator-kill.js';

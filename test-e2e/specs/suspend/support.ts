@@ -8,7 +8,7 @@ import { CONDITIONS, LABELS, workspaceClaimName, type SandboxSession } from '@sa
 
 import { SandboxClient, type ExecResult } from '../../../sdk/typescript/src/index.js';
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { namespaceOf } from '../isolation/support.js';
 import { readSession } from '../support/custom-objects.js';
 

@@ -30,7 +30,7 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { mcpToolCall } from '../support/mcp.js';
 import { uniqueName } from '../isolation/support.js';
 import {

@@ -17,7 +17,7 @@ import * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION, type SandboxSession } from '@sandbox-platform/api';
 
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { deleteSession, gatewayClient, namespaceOf } from '../isolation/support.js';
 import { readSession } from '../support/custom-objects.js';
 

@@ -28,7 +28,7 @@ import {
 
 import { GatewayError } from '@sandbox-platform/client';
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import {
   AGENT_IMAGE,
   deleteSession,

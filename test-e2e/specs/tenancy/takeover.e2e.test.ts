@@ -26,7 +26,7 @@ import {
 } from '@sandbox-platform/api';
 
 import { kubeClients } from '../../src/framework/index.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import {
   AGENT_IMAGE,
   createSession,

@@ -24,11 +24,15 @@ import { afterAll, expect } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import { CONDITIONS, KIND, POOL_LABELS } from '@sandbox-platform/api';
 
-import { REPO_ROOT } from '../../src/framework/localkube.js';
+import {
+  findPodProcesses,
+  predicate,
+  REPO_ROOT,
+  signalProcesses,
+  waitFor,
+} from '@sandbox-platform/test-support';
 import { itIf, onLocalCluster } from '../../src/framework/not-run.js';
-import { findPodProcesses, signalProcesses } from '../../src/framework/pod-processes.js';
 import { watchPods } from '../../src/framework/resource-watch.js';
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
 import { runcRuntimeClass } from '../isolation/support.js';
 import { createPool, deletePool, readPool } from '../support/custom-objects.js';
 import { deleteSecret, kube, NS, poolPods, putSecret, READY_MS, sbx, session, warmOf } from './support.js';

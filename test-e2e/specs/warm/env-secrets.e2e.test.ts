@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { API_VERSION, KIND, PLURAL, GROUP, VERSION } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { deletePool } from '../support/custom-objects.js';
 import {
   deleteSecret,

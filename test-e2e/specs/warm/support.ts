@@ -6,7 +6,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { POOL_LABELS, POOL_KIND, type SandboxSession } from '@sandbox-platform/api';
 
-import { predicate, waitFor } from '../../src/framework/wait-for.js';
+import { predicate, waitFor } from '@sandbox-platform/test-support';
 import { createPool, readPool } from '../support/custom-objects.js';
 import { NS, READY_MS, kube, session } from '../suspend/support.js';
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { REPO_ROOT } from './localkube.js';
+import { REPO_ROOT } from '@sandbox-platform/test-support';
 
 /**
  * The kubeconfig the e2e specs run against: E2E_KUBECONFIG (any cluster), else the local

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 
-import { localkubeBinary } from './localkube.js';
+import { localkubeBinary } from '@sandbox-platform/test-support';
 
 /** Result of one kubectl run. */
 export interface KubectlResult {

@@ -1,15 +1,20 @@
 /**
  * The platform's operator as the chaos specs see it: its pods (the Helm release's Deployment,
  * `app.kubernetes.io/component=operator`), the leader named by its Lease, a SIGKILL of their
- * processes on this machine (pod-processes.ts) and the wait until the kubelet has restarted them.
+ * processes on this machine (test-support/src/pod-processes.ts) and the wait until the kubelet has restarted them.
  * The release is E2E_PLATFORM_RELEASE in E2E_PLATFORM_NAMESPACE (platform.env; default sandbox
  * in sandbox-system), as in the other specs.
  */
 import * as k8s from '@kubernetes/client-node';
 
-import type { KubeClients } from './kube.js';
-import { findPodProcesses, sigkill, type PodProcess } from './pod-processes.js';
-import { predicate, waitFor } from './wait-for.js';
+import {
+  findPodProcesses,
+  predicate,
+  sigkill,
+  waitFor,
+  type KubeClients,
+  type PodProcess,
+} from '@sandbox-platform/test-support';
 
 const PLATFORM_NS = process.env.E2E_PLATFORM_NAMESPACE ?? 'sandbox-system';
 const RELEASE = process.env.E2E_PLATFORM_RELEASE ?? 'sandbox';

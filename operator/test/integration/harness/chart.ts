@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { REPO_ROOT } from '../../../../test-e2e/src/framework/index.js';
+import { REPO_ROOT } from '@sandbox-platform/test-support';
 
 const CHART = join(REPO_ROOT, 'charts/sandbox-platform');
 

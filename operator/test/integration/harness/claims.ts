@@ -7,7 +7,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 
-import { isNotFound } from '../../../../test-e2e/src/framework/index.js';
+import { isNotFound } from '@sandbox-platform/test-support';
 
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

@@ -6,10 +6,10 @@
 import {
   createTestNamespace,
   kubeClients,
-  testNamespaceName,
   type KubeClients,
   type TestNamespace,
-} from '../../../../test-e2e/src/framework/index.js';
+  testNamespaceName,
+} from '@sandbox-platform/test-support';
 import { startOperator, type OperatorProcess, type StartOptions } from './operator-process.js';
 import { Sessions } from './sessions.js';
 

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 
 import { afterAll } from '@jest/globals';
 
-import { REPO_ROOT } from '../../../../test-e2e/src/framework/index.js';
+import { REPO_ROOT } from '@sandbox-platform/test-support';
 
 let built = false;
 

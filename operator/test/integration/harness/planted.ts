@@ -28,7 +28,7 @@ import {
   type SandboxSession,
 } from '@sandbox-platform/api';
 
-import { isNotFound, predicate, waitFor } from '../../../../test-e2e/src/framework/index.js';
+import { isNotFound, predicate, waitFor } from '@sandbox-platform/test-support';
 import { runningReady, setPodStatus } from './sessions.js';
 
 /** One request the planted "agent" received. */

@@ -10,7 +10,7 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import { isNotFound, predicate, waitFor, type Predicate } from '../../../../test-e2e/src/framework/index.js';
+import { isNotFound, predicate, type Predicate, waitFor } from '@sandbox-platform/test-support';
 
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

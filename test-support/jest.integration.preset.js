@@ -1,7 +1,7 @@
 // The integration tier's jest config, shared by every workspace that has integration tests
-// (operator, api-gateway, test-e2e itself). Their jest.integration.config.js is:
+// (operator, api-gateway, test-e2e). Their jest.integration.config.js is:
 //
-//   import { integrationPreset } from '../test-e2e/jest.integration.preset.js';
+//   import { integrationPreset } from '@sandbox-platform/test-support/jest.integration.preset.js';
 //   export default integrationPreset(import.meta.dirname);
 //
 // globalSetup starts a control-plane-only localkube (no kubelet: tests may patch pod status),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 
-import { predicate, waitFor, WaitTimeoutError } from '../../src/framework/wait-for.js';
+import { predicate, waitFor, WaitTimeoutError } from '../../src/wait-for.js';
 
 describe('waitFor', () => {
   it('returns the first value that satisfies the predicate', async () => {

@@ -13,9 +13,8 @@ import { join } from 'node:path';
 
 import type * as k8s from '@kubernetes/client-node';
 
-// Narrow imports (no jest globals): bench-egress --mode cluster imports this file outside jest.
-import { apiStatus, isNotFound, type KubeClients } from '../../src/framework/kube.js';
-import { podReady, waitForPod } from '../../src/framework/pods.js';
+import { apiStatus, isNotFound, type KubeClients } from './kube.js';
+import { podReady, waitForPod } from './pods.js';
 
 /** The agent image: node, for the upstream's server. */
 const AGENT_IMAGE = 'localhost/sandbox-platform/sandbox-agent:dev';

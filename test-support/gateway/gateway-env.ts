@@ -30,18 +30,14 @@ import {
 import type { SandboxSession } from '@sandbox-platform/api';
 import type { FastifyInstance } from 'fastify';
 
-import { agentConfig, startAgent, type RunningAgent } from '../../../sandbox-agent/src/index.js';
-import {
-  createTestNamespace,
-  kubeClients,
-  type KubeClients,
-  type TestNamespace,
-} from '../../../test-e2e/src/framework/index.js';
-import { buildApp } from '../../src/app.js';
-import { ApiKeys } from '../../src/auth/keys.js';
-import { composeDeps } from '../../src/compose.js';
-import { loadConfig } from '../../src/config.js';
-import { WinstonFastifyLogger, silentWinston } from '../../src/logger.js';
+// The gateway's and the agent's sources (test support sits above the product packages).
+import { buildApp } from '../../api-gateway/src/app.js';
+import { ApiKeys } from '../../api-gateway/src/auth/keys.js';
+import { composeDeps } from '../../api-gateway/src/compose.js';
+import { loadConfig } from '../../api-gateway/src/config.js';
+import { WinstonFastifyLogger, silentWinston } from '../../api-gateway/src/logger.js';
+import { agentConfig, startAgent, type RunningAgent } from '../../sandbox-agent/src/index.js';
+import { createTestNamespace, kubeClients, type KubeClients, type TestNamespace } from '../src/index.js';
 
 /** The master key of the test gateways (what the chart mounts from a Secret). */
 export const MASTER_KEY = Buffer.from('integration-master-key-0123456789abcdef');
@@ -69,6 +65,8 @@ export class GatewayEnv {
   nsA!: TestNamespace;
   nsB!: TestNamespace;
   agentPort = 0;
+  /** The agents' terminal helper (sandbox-pty); without it their terminal route is refused. */
+  ptyHelperPath: string | undefined;
   private readonly gateways: Gateway[] = [];
   private readonly agents: Array<{ agent: RunningAgent; dir: string }> = [];
   private nextHost = 2;
@@ -147,7 +145,14 @@ export class GatewayEnv {
     const dir = mkdtempSync(join(tmpdir(), 'gw-agent-'));
     const token = deriveToken(MASTER_KEY, { namespace, name, uid });
     const agent = await startAgent(
-      agentConfig({ token, host, port: this.agentPort, workspace: dir, logLevel: 'error' }),
+      agentConfig({
+        token,
+        host,
+        port: this.agentPort,
+        workspace: dir,
+        logLevel: 'error',
+        ...(this.ptyHelperPath ? { ptyHelperPath: this.ptyHelperPath } : {}),
+      }),
       {
         logSink: () => undefined,
       },

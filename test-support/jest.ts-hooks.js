@@ -20,6 +20,10 @@ export async function resolve(specifier, context, nextResolve) {
       return { url: asTs.href, shortCircuit: true };
     }
   }
+  // This package by name: its sources (the "source" export condition), so no `tsc -b` is needed first.
+  if (specifier === '@sandbox-platform/test-support' && parent.startsWith(repoRoot)) {
+    return nextResolve(specifier, { ...context, conditions: [...context.conditions, 'source'] });
+  }
   return nextResolve(specifier, context);
 }
 
