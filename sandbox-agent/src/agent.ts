@@ -66,7 +66,8 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const env = shellEnvironment(options.baseEnv ?? process.env, files.workspace);
   // One record, shared by reference: every spawn reads it, and a warm Pod's bind extends it.
   const sessionEnv: Record<string, string> = { ...config.sessionEnv };
-  const stdinPipes = await StdinPipes.open(options.tempDir ?? tmpdir(), env);
+  const tempDir = options.tempDir ?? tmpdir();
+  const stdinPipes = await StdinPipes.open(tempDir, env);
   const shell = new PersistentShell({
     bashPath: config.bashPath,
     workspace: files.workspace,
@@ -87,6 +88,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   };
   const processes = new ProcessTable({
     ...shared,
+    tempDir,
     maxProcesses: config.maxProcesses,
     outputBytes: config.processOutputBytes,
   });
@@ -99,7 +101,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const code = await CodeContexts.open({
     ...CODE_DEFAULTS,
     ...options.code,
-    tempDir: options.tempDir ?? tmpdir(),
+    tempDir,
     workspace: files.workspace,
     env: () => ({ ...env, ...sessionEnv }),
     logger,

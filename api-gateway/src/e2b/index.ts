@@ -41,6 +41,8 @@ export interface E2bDeps {
   workspace?: string;
   /** The PTY helper's path in the sandboxes (default the agent image's). Only tests change it. */
   ptyHelper?: string;
+  /** Where sandboxes keep the login environment (default launcher.ts LOGIN_ENV_FILE). Only tests change it. */
+  loginEnvFile?: string;
 }
 
 /** Builds the E2B dependencies from the master key, the key set and the REST KubeConfig. */
@@ -91,6 +93,7 @@ export async function e2bPlugin(app: FastifyInstance, deps: E2bDeps): Promise<vo
   const processes = new EnvdProcesses({
     ...common,
     ...(deps.ptyHelper ? { ptyHelper: deps.ptyHelper } : {}),
+    ...(deps.loginEnvFile ? { loginEnvFile: deps.loginEnvFile } : {}),
   });
   const watchers = new EnvdWatchers({ ...common, fileWatches: app.fileWatches, workspace });
   const filesystem = new EnvdFilesystem({ execs: app.execs, watchers, workspace });

@@ -36,10 +36,33 @@ const IO_TOKEN = /^[0-9a-f]{32}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MARKER_LINE = /^# e2b1 ([0-9a-f]{32}|-) ([A-Za-z0-9_-]*)/;
 
+/**
+ * Where a sandbox keeps its login environment (see loginCommandLines): in /tmp, so every gateway
+ * replica's launchers find it and a new Pod (resume) starts without it.
+ */
+export const LOGIN_ENV_FILE = '/tmp/.e2b-login-env-1';
+
+/**
+ * Files whose change makes the kept login environment stale: bash's login files and what Debian's
+ * /etc/profile reads. A tool installer that adds a line to ~/.profile is seen by the next command.
+ */
+const LOGIN_FILES = [
+  '/etc/profile',
+  '/etc/profile.d',
+  '/etc/profile.d/*.sh',
+  '/etc/bash.bashrc',
+  '~/.bash_profile',
+  '~/.bash_login',
+  '~/.profile',
+  '~/.bashrc',
+];
+
 /** A process as E2B's Start describes it. */
 export interface LaunchSpec {
   cmd: string;
   args: string[];
+  /** The request's envs (the agent exports them too; the login fast path applies them again last). */
+  env?: Record<string, string>;
   cwd?: string;
   tag?: string;
   /** Start a terminal of that size. */
@@ -115,6 +138,7 @@ export function launcherScript(
   spec: LaunchSpec,
   token: () => string = newIoToken,
   ptyHelper: string = PTY_HELPER,
+  loginEnvFile: string = LOGIN_ENV_FILE,
 ): string {
   if (spec.cmd.length === 0) throw new ProblemError('invalid-request', 'process cmd is empty');
   const words = [spec.cmd, ...spec.args].map(shellWord).join(' ');
@@ -129,6 +153,7 @@ export function launcherScript(
       `exec ${shellWord(ptyHelper)} ${spec.pty.cols} ${spec.pty.rows} -- ${words} 0<>"$d/in" 3<>"$d/ctl" 4>/dev/null 2>/dev/null`,
     ].join('\n');
   }
+  const login = loginCommand(spec);
   if (spec.stdin) {
     const io = token();
     const d = ioDir(io);
@@ -138,10 +163,77 @@ export function launcherScript(
       'mkdir -m 700 "$d" && mkfifo "$d/in" || exit 125',
       'sleep infinity >"$d/in" 2>/dev/null </dev/null &',
       'echo $! >"$d/keeper"',
-      `exec ${words} <"$d/in"`,
+      ...(login === undefined
+        ? [`exec ${words} <"$d/in"`]
+        : ['exec <"$d/in"', 'unset -v d', ...loginCommandLines(spec, login, loginEnvFile)]),
     ].join('\n');
   }
+  if (login !== undefined) {
+    return [processMarker(spec, undefined), ...loginCommandLines(spec, login, loginEnvFile)].join('\n');
+  }
   return `${processMarker(spec, undefined)}\nexec ${words}`;
+}
+
+/** The command of the SDKs' `commands.run` form, `/bin/bash -l -c <command>`; else undefined. */
+export function loginCommand(spec: Pick<LaunchSpec, 'cmd' | 'args'>): string | undefined {
+  const [l, c, command, ...rest] = spec.args;
+  return spec.cmd === '/bin/bash' && l === '-l' && c === '-c' && command !== undefined && rest.length === 0
+    ? command
+    : undefined;
+}
+
+/**
+ * `/bin/bash -l -c <command>` without a login shell per command (ADR 0035, "Commands without a
+ * login shell each"): the launcher's own bash (the agent's process, so the pid, signals and exit
+ * status are the process's) applies the login environment kept in `file`, the request's envs
+ * again (they win over the profile's), sources BASH_ENV as `bash -c` does, and evals the command.
+ *
+ * The environment is what a login shell's profile files export on top of what the process starts
+ * with, taken once by a real `/bin/bash -l` (with the request's envs and BASH_ENV unset, so
+ * neither is kept for later commands) and taken again when a login file is newer than it. Only
+ * exported variables survive: the profile's functions, aliases, shell options and unexported
+ * variables do not (aliases never reached `bash -l -c` either), nor its other effects (output,
+ * umask, ulimit). When it cannot be taken (no compgen, an unwritable /tmp), the command runs in a
+ * real login shell as before.
+ */
+function loginCommandLines(spec: LaunchSpec, command: string, file: string): string[] {
+  const envNames = Object.keys(spec.env ?? {});
+  const unset = ['BASH_ENV', ...envNames].join(' ');
+  const printEnv = 'for n in $(compgen -e); do printf "%s=%s\\0" "$n" "${!n}"; done';
+  const fresh = LOGIN_FILES.map((f) => (f.startsWith('~/') ? `"$HOME"/${shellWord(f.slice(2))}` : f)).join(
+    ' ',
+  );
+  const exports = Object.entries(spec.env ?? {}).map(([name, value]) => `export ${name}=${shellWord(value)}`);
+  return [
+    `__e2b_f=${shellWord(file)}`,
+    '__e2b_fresh() {',
+    `  local x; for x in ${fresh}; do [ -e "$x" ] && ! [ "$__e2b_f" -nt "$x" ] && return 1; done; return 0`,
+    '}',
+    '__e2b_login() {',
+    '  local t="$__e2b_f.$$.$RANDOM"',
+    '  (',
+    `    unset -v ${unset}`,
+    '    declare -A b; for n in $(compgen -e); do b[$n]=${!n}; done',
+    '    while IFS= read -r -d "" kv; do',
+    '      n=${kv%%=*}',
+    '      case $n in SHLVL | _ | PWD | OLDPWD) continue ;; esac',
+    '      [[ $n =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue',
+    '      [[ ${b[$n]+x} && ${b[$n]} == "${kv#*=}" ]] && continue',
+    `      printf 'export %s=%q\\n' "$n" "\${kv#*=}"`,
+    `    done < <(exec /bin/bash -l -c ${shellWord(printEnv)} </dev/null 2>/dev/null)`,
+    '    wait $!',
+    '  ) >"$t" 2>/dev/null && mv -f "$t" "$__e2b_f" 2>/dev/null || { rm -f "$t"; return 1; }',
+    '}',
+    'if { [ -r "$__e2b_f" ] && __e2b_fresh; } || __e2b_login; then',
+    '  . "$__e2b_f"',
+    ...exports.map((line) => `  ${line}`),
+    '  unset -v __e2b_f; unset -f __e2b_fresh __e2b_login',
+    '  if [ -n "${BASH_ENV-}" ]; then . "$BASH_ENV"; fi',
+    `  eval ${shellWord(command)}`,
+    'else',
+    `  exec /bin/bash -l -c ${shellWord(command)}`,
+    'fi',
+  ];
 }
 
 /** A random io token. */

@@ -98,6 +98,8 @@ export interface ProcessServiceDeps {
   followMs?: number;
   /** The agent's PTY helper in the sandbox (default launcher.ts PTY_HELPER; tests compile their own). */
   ptyHelper?: string;
+  /** Where the sandbox keeps its login environment (default launcher.ts LOGIN_ENV_FILE; tests use their own). */
+  loginEnvFile?: string;
 }
 
 /** Seconds a write to a process's input may take (a process that does not read blocks it). */
@@ -117,6 +119,7 @@ function toSpec(req: StartRequest): Parameters<typeof launcherScript>[0] {
   return {
     cmd: p.cmd,
     args: p.args,
+    env: p.envs,
     ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
     ...(req.tag !== undefined ? { tag: req.tag } : {}),
     ...(req.pty ? { pty: { cols: size?.cols ?? 80, rows: size?.rows ?? 24 } } : {}),
@@ -156,10 +159,10 @@ export class EnvdProcesses {
   private async *start(req: StartRequest, ctx: HandlerContext): AsyncGenerator<{ event: ProcessEventInit }> {
     const ref = sessionOf(ctx);
     const spec = toSpec(req);
-    const envs = req.process?.envs ?? {};
+    const envs = spec.env ?? {};
     checkEnvs(envs);
     const opts = callOptions(ctx);
-    const command = launcherScript(spec, undefined, this.d.ptyHelper);
+    const command = launcherScript(spec, undefined, this.d.ptyHelper, this.d.loginEnvFile);
     const proc = await this.startProcess(
       ref,
       {

@@ -2,13 +2,14 @@
  * The texts the gateway runs in sandboxes (launcher.ts, fs-scripts.ts, watch-scripts.ts): their
  * shape, their parsing, and what they do in a real bash with GNU find on a temporary directory.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { appendFile, mkdtemp, mkdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 
 import { FileType, EventType } from '../../../src/e2b/gen/filesystem/filesystem_pb.js';
 import {
@@ -49,11 +50,11 @@ describe('launcher', () => {
   it('runs a plain process with exec, its marker first', async () => {
     const text = launcherScript({
       cmd: '/bin/bash',
-      args: ['-l', '-c', "echo 'it''s'; exit 7"],
+      args: ['-c', "echo 'it''s'; exit 7"],
       stdin: false,
     });
     expect(text.split('\n')).toHaveLength(2);
-    expect(parseMarker(text)).toEqual({ cmd: '/bin/bash', args: ['-l', '-c', "echo 'it''s'; exit 7"] });
+    expect(parseMarker(text)).toEqual({ cmd: '/bin/bash', args: ['-c', "echo 'it''s'; exit 7"] });
     const r = await bash(text);
     expect(r).toEqual({ code: 7, stdout: Buffer.from('its\n') });
   });
@@ -88,6 +89,117 @@ describe('launcher', () => {
       /pty size/,
     );
     expect(inputScript(IO)).toContain(`exec cat >${ioDir(IO)}/in`);
+  });
+});
+
+/**
+ * The SDKs' `/bin/bash -l -c <command>` in a real bash started as the agent starts a process, with
+ * a HOME of its own whose ~/.profile counts its runs: the login environment is taken once.
+ */
+describe('login commands in a real bash', () => {
+  let home: string;
+  let envFile: string;
+  const PROFILE = [
+    'echo run >>"$HOME/runs"',
+    `export FROM_PROFILE="a b
+c'd"`,
+    'export PATH="/opt/profile-bin:$PATH"',
+    'export GREETING=profile',
+    '',
+  ].join('\n');
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), 'e2b-login-'));
+  });
+  afterAll(async () => {
+    await rm(home, { recursive: true, force: true });
+  });
+  beforeEach(async () => {
+    await rm(join(home, 'runs'), { force: true });
+    await writeFile(join(home, '.profile'), PROFILE);
+    envFile = join(home, `env-${Math.random().toString(16).slice(2)}`);
+  });
+
+  async function run(
+    command: string,
+    env: Record<string, string> = {},
+    file = envFile,
+  ): Promise<{ code: number; stdout: string; stderr: string; pid: number }> {
+    const text = launcherScript(
+      { cmd: '/bin/bash', args: ['-l', '-c', command], stdin: false, env },
+      undefined,
+      undefined,
+      file,
+    );
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', text], {
+      env: { PATH: process.env.PATH, HOME: home, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const [code] = (await once(child, 'close')) as [number];
+    return { code, stdout, stderr, pid: child.pid! };
+  }
+  const runs = async (): Promise<number> =>
+    (await readFile(join(home, 'runs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+
+  it('sources the profile once, then runs each command in the process with its environment', async () => {
+    // What a real login shell makes of PATH (the host's /etc/profile sets it, ~/.profile prepends).
+    const login = await promisify(execFile)('/bin/bash', ['-l', '-c', 'printf %s "$PATH"'], {
+      env: { PATH: process.env.PATH, HOME: home },
+    });
+    expect(login.stdout).toMatch(/^\/opt\/profile-bin:/);
+    await rm(join(home, 'runs'));
+    const cmd = 'echo "$FROM_PROFILE|$PATH|$$"; echo err >&2; exit 3';
+    const first = await run(cmd);
+    const second = await run(cmd);
+    expect(await runs()).toBe(1);
+    for (const r of [first, second]) {
+      expect(r.code).toBe(3);
+      expect(r.stderr).toBe('err\n');
+      // $$ is the process the agent started: the command ran in it, not in a child.
+      expect(r.stdout).toBe(`a b\nc'd|${login.stdout}|${r.pid}\n`);
+    }
+  });
+
+  it("applies the request's envs over the profile's and keeps none of them", async () => {
+    expect((await run('echo "$GREETING"', { GREETING: 'hello' })).stdout).toBe('hello\n');
+    expect((await run('echo "$GREETING"')).stdout).toBe('profile\n');
+    expect((await run('echo "[$ONLY_HERE]"', { ONLY_HERE: 'x' })).stdout).toBe('[x]\n');
+    expect((await run('echo "[$ONLY_HERE]"')).stdout).toBe('[]\n');
+    expect(await readFile(envFile, 'utf8')).not.toMatch(/hello|ONLY_HERE/);
+  });
+
+  it('takes the login environment again when a login file changed', async () => {
+    expect((await run('echo "[$ADDED]"')).stdout).toBe('[]\n');
+    await appendFile(join(home, '.profile'), 'export ADDED=later\n');
+    const future = new Date(Date.now() + 5000);
+    await utimes(join(home, '.profile'), future, future);
+    expect((await run('echo "[$ADDED]"')).stdout).toBe('[later]\n');
+    expect(await runs()).toBe(2);
+  });
+
+  it("sources BASH_ENV as bash -c does and leaves none of the launcher's names behind", async () => {
+    await writeFile(join(home, 'bash-env'), 'FROM_BASH_ENV=yes\n');
+    const r = await run('echo "$FROM_BASH_ENV|${__e2b_f-unset}|$(type -t __e2b_login)"', {
+      BASH_ENV: join(home, 'bash-env'),
+    });
+    expect(r.stdout).toBe('yes|unset|\n');
+  });
+
+  it('runs the command in a real login shell when the environment cannot be kept', async () => {
+    const nowhere = join(home, 'missing-dir', 'env');
+    for (let i = 0; i < 2; i++) expect((await run('echo "$GREETING"', {}, nowhere)).stdout).toBe('profile\n');
+    // Each command ran a login shell (the capture fails before its own: its file cannot be made).
+    expect(await runs()).toBe(2);
+  });
+
+  it('gives a stdin command its FIFO as the stdin of the process', () => {
+    const text = launcherScript({ cmd: '/bin/bash', args: ['-l', '-c', 'cat'], stdin: true }, () => IO);
+    expect(text).toContain('exec <"$d/in"');
+    expect(text).toContain("eval 'cat'");
+    expect(text).not.toContain(`exec '/bin/bash' '-l' '-c' 'cat' <"$d/in"`);
   });
 });
 

@@ -221,6 +221,8 @@ export async function startE2bApp(
     },
     persistentWorkspace: true,
     workspace,
+    // Not the sandboxes' /tmp path: agents of other test runs on this host share /tmp.
+    loginEnvFile: join(workspace, '.e2b-login-env'),
     ...(opts.ptyHelper ? { ptyHelper: opts.ptyHelper } : {}),
   };
   const app = await buildApp({
