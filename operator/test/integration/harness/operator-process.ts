@@ -9,8 +9,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
-import { afterAll } from '@jest/globals';
-
 import { REPO_ROOT } from '@sandbox-platform/test-support';
 
 let built = false;
@@ -25,10 +23,17 @@ export function buildOperator(): void {
 
 let keyFile: string | undefined;
 
-// Registered in every test file that imports this module; removes the key's directory.
-afterAll(() => {
+/** Removes the key's directory. */
+function removeKeyFile(): void {
   if (keyFile) rmSync(dirname(keyFile), { recursive: true, force: true });
-});
+}
+
+// Under jest, after every test file that imports this module (jest's injected global); elsewhere
+// (operator/bench bundles this module) at exit. Not imported from @jest/globals, which a bundle
+// outside jest cannot load.
+const jestAfterAll = (globalThis as { afterAll?: (fn: () => void) => void }).afterAll;
+if (jestAfterAll) jestAfterAll(removeKeyFile);
+else process.once('exit', removeKeyFile);
 
 /** A 32-byte master key in a temp file, shared by every operator of a test file (removed after it). */
 export function masterKeyFile(): string {
