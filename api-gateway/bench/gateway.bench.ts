@@ -10,9 +10,9 @@
  *
  * Both modes measure what the Pod identity check costs (issue 25; goal: at most 3% on the exec
  * p50): the local mode runs a second gateway with GATEWAY_POD_IDENTITY_CHECK=false beside the
- * first, the cluster mode a one-replica copy of the deployed gateway Deployment with it
- * (pod-check-off-gateway.ts; --skip-pod-check leaves it out), each dialled at its Pod IP beside
- * one deployed gateway Pod; the two interleaved with the other modes.
+ * first, the cluster mode three one-replica copies of the deployed gateway Deployment (check on,
+ * off, and off again: the A/A noise floor; pod-check-off-gateway.ts; --skip-pod-check leaves them
+ * out), each dialled at its Pod IP, interleaved with the other modes.
  *
  * The local mode also measures (issue 12), with the gateway in its own process:
  * - the hardening's cost: the same gateway before the change (`--baseline <commit>`: that commit's
@@ -304,17 +304,20 @@ async function runCluster(): Promise<void> {
   let checkPods: PodCheckGateways | undefined;
   const CHECK_ON = 'gateway copy, identity check on';
   const CHECK_OFF = 'gateway copy, identity check off';
+  const CHECK_OFF_B = 'gateway copy, check off again';
   const checkSpecs: ModeSpec[] = [];
   const checkClients: Array<ReturnType<typeof execTrueCall>> = [];
   if (!values['skip-pod-check']) {
     checkPods = await podCheckGateways(kubeconfig, platformNs, release);
     const on = gatewayCall(checkPods.on.url, apiKey, s.agentSession, namespace);
     const off = gatewayCall(checkPods.off.url, apiKey, s.agentSession, namespace);
-    checkClients.push(on, off);
+    const offB = gatewayCall(checkPods.offB.url, apiKey, s.agentSession, namespace);
+    checkClients.push(on, off, offB);
     const pidsOf = (pid: number | undefined): number[] | undefined => (pid === undefined ? undefined : [pid]);
     checkSpecs.push(
       spec(CHECK_ON, on.call, opts, pace, pidsOf(checkPods.on.pid)),
       spec(CHECK_OFF, off.call, opts, pace, pidsOf(checkPods.off.pid)),
+      spec(CHECK_OFF_B, offB.call, opts, pace, pidsOf(checkPods.offB.pid)),
     );
   }
   console.log(`calls through the gateway paced at ${values['gateway-rps']}/s (its per-key limit)`);
@@ -337,7 +340,10 @@ async function runCluster(): Promise<void> {
       ['pods/exec / direct agent (same pod)', POD_EXEC, DIRECT],
       ['gateway KubernetesExec / gateway Agent', KEXEC, AGENT],
       ...(checkPods
-        ? [['Pod identity check on / off (goal <= 1.03)', CHECK_ON, CHECK_OFF] as [string, string, string]]
+        ? ([
+            ['Pod identity check on / off (goal <= 1.03)', CHECK_ON, CHECK_OFF],
+            ['two identical copies, off / off again (the noise floor)', CHECK_OFF, CHECK_OFF_B],
+          ] as Array<[string, string, string]>)
         : []),
     ]);
   } finally {

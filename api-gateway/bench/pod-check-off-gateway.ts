@@ -1,7 +1,8 @@
 /**
- * Cluster mode's Pod identity check on vs off (issue 25; goal: at most 3% on the exec p50): two
- * copies of the deployed gateway Deployment, one replica each, GATEWAY_POD_IDENTITY_CHECK=true and
- * =false. Both are dialled at their Pod IPs, so each mode reaches exactly one gateway process. The copy's Pods carry `sandbox.dev/gateway` (the sandbox
+ * Cluster mode's Pod identity check on vs off (issue 25; goal: at most 3% on the exec p50): three
+ * copies of the deployed gateway Deployment, one replica each, GATEWAY_POD_IDENTITY_CHECK=true,
+ * =false and =false again. The second "off" is the noise floor: two copies alike in everything
+ * differ by this much on this machine. All are dialled at their Pod IPs, so each mode reaches exactly one gateway process. The copy's Pods carry `sandbox.dev/gateway` (the sandbox
  * NetworkPolicies admit their dials) but their own component label, so the Service (and the
  * gateway's ingress policy) does not select them: the bench's calls through the Service still
  * reach the deployed replicas only. The copy is deleted at the end, also when the run fails.
@@ -13,14 +14,21 @@ import { findPodProcesses } from '@sandbox-platform/test-support';
 /** Marks the copy, and tells its Pods from the deployed ones. */
 const BENCH_LABEL = 'sandbox.dev/bench';
 const BENCH_VALUE = 'pod-check-off';
+/** The copies: label value and check. */
+const VARIANTS = [
+  { variant: 'pod-check-on', check: true },
+  { variant: BENCH_VALUE, check: false },
+  { variant: 'pod-check-off-b', check: false },
+] as const;
 const COMPONENT = 'app.kubernetes.io/component';
 const COPY_COMPONENT = 'gateway-pod-check-off';
 const READY_TIMEOUT_MS = 120_000;
 
 export interface PodCheckGateways {
-  /** One Pod of the deployed gateway (check on), and the copy's Pod (check off). */
+  /** The copies' Pods: check on, check off, and check off again (the A/A noise floor). */
   on: { url: string; pid?: number };
   off: { url: string; pid?: number };
+  offB: { url: string; pid?: number };
   close(): Promise<void>;
 }
 
@@ -53,8 +61,7 @@ function pidOf(pod: k8s.V1Pod): number | undefined {
 }
 
 /** A copy of `source` with the check `check`: one replica, its own name and selector label. */
-function checkCopy(source: k8s.V1Deployment, check: boolean): k8s.V1Deployment {
-  const variant = check ? 'pod-check-on' : BENCH_VALUE;
+function checkCopy(source: k8s.V1Deployment, variant: string, check: boolean): k8s.V1Deployment {
   const name = `${source.metadata!.name!}-${variant}`;
   const template = structuredClone(source.spec!.template);
   template.metadata = {
@@ -108,9 +115,9 @@ export async function podCheckGateways(
   ).items;
   const source = deployments.find((d) => d.metadata?.labels?.[BENCH_LABEL] === undefined);
   if (!source) throw new Error(`no gateway Deployment of release ${release} in ${namespace}`);
-  // Two fresh copies, check on and check off, alike in everything else (age, traffic, heap): the
-  // deployed replicas also serve the Service's calls, so one of them would not be a fair "on".
-  const copies = [checkCopy(source, true), checkCopy(source, false)];
+  // Fresh copies, alike in everything but the check (age, traffic, heap): the deployed replicas
+  // also serve the Service's calls, so one of them would not be a fair "on".
+  const copies = VARIANTS.map((v) => checkCopy(source, v.variant, v.check));
   for (const copy of copies) {
     const name = copy.metadata!.name!;
     // A copy left by an interrupted run is replaced.
@@ -130,16 +137,19 @@ export async function podCheckGateways(
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: selector })).items.filter(ready);
-      const off = pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === BENCH_VALUE);
-      const on = pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === 'pod-check-on');
-      if (off && on) {
+      const [on, off, offB] = VARIANTS.map((v) =>
+        pods.find((p) => p.metadata?.labels?.[BENCH_LABEL] === v.variant),
+      );
+      if (on && off && offB) {
         const at = (p: k8s.V1Pod): string => `http://${p.status!.podIP!}:${gatewayPort(p)}`;
         console.log(
-          `Pod identity check on: ${on.metadata!.name} (${at(on)}); off: ${off.metadata!.name} (${at(off)})`,
+          `Pod identity check on: ${on.metadata!.name} (${at(on)}); off: ${off.metadata!.name} (${at(off)}); ` +
+            `off again: ${offB.metadata!.name} (${at(offB)})`,
         );
         return {
           on: { url: at(on), pid: pidOf(on) },
           off: { url: at(off), pid: pidOf(off) },
+          offB: { url: at(offB), pid: pidOf(offB) },
           close,
         };
       }
