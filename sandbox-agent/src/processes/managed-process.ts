@@ -4,8 +4,7 @@
  * outlives the call that started it and every later call, until it is removed or the agent stops.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 
@@ -70,16 +69,12 @@ export class SpareBash {
     readonly file: string,
   ) {}
 
-  /**
-   * Starts one; undefined when bash cannot be started (the next start then spawns its own).
-   * Usable at once (its pid is known when spawn returns): a start that comes while bash is still
-   * starting gets it rather than forking a second one.
-   */
+  /** Starts one; undefined when bash cannot be started (the next start then spawns its own). */
   static start(
     spec: Pick<SpawnSpec, 'bashPath' | 'workspace' | 'env' | 'logger'>,
     key: string,
     file: string,
-  ): SpareBash | undefined {
+  ): Promise<SpareBash | undefined> {
     const boot = `builtin read -r -u 3 __sbx_go || builtin exit 125; exec 3<&-; . ${shellQuote(file)}`;
     const child = spawn(spec.bashPath, [...BASH_ARGS, boot], {
       cwd: spec.workspace,
@@ -88,7 +83,10 @@ export class SpareBash {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
     child.on('error', (err) => spec.logger.debug('spare bash error', { error: errorMessage(err) }));
-    return child.pid === undefined ? undefined : new SpareBash(child, key, file);
+    return new Promise((resolve) => {
+      child.once('error', () => resolve(undefined));
+      child.once('spawn', () => resolve(new SpareBash(child, key, file)));
+    });
   }
 
   /** True while it waits for a script (it has not exited). */
@@ -156,9 +154,9 @@ export class ManagedProcess {
   /**
    * Gives a spare its script. Wired in the same tick as the caller's usable check, so its exit, if
    * it comes, is still to be emitted and reaches wire()'s listener; the script file goes with the
-   * process's exit (or the table's close). A spare still starting reads it once it runs.
+   * process's exit (or the table's close).
    */
-  private static adopt(spec: SpawnSpec, spare: SpareBash): ManagedProcess {
+  private static async adopt(spec: SpawnSpec, spare: SpareBash): Promise<ManagedProcess> {
     const { child } = spare;
     const proc = new ManagedProcess(spec, child, child.pid!);
     proc.wire();
@@ -166,8 +164,7 @@ export class ManagedProcess {
     const go = child.stdio[3] as Writable;
     go.on('error', (err) => spec.logger.debug('spare pipe error', { id: spec.id, error: errorMessage(err) }));
     try {
-      // Synchronous: a few system calls, less than a trip through the thread pool of libuv.
-      writeFileSync(spare.file, `builtin unset -v __sbx_go\n${spec.script}`, { mode: 0o600 });
+      await writeFile(spare.file, `builtin unset -v __sbx_go\n${spec.script}`, { mode: 0o600 });
     } catch (err) {
       spare.stop();
       throw new SpawnError(`cannot hand a spare bash its script: ${errorMessage(err)}`, { cause: err });

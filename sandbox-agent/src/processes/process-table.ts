@@ -144,7 +144,10 @@ export class ProcessTable {
     if (this.closing || this.spare) return;
     const env = withCarriers(opts.env, opts.sessionEnv);
     const spec = { bashPath: opts.bashPath, workspace: opts.workspace, env, logger: opts.logger };
-    this.spare = SpareBash.start(spec, this.envKey(), file);
+    const spare = await SpareBash.start(spec, this.envKey(), file);
+    if (!spare) return;
+    if (this.closing || this.spare) spare.stop();
+    else this.spare = spare;
   }
 
   private checkRoom(): void {
