@@ -66,8 +66,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const env = shellEnvironment(options.baseEnv ?? process.env, files.workspace);
   // One record, shared by reference: every spawn reads it, and a warm Pod's bind extends it.
   const sessionEnv: Record<string, string> = { ...config.sessionEnv };
-  const tempDir = options.tempDir ?? tmpdir();
-  const stdinPipes = await StdinPipes.open(tempDir, env);
+  const stdinPipes = await StdinPipes.open(options.tempDir ?? tmpdir(), env);
   const shell = new PersistentShell({
     bashPath: config.bashPath,
     workspace: files.workspace,
@@ -88,7 +87,6 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   };
   const processes = new ProcessTable({
     ...shared,
-    tempDir,
     maxProcesses: config.maxProcesses,
     outputBytes: config.processOutputBytes,
   });
@@ -101,7 +99,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const code = await CodeContexts.open({
     ...CODE_DEFAULTS,
     ...options.code,
-    tempDir,
+    tempDir: options.tempDir ?? tmpdir(),
     workspace: files.workspace,
     env: () => ({ ...env, ...sessionEnv }),
     logger,

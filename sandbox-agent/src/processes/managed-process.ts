@@ -4,16 +4,13 @@
  * outlives the call that started it and every later call, until it is removed or the agent stops.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
-import type { Writable } from 'node:stream';
 
 import type { ProcessInfo } from '@sandbox-platform/api';
 
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { sendSignal } from '../shell/processes.js';
-import { shellQuote } from '../shell/wrapper.js';
 import { OutputRing } from './output-ring.js';
 
 /** The output streams of a process. */
@@ -49,58 +46,6 @@ export class SpawnError extends Error {
   override readonly name = 'SpawnError';
 }
 
-/** bash's arguments, before its script. */
-const BASH_ARGS = ['--noprofile', '--norc', '-c'];
-
-/**
- * A bash started ahead of a process start (ProcessTable keeps one): a start then hands it its
- * script instead of paying the fork and exec of a bash, the costliest part of the start of a short
- * command under gVisor. Started as a process's bash is (its own session, the workspace, the
- * table's environment of the moment, stdin from /dev/null); `key` names that environment, so a
- * spare whose environment changed since (a warm Pod's bind) is not used.
- *
- * It waits for a line on fd 3 (a socket: bash cannot source it, and `read` reads one byte per
- * call), then sources `file`, where the start wrote the script (one read), as `bash -c` runs it.
- */
-export class SpareBash {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly key: string,
-    readonly file: string,
-  ) {}
-
-  /** Starts one; undefined when bash cannot be started (the next start then spawns its own). */
-  static start(
-    spec: Pick<SpawnSpec, 'bashPath' | 'workspace' | 'env' | 'logger'>,
-    key: string,
-    file: string,
-  ): Promise<SpareBash | undefined> {
-    const boot = `builtin read -r -u 3 __sbx_go || builtin exit 125; exec 3<&-; . ${shellQuote(file)}`;
-    const child = spawn(spec.bashPath, [...BASH_ARGS, boot], {
-      cwd: spec.workspace,
-      env: spec.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    });
-    child.on('error', (err) => spec.logger.debug('spare bash error', { error: errorMessage(err) }));
-    return new Promise((resolve) => {
-      child.once('error', () => resolve(undefined));
-      child.once('spawn', () => resolve(new SpareBash(child, key, file)));
-    });
-  }
-
-  /** True while it waits for a script (it has not exited). */
-  get usable(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined;
-  }
-
-  /** Ends an unused spare (its group: it started nothing). */
-  stop(): void {
-    if (this.usable) sendSignal(-this.child.pid!, 'SIGKILL');
-    for (const stream of this.child.stdio) stream?.destroy();
-  }
-}
-
 /** See the module comment. */
 export class ManagedProcess {
   readonly startedAt = new Date();
@@ -121,17 +66,9 @@ export class ManagedProcess {
     this.output = { stdout: new OutputRing(spec.outputBytes), stderr: new OutputRing(spec.outputBytes) };
   }
 
-  /**
-   * Starts bash, or hands the script to `spare` when it is usable and was started with this
-   * environment (the caller checks the key); rejects with {@link SpawnError} when bash cannot be
-   * started.
-   */
-  static start(spec: SpawnSpec, spare?: SpareBash): Promise<ManagedProcess> {
-    // A script with NUL is refused by spawn (as before); a spare would run it cut.
-    if (spare?.usable && !spec.script.includes('\0'))
-      return Promise.resolve(ManagedProcess.adopt(spec, spare));
-    spare?.stop();
-    const child = spawn(spec.bashPath, [...BASH_ARGS, spec.script], {
+  /** Starts bash; rejects with {@link SpawnError} when it cannot be started. */
+  static start(spec: SpawnSpec): Promise<ManagedProcess> {
+    const child = spawn(spec.bashPath, ['--noprofile', '--norc', '-c', spec.script], {
       cwd: spec.workspace,
       env: spec.env,
       // Its own session and process group: signals go to the group, and a shell reset of the
@@ -149,28 +86,6 @@ export class ManagedProcess {
         resolve(proc);
       });
     });
-  }
-
-  /**
-   * Gives a spare its script. Wired in the same tick as the caller's usable check, so its exit, if
-   * it comes, is still to be emitted and reaches wire()'s listener; the script file goes with the
-   * process's exit (or the table's close).
-   */
-  private static async adopt(spec: SpawnSpec, spare: SpareBash): Promise<ManagedProcess> {
-    const { child } = spare;
-    const proc = new ManagedProcess(spec, child, child.pid!);
-    proc.wire();
-    void proc.exited.then(() => rm(spare.file, { force: true }).catch(() => undefined));
-    const go = child.stdio[3] as Writable;
-    go.on('error', (err) => spec.logger.debug('spare pipe error', { id: spec.id, error: errorMessage(err) }));
-    try {
-      await writeFile(spare.file, `builtin unset -v __sbx_go\n${spec.script}`, { mode: 0o600 });
-    } catch (err) {
-      spare.stop();
-      throw new SpawnError(`cannot hand a spare bash its script: ${errorMessage(err)}`, { cause: err });
-    }
-    go.end('\n');
-    return proc;
   }
 
   get id(): string {

@@ -9,9 +9,6 @@
  * or the requested directory, with stdin from /dev/null.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 import type { ProcessInfo, ProcessStartRequest } from '@sandbox-platform/api';
 
@@ -22,14 +19,7 @@ import { withCarriers } from '../shell/persistent-shell.js';
 import { killGroupLeftovers, ticksAgo } from '../shell/processes.js';
 import { settlesWithin } from '../shell/timing.js';
 import { ENV_NAME, sessionEnvInit, shellQuote } from '../shell/wrapper.js';
-import { ManagedProcess, SpareBash, SpawnError } from './managed-process.js';
-
-/**
- * How long after a start its replacement spare waits at most for the started process's exit: a
- * fork of the agent blocks its event loop, so a short command's answer (its follow's exit line)
- * goes out first.
- */
-export const SPARE_DELAY_MS = 100;
+import { ManagedProcess, SpawnError } from './managed-process.js';
 
 /** Options of {@link ProcessTable}. */
 export interface ProcessTableOptions {
@@ -46,10 +36,6 @@ export interface ProcessTableOptions {
   logger: Logger;
   /** How long processes get after SIGTERM when the agent stops, before SIGKILL. Default 2 s. */
   killGraceMs?: number;
-  /** Keep a spare bash for the next start (see SpareBash). Default true. */
-  spare?: boolean;
-  /** Parent of the private directory of the spare's script files (default the OS temp directory). */
-  tempDir?: string;
 }
 
 /** See the module comment. */
@@ -58,11 +44,6 @@ export class ProcessTable {
   /** Starts in flight: counted against the cap until their bash exists. */
   private readonly reserved = new Set<symbol>();
   private closing = false;
-  /** The next start's bash, started after a start (none before the first: most sessions start none). */
-  private spare: SpareBash | undefined;
-  private spareWanted = false;
-  /** The private directory of the spare's script files, made with the first spare. */
-  private spareDir: Promise<string> | undefined;
 
   constructor(private readonly opts: ProcessTableOptions) {}
 
@@ -79,23 +60,19 @@ export class ProcessTable {
     const placeholder = Symbol(id);
     this.reserved.add(placeholder);
     try {
-      const proc = await ManagedProcess.start(
-        {
-          id,
-          command: request.command,
-          cwd: request.cwd,
-          bashPath: opts.bashPath,
-          script: processScript(request, Object.keys(opts.sessionEnv)),
-          workspace: opts.workspace,
-          env: withCarriers(opts.env, opts.sessionEnv),
-          outputBytes: opts.outputBytes,
-          logger: opts.logger,
-        },
-        this.takeSpare(),
-      );
+      const proc = await ManagedProcess.start({
+        id,
+        command: request.command,
+        cwd: request.cwd,
+        bashPath: opts.bashPath,
+        script: processScript(request, Object.keys(opts.sessionEnv)),
+        workspace: opts.workspace,
+        env: withCarriers(opts.env, opts.sessionEnv),
+        outputBytes: opts.outputBytes,
+        logger: opts.logger,
+      });
       this.processes.set(id, proc);
       logger.info('process started', { id, pid: proc.pid });
-      this.replaceSpare(proc);
       return proc;
     } catch (err) {
       if (err instanceof SpawnError) throw new HttpProblem('shell-unavailable', err.message, { cause: err });
@@ -103,51 +80,6 @@ export class ProcessTable {
     } finally {
       this.reserved.delete(placeholder);
     }
-  }
-
-  /** The spare, when it was started with the environment a start gets now. */
-  private takeSpare(): SpareBash | undefined {
-    const spare = this.spare;
-    this.spare = undefined;
-    if (spare && spare.key !== this.envKey()) {
-      spare.stop();
-      return undefined;
-    }
-    return spare;
-  }
-
-  private envKey(): string {
-    return JSON.stringify(this.opts.sessionEnv);
-  }
-
-  /** Starts the next spare once `after` exited, or SPARE_DELAY_MS after its start. */
-  private replaceSpare(after: ManagedProcess): void {
-    if (this.opts.spare === false || this.spareWanted || this.spare) return;
-    this.spareWanted = true;
-    const go = (): void => {
-      clearTimeout(timer);
-      if (!this.spareWanted) return;
-      this.spareWanted = false;
-      if (this.closing || this.spare) return;
-      void this.startSpare().catch((err: unknown) => {
-        this.opts.logger.warn('cannot start a spare bash', { error: errorMessage(err) });
-      });
-    };
-    const timer = setTimeout(go, SPARE_DELAY_MS);
-    void after.exited.then(() => setImmediate(go));
-  }
-
-  private async startSpare(): Promise<void> {
-    const { opts } = this;
-    this.spareDir ??= mkdtemp(join(opts.tempDir ?? tmpdir(), 'agent-spare-'));
-    const file = join(await this.spareDir, randomBytes(6).toString('hex'));
-    if (this.closing || this.spare) return;
-    const env = withCarriers(opts.env, opts.sessionEnv);
-    const spec = { bashPath: opts.bashPath, workspace: opts.workspace, env, logger: opts.logger };
-    const spare = await SpareBash.start(spec, this.envKey(), file);
-    if (!spare) return;
-    if (this.closing || this.spare) spare.stop();
-    else this.spare = spare;
   }
 
   private checkRoom(): void {
@@ -221,11 +153,6 @@ export class ProcessTable {
   /** Stops every process: SIGTERM to each group, SIGKILL after the grace. New starts are refused. */
   async close(): Promise<void> {
     this.closing = true;
-    this.spareWanted = false;
-    this.spare?.stop();
-    this.spare = undefined;
-    const spareDir = this.spareDir;
-    this.spareDir = undefined;
     const all = [...this.processes.values()];
     const running = all.filter((p) => p.running);
     for (const proc of running) proc.signal('SIGTERM');
@@ -238,7 +165,6 @@ export class ProcessTable {
       });
     }
     this.processes.clear();
-    if (spareDir) await rm(await spareDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
