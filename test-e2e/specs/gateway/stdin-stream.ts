@@ -145,14 +145,24 @@ export async function write(req: http.ClientRequest, text: string | Uint8Array):
  * as `marker`.
  */
 export async function processesWith(path: string, marker: string): Promise<string> {
-  const started = await api('POST', `${path}/processes`, {
-    command: `grep -las -- '[${marker[0]}]${marker.slice(1)}' /proc/[0-9]*/cmdline; true`,
-  });
-  expect({ status: started.status, body: started.body }).toMatchObject({ status: 201 });
-  const id = String(started.body.id);
-  const waited = await api('GET', `${path}/processes/${id}/wait?timeoutSeconds=30`);
-  expect(waited.body).toMatchObject({ state: 'exited', exitCode: 0 });
-  const out = await api('GET', `${path}/processes/${id}/output`);
-  await api('DELETE', `${path}/processes/${id}`);
-  return String((out.body.stdout as { data: string }).data);
+  // Open finding (2026-12-06): right after a streamed command was cut, this lister itself now and
+  // then exits 137 (SIGKILL; 2 of about 8 runs on a freshly started cluster). Such a run says
+  // nothing about the marker: it is logged and the lister runs again, at most three times.
+  for (let attempt = 1; ; attempt++) {
+    const started = await api('POST', `${path}/processes`, {
+      command: `grep -las -- '[${marker[0]}]${marker.slice(1)}' /proc/[0-9]*/cmdline; true`,
+    });
+    expect({ status: started.status, body: started.body }).toMatchObject({ status: 201 });
+    const id = String(started.body.id);
+    const waited = await api('GET', `${path}/processes/${id}/wait?timeoutSeconds=30`);
+    if (waited.body.exitCode === 137 && attempt < 3) {
+      console.log(`the process lister was SIGKILLed (attempt ${attempt}): ${JSON.stringify(waited.body)}`);
+      await api('DELETE', `${path}/processes/${id}`);
+      continue;
+    }
+    expect(waited.body).toMatchObject({ state: 'exited', exitCode: 0 });
+    const out = await api('GET', `${path}/processes/${id}/output`);
+    await api('DELETE', `${path}/processes/${id}`);
+    return String((out.body.stdout as { data: string }).data);
+  }
 }
