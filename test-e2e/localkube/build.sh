@@ -11,6 +11,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=/dev/null
+. "$repo/test-e2e/tools/wait-build.sh"
 cache="${LOCALKUBE_CACHE:-$repo/.cache/localkube}"
 min_go_minor=25
 
@@ -58,11 +60,7 @@ else
   tmp="$bin.tmp.$$"
   (cd "$here" && nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "$ldflags" -o "$tmp" .) &
   build_pid=$!
-  while kill -0 "$build_pid" 2>/dev/null; do
-    sleep 15
-    kill -0 "$build_pid" 2>/dev/null && say "  still compiling ($(( $(date +%s) - start )) s)..."
-  done
-  wait "$build_pid" || { rm -f "$tmp"; fail "go build failed (see above)"; }
+  wait_build "$build_pid" "" "$start" || { rm -f "$tmp"; fail "go build failed (see above)"; }
   mv "$tmp" "$bin"
   say "built in $(( $(date +%s) - start )) s: $bin ($(du -m "$bin" | cut -f1) MB)"
 fi

@@ -14,6 +14,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=/dev/null
+. "$repo/test-e2e/tools/wait-build.sh"
 cache="${TOOLS_CACHE:-$repo/.cache/tools}"
 
 say() { echo "[tools] $*" >&2; }
@@ -48,11 +50,7 @@ for tool in "$@"; do
     [ "$tags" = "-" ] || tag_args=(-tags "$tags")
     (cd "$dir" && nice go build -trimpath -ldflags='-s -w' "${tag_args[@]}" -o "$out.tmp.$$" "$pkg") &
     build_pid=$!
-    while kill -0 "$build_pid" 2>/dev/null; do
-      sleep 15
-      kill -0 "$build_pid" 2>/dev/null && say "  still compiling $tool ($(($(date +%s) - start)) s)..."
-    done
-    wait "$build_pid" || { rm -f "$out.tmp.$$"; fail "go build of $tool failed (see above)"; }
+    wait_build "$build_pid" "$tool" "$start" || { rm -f "$out.tmp.$$"; fail "go build of $tool failed (see above)"; }
     mv "$out.tmp.$$" "$out"
     say "built $tool in $(($(date +%s) - start)) s: $out"
   fi

@@ -16,6 +16,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
+# shellcheck source=/dev/null
+. "$repo/test-e2e/tools/wait-build.sh"
 cache="${LOCALKUBE_CACHE:-$repo/.cache/localkube}/addons"
 
 say() { echo "[localkube addons] $*" >&2; }
@@ -57,11 +59,7 @@ for name in "$@"; do
     while read -r bin pkg; do
       (cd "$dir" && CGO_ENABLED=0 nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "-s -w" -o "$tmp/$bin" "$pkg") &
       pid=$!
-      while kill -0 "$pid" 2>/dev/null; do
-        sleep 15
-        kill -0 "$pid" 2>/dev/null && say "  still compiling $bin ($(($(date +%s) - start)) s)..."
-      done
-      wait "$pid" || fail "go build of $bin ($pkg) failed (see above)"
+      wait_build "$pid" "$bin" "$start" || fail "go build of $bin ($pkg) failed (see above)"
     done <<<"$list"
     touch "$tmp/.complete"
     if [ -f "$out/.complete" ]; then rm -rf "$tmp"; else rm -rf "$out" && mv "$tmp" "$out"; fi

@@ -8,6 +8,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../../.." && pwd)"
+# shellcheck source=/dev/null
+. "$repo/test-e2e/tools/wait-build.sh"
 cache="${LOCALKUBE_CACHE:-$repo/.cache/localkube}/addons"
 say() { echo "[otel-receiver] $*" >&2; }
 command -v go >/dev/null 2>&1 || { say "error: Go is not installed (or not on PATH); install Go 1.26 or newer"; exit 1; }
@@ -23,11 +25,7 @@ else
   start=$(date +%s)
   (cd "$here" && CGO_ENABLED=0 nice go build -p "${LOCALKUBE_BUILD_P:-2}" -trimpath -ldflags "-s -w" -o "$tmp/otel-receiver" .) &
   pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 15
-    kill -0 "$pid" 2>/dev/null && say "  still compiling ($(($(date +%s) - start)) s)..."
-  done
-  wait "$pid" || { say "error: go build failed (see above)"; exit 1; }
+  wait_build "$pid" "" "$start" || { say "error: go build failed (see above)"; exit 1; }
   touch "$tmp/.complete"
   if [ -f "$out/.complete" ]; then rm -rf "$tmp"; else rm -rf "$out" && mv "$tmp" "$out"; fi
   say "built in $(($(date +%s) - start)) s: $out"
