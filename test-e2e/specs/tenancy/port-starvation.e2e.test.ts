@@ -8,6 +8,14 @@
  * p50 while A holds them and after (A's sockets idle) must stay within 2x of its quiet p50,
  * measured before and after (figures printed).
  *
+ * Two protections stand in A's way: the per-key limits (32 requests in flight and 100/s per key
+ * and replica by default, so most of A's 1,000 get 429) and the per-key upstream pool (64 sockets,
+ * 30 s idle). Shown failing with both off (2026-12-06, local cluster: GATEWAY_KEY_MAX_CONCURRENT_
+ * REQUESTS=0, GATEWAY_KEY_MAX_REQUESTS_PER_SECOND=0 and the old shared pool of 512 sockets put
+ * back): B's first request under load answered 504 upstream-timeout. With the limits off and the
+ * per-key pool on: passed twice, B 1.02x / 0.91x its quiet p50, A 128x200 (64 per replica) and
+ * 872x504 from its own queue. With the defaults: 0.94x, A 64x200 and 936x429.
+ *
  * Needs the platform (make platform-up).
  */
 import { randomBytes } from 'node:crypto';
