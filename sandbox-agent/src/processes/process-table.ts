@@ -187,7 +187,7 @@ export function processScript(request: ProcessStartRequest, sessionEnvNames: rea
 async function killLeftovers(proc: ManagedProcess): Promise<number> {
   const exitedAt = proc.exitedAt;
   if (exitedAt === undefined) return 0;
-  return killGroupLeftovers(proc.pid, (await ticksAgo(Date.now() - exitedAt.getTime())) + 1);
+  return killGroupLeftovers(proc.pid, ticksAgo(Date.now() - exitedAt.getTime()) + 1);
 }
 
 function truncate(id: string): string {

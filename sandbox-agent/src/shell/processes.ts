@@ -71,9 +71,16 @@ function ignoreVanished(err: unknown): undefined {
   throw err;
 }
 
-/** The clock-tick time (as in ProcInfo.startTicks) of an instant `agoMs` milliseconds in the past. */
-export async function ticksAgo(agoMs: number): Promise<number> {
-  const uptime = Number.parseFloat((await readFile('/proc/uptime', 'utf8')).split(' ')[0] ?? '');
+/**
+ * The clock-tick time (as in ProcInfo.startTicks) of an instant `agoMs` milliseconds in the past.
+ * /proc/uptime is read synchronously, at the same instant as the caller measured `agoMs`: an
+ * asynchronous read finished only once a thread of libuv's pool was free (busy with /proc reads
+ * and file calls, each slow under gVisor), and the instant came out later by that wait: the sweep
+ * took the processes the command started first (its job leaders) for older ones, left them
+ * alive, and after killGraceMs restarted bash instead.
+ */
+export function ticksAgo(agoMs: number): number {
+  const uptime = Number.parseFloat(readHeldProcFile('/proc/uptime').split(' ')[0] ?? '');
   if (!Number.isFinite(uptime)) throw new Error('cannot parse /proc/uptime');
   return Math.floor((uptime - agoMs / 1000) * CLOCK_TICKS_PER_SECOND);
 }
@@ -90,7 +97,7 @@ export interface CommandStart {
   pidMax?: number;
 }
 
-/** Bytes read of a held /proc file: its text is one short line (/proc/loadavg: under 64 bytes). */
+/** Bytes read of a held /proc file: one short line (/proc/loadavg, /proc/uptime: under 64 bytes). */
 const HELD_PROC_READ_BYTES = 256;
 
 /** Descriptors of the /proc files read by {@link readHeldProcFile}, by path. */
@@ -226,7 +233,7 @@ export async function killCommandProcesses(
   afterPid?: number,
 ): Promise<number> {
   // One tick of margin: start times are truncated to ticks.
-  const start: CommandStart = { sinceTicks: (await ticksAgo(runningForMs)) - 1, afterPid, pidMax: pidMax() };
+  const start: CommandStart = { sinceTicks: ticksAgo(runningForMs) - 1, afterPid, pidMax: pidMax() };
   let sent = 0;
   for (let round = 0; round < KILL_ROUNDS; round++) {
     const targets = commandProcesses(await listProcesses(), shellPid, start);

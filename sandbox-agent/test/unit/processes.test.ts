@@ -1,12 +1,17 @@
-/** Selecting a command's processes from /proc data (pure), parsing /proc/<pid>/stat, reading /proc files. */
+/**
+ * Selecting a command's processes from /proc data (pure), parsing /proc/<pid>/stat, reading /proc
+ * files, killing a command's processes.
+ */
 import { describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
   commandProcesses,
+  killCommandProcesses,
   killTargets,
   lastPid,
   listProcesses,
@@ -14,6 +19,7 @@ import {
   pidAfter,
   type ProcInfo,
   readHeldProcFile,
+  sendSignal,
 } from '../../src/shell/processes.js';
 
 const SHELL = 100;
@@ -154,5 +160,54 @@ describe('readHeldProcFile', () => {
       pids.push(lastPid());
     }
     for (let i = 1; i < pids.length; i++) expect(pidAfter(pids[i]!, pids[i - 1]!, 4_194_304)).toBe(true);
+  });
+});
+
+describe("killCommandProcesses while libuv's thread pool is busy", () => {
+  /**
+   * Opens of FIFOs without a writer: each holds one thread of the pool in open(2) until
+   * `release` opens the FIFOs read-write (which never blocks on Linux and counts as a writer).
+   * More than the pool's size, so every thread is held (the rest wait in its queue).
+   */
+  function holdThreadPool(): { release: () => Promise<void> } {
+    const dir = mkdtempSync(join(tmpdir(), 'pool-'));
+    const count = (Number(process.env.UV_THREADPOOL_SIZE) || 4) + 2;
+    const fifos = Array.from({ length: count }, (_, i) => join(dir, `f${i}`));
+    for (const fifo of fifos) execFileSync('mkfifo', [fifo]);
+    const held = fifos.map((fifo) => open(fifo, 'r'));
+    return {
+      async release() {
+        const writers = fifos.map((fifo) => openSync(fifo, 'r+'));
+        for (const handle of await Promise.all(held)) await handle.close();
+        for (const fd of writers) closeSync(fd);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  it('kills the processes a command started first, though /proc reads wait for the pool', async () => {
+    const afterPid = lastPid();
+    const startedAt = performance.now();
+    // A shell in its own session, as the persistent bash, whose command started a sleep.
+    const shell = spawn('bash', ['-c', 'sleep 30 & wait'], { detached: true, stdio: 'ignore' });
+    const shellPid = shell.pid!;
+    const exited = new Promise((resolve) => shell.once('exit', resolve));
+    try {
+      let sleepPid: number | undefined;
+      while (sleepPid === undefined) {
+        sleepPid = (await listProcesses()).find((p) => p.ppid === shellPid)?.pid;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const pool = holdThreadPool();
+      const killing = killCommandProcesses(shellPid, performance.now() - startedAt, afterPid);
+      // Long enough for a start instant taken after this wait to pass the sleep's start tick.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await pool.release();
+      expect(await killing).toBeGreaterThan(0);
+      expect((await listProcesses()).some((p) => p.pid === sleepPid && p.state !== 'Z')).toBe(false);
+    } finally {
+      sendSignal(-shellPid, 'SIGKILL');
+      await exited;
+    }
   });
 });
