@@ -150,14 +150,19 @@ async function phase(
       }),
     ),
   );
+  // Each Pod Ready once, not all at the same instant: exec probes of 8 Pods use most of a 2-core
+  // node, their 2 s timeouts then expire now and then, and Pods flap between Ready and not (a
+  // fresh-clone `make bench` of 2026-12-06 waited 300 s in vain for all 8 at once, twice).
+  const seenReady = new Set<string>();
   await waitFor(
     () => kube.core.listNamespacedPod({ namespace, labelSelector: 'app=bench-probes' }),
-    predicate(
-      `${names.length} ${mode} Pods Ready`,
-      (l: k8s.V1PodList) =>
-        l.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
-          .length === names.length,
-    ),
+    predicate(`${names.length} ${mode} Pods each Ready once`, (l: k8s.V1PodList) => {
+      for (const p of l.items) {
+        if (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+          seenReady.add(p.metadata!.name!);
+      }
+      return seenReady.size === names.length;
+    }),
     { timeoutMs: 300_000, intervalMs: 1000 },
   );
   await new Promise((r) => setTimeout(r, SETTLE_MS));
