@@ -122,8 +122,9 @@ bench-isolation: node-deps platform-up ## gVisor vs runc (agent exec p50/p99, cr
 	@set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/run.mjs $(BENCH_ISOLATION_ARGS)
 bench: bench-isolation
 
-# Probe cost benchmark knobs: idle agent Pods per phase, CPU window per phase, interleaved rounds.
-BENCH_PROBES_ARGS ?= --pods 8 --window-seconds 20 --rounds 2
+# Probe cost benchmark knobs: idle agent Pods per phase (4: with 8, exec probes saturate 2 cores), CPU
+# window per phase, interleaved rounds.
+BENCH_PROBES_ARGS ?= --pods 4 --window-seconds 20 --rounds 2
 .PHONY: bench-probes
 bench-probes: node-deps platform-up ## Node CPU of idle agent Pods with exec probes vs HTTP probes vs no Pods, per runtime, side by side
 	@KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/probes-run.mjs $(BENCH_PROBES_ARGS)
