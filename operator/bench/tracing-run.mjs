@@ -5,6 +5,10 @@ import { join } from 'node:path';
 import { runBench } from '../../bench-runner.mjs';
 
 await runBench(join(import.meta.dirname, 'tracing-bench.ts'), {
-  dir: join(import.meta.dirname, '../../node_modules/.cache'),
+  // In the operator's node_modules/.cache: the bundle holds operator/src, whose packages must
+  // resolve as the operator's do. From the root's node_modules, `ajv` was the hoisted 6.x (eslint's)
+  // instead of the operator's 8.x ("Named export 'Ajv' not found", fresh-clone make bench of
+  // 2026-12-06); what the operator does not have of its own still resolves from the root above.
+  dir: join(import.meta.dirname, '../node_modules/.cache'),
   external: true,
 });
