@@ -44,6 +44,8 @@ const kube = kubeClients();
 const networking = kube.kc.makeApiClient(k8s.NetworkingV1Api);
 const suffix = randomBytes(3).toString('hex');
 const SESSION = `gw-egress-${suffix}`;
+/** The target's neighbour (the positive control), in the target's namespace. */
+const CLIENT = 'client';
 
 /**
  * Node script run in a gateway Pod: one TCP connect to argv host:port, 3 s budget. Prints `open`,
@@ -70,7 +72,6 @@ async function fromGateway(pod: string, host: string, port: number): Promise<str
 describe("the gateway's egress policy", () => {
   let ns: TestNamespace;
   let targetIP = '';
-  let client = '';
   let sessionIP = '';
 
   beforeAll(async () => {
@@ -89,14 +90,13 @@ describe("the gateway's egress policy", () => {
     const target = testboxPod('target', ['bash', '-c', listen], (p) => {
       p.spec!.containers[0]!.image = AGENT_IMAGE;
     });
-    client = 'client';
-    const clientPod = testboxPod(client, ['sleep', 'infinity'], (p) => {
+    const clientPod = testboxPod(CLIENT, ['sleep', 'infinity'], (p) => {
       p.spec!.containers[0]!.image = AGENT_IMAGE;
     });
     await kube.core.createNamespacedPod({ namespace: ns.name, body: target });
     await kube.core.createNamespacedPod({ namespace: ns.name, body: clientPod });
     const ready = await waitForPod(kube.core, { namespace: ns.name, name: 'target' }, podReady, READY_MS);
-    await waitForPod(kube.core, { namespace: ns.name, name: client }, podReady, READY_MS);
+    await waitForPod(kube.core, { namespace: ns.name, name: CLIENT }, podReady, READY_MS);
     targetIP = ready.status!.podIP!;
     await gw.waitUntilReady(SESSION, { timeoutMs: READY_MS });
     sessionIP = ((await readSession(kube, NS, SESSION)) as SandboxSession).status?.podIP ?? '';
@@ -111,7 +111,7 @@ describe("the gateway's egress policy", () => {
   it('lets a neighbour Pod reach the target (positive control: it listens)', async () => {
     // The server may still be starting when the Pod turns Ready (no probe): a few tries.
     const script = `for i in $(seq 20); do timeout 3 bash -c '</dev/tcp/${targetIP}/${PORT}' && echo open && exit 0; sleep 0.5; done; echo closed`;
-    const r = await kubectl(['exec', '-n', ns.name, client, '--', 'bash', '-c', script], {
+    const r = await kubectl(['exec', '-n', ns.name, CLIENT, '--', 'bash', '-c', script], {
       timeoutMs: 90_000,
     });
     expect(r.stdout.trim()).toBe('open');
