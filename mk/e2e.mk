@@ -15,13 +15,16 @@ test-integration: node-deps localkube tools ## Integration tests of every worksp
 test-e2e: node-deps ## e2e: local cluster + the chart installed (platform-up), the specs, the release artefacts installed with helm test, helm upgrade/uninstall checks, cluster lifecycle checks
 ifeq ($(E2E_KUBECONFIG),)
 	$(MAKE) platform-up
-	@# Every part runs even when an earlier one fails, so one report shows every failure.
-	@rc=0; \
-	(set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand) || rc=1; \
-	(set -a; . $(PLATFORM_ENV); set +a; $(MAKE) --no-print-directory sdk-e2e) || rc=1; \
-	$(MAKE) --no-print-directory release-install || rc=1; \
-	test-e2e/specs/platform/helm-lifecycle.sh || rc=1; \
-	test-e2e/specs/cluster/cluster-lifecycle.sh || rc=1; \
+	@# Every part runs even when an earlier one fails, so one report shows every failure; the
+	@# last line says where the time went.
+	@rc=0; times=""; \
+	step() { local s=$$(date +%s) r=0; "$${@:2}" || { r=1; rc=1; }; times="$$times $$1 $$(( $$(date +%s) - s )) s$$([ $$r = 0 ] || echo ' FAILED'),"; }; \
+	step specs sh -c 'set -a; . $(PLATFORM_ENV); set +a; cd test-e2e && $(JEST) -c jest.e2e.config.js --runInBand'; \
+	step sdk-e2e sh -c 'set -a; . $(PLATFORM_ENV); set +a; $(MAKE) --no-print-directory sdk-e2e'; \
+	step release-install $(MAKE) --no-print-directory release-install; \
+	step helm-lifecycle test-e2e/specs/platform/helm-lifecycle.sh; \
+	step cluster-lifecycle test-e2e/specs/cluster/cluster-lifecycle.sh; \
+	echo "test-e2e:$${times%,}"; \
 	exit $$rc
 else
 	@# Any cluster: install the chart there first (make platform-up E2E_KUBECONFIG=...), or export

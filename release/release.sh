@@ -12,7 +12,8 @@
 #   openapi-V.json                     the gateway's OpenAPI document
 # Each SDK artefact goes through its check (sdk/scripts/check-*.sh): the npm tarball installed into
 # an empty project with import and require, the wheel into a clean venv, the CLI bundle as a
-# kubectl plugin.
+# kubectl plugin. A tarball or wheel that already passed its check for this tree's inputs (the
+# e2e tier's live SDK checks run just before; sdk/scripts/checked-cache.sh) is copied, not rebuilt.
 #   IMAGES_DIR     where `make images` wrote NAME.tar (default $LOCALKUBE_DIR/images)
 #   HELM           the pinned helm (make tools)
 #   RELEASE_VENV   a venv with spdx-tools (release/requirements.txt); unset: SBOMs are not validated
@@ -84,7 +85,7 @@ if [ -n "${RELEASE_VENV:-}" ]; then say "SBOMs valid SPDX 2.3 (spdx-tools)"; els
 release/check-import.sh "$dist"/images/*.oci.tar
 
 say "npm: @sandbox-platform/client (checked: empty project, import and require)"
-SDK_PACK_DEST="$dist/npm" sdk/scripts/check-ts-sdk.sh
+SDK_REUSE_CHECKED=1 SDK_PACK_DEST="$dist/npm" sdk/scripts/check-ts-sdk.sh
 say "npm: @sandbox-platform/cli (checked: bundle, kubectl plugin)"
 sdk/scripts/check-cli.sh
 (cd sdk/cli && npm pack --silent --pack-destination "$dist/npm" >/dev/null)
@@ -94,7 +95,7 @@ for f in package/dist/sbx.cjs package/LICENSE package/README.md; do
   grep -qx "$f" <<<"$cli_files" || die "$f missing from $cli_tgz"
 done
 say "python: sandbox-platform wheel and sdist (checked: clean venv, mypy, pytest)"
-SDK_DIST_DEST="$dist/python" sdk/scripts/check-python-sdk.sh
+SDK_REUSE_CHECKED=1 SDK_DIST_DEST="$dist/python" sdk/scripts/check-python-sdk.sh
 
 say "krew: sbx-$version.tar.gz and its manifest"
 mkdir -p "$work/krew" && cp sdk/cli/dist/sbx.cjs LICENSE "$work/krew/"

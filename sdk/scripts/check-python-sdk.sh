@@ -3,7 +3,8 @@
 # hatchling from PyPI), the wheel installed into a clean venv (import, version, py.typed), mypy
 # --strict, and pytest (unit tests; with --live also the live tests, which then must not skip)
 # against the installed wheel. Tools come from the venv mk/sdk.mk makes ($SDK_VENV).
-#   SDK_DIST_DEST  also keep the wheel and the sdist in this directory (make release)
+#   SDK_DIST_DEST      also keep the wheel and the sdist in this directory (make release)
+#   SDK_REUSE_CHECKED  1: when this tree's wheel and sdist already passed (checked-cache.sh), copy them
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pkg="$root/sdk/python"
@@ -11,6 +12,13 @@ venv="${SDK_VENV:-$root/.cache/venv-sdk}"
 live=false; [ "${1:-}" = --live ] && live=true
 say() { echo "[sdk-py] $*" >&2; }
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+. "$root/sdk/scripts/checked-cache.sh"
+checked="$(checked_dir python-sdk)"
+if [ "${SDK_REUSE_CHECKED:-}" = 1 ] && ! $live && [ -d "$checked" ]; then
+  if [ -n "${SDK_DIST_DEST:-}" ]; then mkdir -p "$SDK_DIST_DEST" && cp "$checked"/* "$SDK_DIST_DEST/"; fi
+  say "$(cd "$checked" && ls | tr '\n' ' ')checked earlier for these inputs ($(basename "$checked")); reused"
+  exit 0
+fi
 
 say "python -m build"
 "$venv/bin/python" -m build --outdir "$work/dist" "$pkg" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
@@ -50,4 +58,5 @@ rc=0
 # Back to the editable install for development.
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -e "$pkg"
 [ "$rc" = 0 ] || exit "$rc"
+keep_checked python-sdk "$work"/dist/*
 say "ok"

@@ -5,13 +5,21 @@
 # strict consumer compile (Node types + NodeNext, DOM-only + bundler resolution, and a CommonJS
 # .cts file whose require is typed by the package's .d.cts declarations), and with --live the live
 # tests (test/live/*.mjs, node --test) from that project against $E2E_GATEWAY_URL.
-#   SDK_PACK_DEST  also keep the tarball in this directory (make release)
+#   SDK_PACK_DEST      also keep the tarball in this directory (make release)
+#   SDK_REUSE_CHECKED  1: when this tree's tarball already passed (checked-cache.sh), copy it
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pkg="$root/sdk/typescript"
 live=false; [ "${1:-}" = --live ] && live=true
 say() { echo "[sdk-ts] $*" >&2; }
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+. "$root/sdk/scripts/checked-cache.sh"
+checked="$(checked_dir ts-sdk)"
+if [ "${SDK_REUSE_CHECKED:-}" = 1 ] && ! $live && [ -d "$checked" ]; then
+  if [ -n "${SDK_PACK_DEST:-}" ]; then mkdir -p "$SDK_PACK_DEST" && cp "$checked"/*.tgz "$SDK_PACK_DEST/"; fi
+  say "$(cd "$checked" && ls *.tgz): checked earlier for these inputs ($(basename "$checked")); reused"
+  exit 0
+fi
 
 say "tsc -b sdk/typescript, then the CommonJS bundle and its .d.cts declarations"
 (cd "$root" && npx tsc -b sdk/typescript && node sdk/typescript/scripts/cjs.mjs >/dev/null)
@@ -81,4 +89,5 @@ if $live; then
   cp "$pkg"/test/live/*.mjs "$consumer/"
   (cd "$consumer" && node --test ./*.live.test.mjs)
 fi
+keep_checked ts-sdk "$tarball"
 say "ok"
