@@ -7,7 +7,7 @@ E2E_KUBECONFIG ?=
 test-integration: node-deps localkube tools ## Integration tests of every workspace with a jest.integration.config.js (each against its own control plane)
 	@failed=""; for cfg in */jest.integration.config.js; do \
 	  p=$$(dirname $$cfg); echo "== integration: $$p"; \
-	  (cd $$p && $(JEST) -c jest.integration.config.js --runInBand) || failed="$$failed $$p"; \
+	  (cd $$p && $(JEST) -c jest.integration.config.js) || failed="$$failed $$p"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-integration: failed in:$$failed" >&2; exit 1; fi
 

@@ -38,7 +38,7 @@ test-gateway: node-deps ## Unit and route tests of the api-gateway (inject() wit
 	cd api-gateway && $(JEST)
 
 test-integration-gateway: node-deps localkube ## Gateway integration tests: control-plane localkube, real in-process agents, MCP SDK client
-	cd api-gateway && $(JEST) -c jest.integration.config.js --runInBand
+	cd api-gateway && $(JEST) -c jest.integration.config.js
 
 # Needs the full cluster with the platform deployed: BENCH_GATEWAY_URL and BENCH_GATEWAY_API_KEY
 # (or the e2e setup's E2E_GATEWAY_URL / E2E_GATEWAY_API_KEY), BENCH_NAMESPACE (default sandbox-e2e),

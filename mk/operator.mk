@@ -19,7 +19,7 @@ test-operator: node-deps ## Unit tests of the operator (fakes only, no cluster)
 
 # tools: helm renders the chart's operator RBAC and Lease for watch-namespaces.test.ts.
 test-integration-operator: node-deps localkube operator-build tools ## Operator integration tests on a control-plane-only localkube
-	cd operator && $(JEST) -c jest.integration.config.js --runInBand
+	cd operator && $(JEST) -c jest.integration.config.js
 
 bench-operator: node-deps localkube operator-build ## Operator vs direct creates of Secret+Pod pairs, throughput, RSS at 1,000/5,000 sessions
 	nice node operator/bench/run.mjs --sessions $(BENCH_OPERATOR_SESSIONS) --rounds $(BENCH_OPERATOR_ROUNDS) \

@@ -6,7 +6,8 @@
 //
 // globalSetup starts a control-plane-only localkube (no kubelet: tests may patch pod status),
 // applies crds/*.yaml and exports KUBECONFIG; set INTEGRATION_KUBECONFIG to use another cluster.
-// Run with --runInBand: the tests share one API server.
+// The tests share one API server: one file at a time unless a workspace's files keep out of each
+// other's way (opts.maxWorkers; the operator's: each file's operator watches only its namespace).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,7 +17,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 /**
  * @param {string} pkgDir absolute path of the workspace
- * @param {{ testTimeout?: number }} [opts]
+ * @param {{ testTimeout?: number, maxWorkers?: number }} [opts]
  * @returns {import('jest').Config}
  */
 export function integrationPreset(pkgDir, opts = {}) {
@@ -28,7 +29,7 @@ export function integrationPreset(pkgDir, opts = {}) {
     }),
     globalSetup: join(here, 'jest.integration.setup.js'),
     globalTeardown: join(here, 'jest.integration.teardown.js'),
-    // One API server for the whole run: workers would only contend for it.
-    maxWorkers: 1,
+    // One API server for the whole run: by default one file at a time.
+    maxWorkers: opts.maxWorkers ?? 1,
   };
 }
