@@ -265,7 +265,14 @@ export class EnvdProcesses {
     // A kill answers once the process is gone (at most KILL_WAIT_SECONDS): the SDKs' kill() then
     // list() must not show it (the Python SDK's check did, once, on a fresh clone). SIGTERM may be
     // handled or ignored: it answers once sent, as envd does.
-    if (name === 'SIGKILL') await this.d.processes.wait(ref, proc.id, KILL_WAIT_SECONDS, opts);
+    // The process's own Start or Connect stream may see the exit first and remove the process
+    // (discard): a wait that then finds no process finds it gone, which is what it waits for
+    // (answering NotFound made the SDK's kill() return false: a fresh-clone CI of 2026-12-07).
+    if (name === 'SIGKILL') {
+      await this.d.processes.wait(ref, proc.id, KILL_WAIT_SECONDS, opts).catch((err: unknown) => {
+        if (!isProblemError(err) || err.slug !== 'process-not-found') throw err;
+      });
+    }
     return {};
   }
 
