@@ -7,7 +7,11 @@
  * Also measured, to show where the time goes: the same agent work as an E2B command started
  * through our own REST API (start a background process running `bash -l -c true`, wait for it,
  * remove it: three calls, no Connect), so the e2b mode's cost splits into the agent's
- * process spawn and the E2B layer on top of it.
+ * process spawn and the E2B layer on top of it; and the floor of E2B's command semantics (every
+ * command its own process, with a pid, signals and an exit status of its own): exec of
+ * `/bin/bash --noprofile --norc -c true`, one round trip that makes one new process, where exec
+ * of `true` makes none (a builtin of the running shell). Under gVisor a new process is most of a
+ * command's cost, so `e2b / floor` says how close the E2B layer is to what its semantics allow.
  *
  * Modes are interleaved: each round runs a slice of every mode (rotating which goes first), so load
  * drift on the shared machine hits them alike; the 1-minute load average is printed before and
@@ -65,6 +69,10 @@ async function main(): Promise<void> {
     ["e2b SDK commands.run('true')", () => sbx.commands.run('true')],
     ["TS SDK exec 'true'", () => rest.exec(name, { command: 'true' })],
     [
+      "floor: TS SDK exec 'bash -c true' (1 new process)",
+      () => rest.exec(name, { command: '/bin/bash --noprofile --norc -c true' }),
+    ],
+    [
       'TS SDK process bash -l -c true (start+wait+rm)',
       async () => {
         const p = await rest.startProcess(name, { command: "exec /bin/bash -l -c 'true'" });
@@ -90,8 +98,16 @@ async function main(): Promise<void> {
   }
   const results = modes.map(([n]) => summary(n, samples.get(n)!));
   for (const r of results) console.log(r.line);
-  const [e2b, exec, proc] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
+  const [e2b, exec, floor, proc] = results as [
+    (typeof results)[0],
+    (typeof results)[0],
+    (typeof results)[0],
+    (typeof results)[0],
+  ];
   console.log(`ratio e2b / exec at p50: ${(e2b.p50 / exec.p50).toFixed(2)}x (goal <= 1.2x)`);
+  console.log(
+    `ratio e2b / floor at p50: ${(e2b.p50 / floor.p50).toFixed(2)}x (the floor: one new process per command, as E2B's semantics need; floor / exec ${(floor.p50 / exec.p50).toFixed(2)}x)`,
+  );
   console.log(
     `ratio e2b / REST process at p50: ${(e2b.p50 / proc.p50).toFixed(2)}x (the E2B layer over the same agent work)`,
   );
