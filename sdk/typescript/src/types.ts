@@ -143,6 +143,11 @@ export interface ExecExitEvent {
   truncated: boolean;
   timedOut: boolean;
   shellReset: boolean;
+  /**
+   * Only when a streamed request sent a stdin line that was not valid after the command started:
+   * what was wrong (the command was stopped as on cancellation, exit 137).
+   */
+  stdinError?: string;
 }
 
 /** One NDJSON line of a streaming exec; the last one is `exit`. */

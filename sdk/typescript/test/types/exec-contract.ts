@@ -2,10 +2,16 @@
 // cannot import @sandbox-platform/api); this file keeps the two in step at compile time. It is
 // checked by `tsc -p sdk/typescript/tsconfig.test.json` and never run: a field added, removed or
 // retyped on one side only is a type error here. The public types come from the JSON Schemas of
-// crds/src/public/ (`make generate`).
-import type { PublicExecRequest, PublicExecResult } from '@sandbox-platform/api';
+// crds/src/public/ (`make generate`); the stream's lines are the agent's own events, which the
+// gateway checks against crds/src/wire's schemas and passes on (api-gateway ndjson-guard.ts).
+import type {
+  ExecExitEvent as WireExecExitEvent,
+  ExecOutputEvent as WireExecOutputEvent,
+  PublicExecRequest,
+  PublicExecResult,
+} from '@sandbox-platform/api';
 
-import type { ExecRequest, ExecResult } from '../../src/index.js';
+import type { ExecExitEvent, ExecOutputEvent, ExecRequest, ExecResult } from '../../src/index.js';
 
 /** True only when A and B are the same type (optional, readonly and index signatures included). */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -18,4 +24,6 @@ function assertType<T extends true>(): T | undefined {
 export const execContract = [
   assertType<Equal<ExecRequest, PublicExecRequest>>(),
   assertType<Equal<ExecResult, PublicExecResult>>(),
+  assertType<Equal<ExecOutputEvent, WireExecOutputEvent>>(),
+  assertType<Equal<ExecExitEvent, WireExecExitEvent>>(),
 ];
