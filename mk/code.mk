@@ -17,3 +17,5 @@ test-agent test-unit: code-venv
 
 bench-code: node-deps platform-up ## run_code("1+1") on a warm kernel vs exec true through the in-cluster gateway, and the first run of a new session (kernel start); figures in docs/benchmarks.md
 	set -a; . $(PLATFORM_ENV); set +a; KUBECONFIG="$${KUBECONFIG:-$(LOCALKUBE_DIR)/kubeconfig}" nice node test-e2e/bench/code.bench.mjs $(BENCH_CODE_ARGS)
+
+bench: bench-code
