@@ -1,7 +1,8 @@
 # Scale by simulation (issue 32): `make bench-scale` on the local cluster's simulated nodes
 # (localkube's KWOK add-on, docs/localkube.md "Simulated nodes"). Not part of `make test` or `make
 # bench`: it needs a cluster started with LOCALKUBE_KWOK_NODES (it restarts the local cluster with
-# BENCH_SCALE_NODES of them when it has none), takes tens of minutes, and loads the shared machine. docs/benchmarks.md#bench-scale has what it measures and the figures.
+# BENCH_SCALE_NODES of them when it has none), takes tens of minutes, and loads the shared machine.
+# docs/benchmarks.md#bench-scale has what it measures and the figures.
 
 # Burst sizes, concurrent creates of the minimal client, idle timeout of the largest burst, and push
 # sizes run afterwards until one fails (empty: none).
@@ -15,7 +16,7 @@ BENCH_SCALE_SET ?=
 BENCH_SCALE_NODES ?= 100
 
 .PHONY: bench-scale
-bench-scale: node-deps tools $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/api-gateway.tar images-import ## Sessions by the thousand on simulated nodes vs bare Secret+Pod creates: Ready p50/p99, per-second rates, operator CPU/RSS, gateway lookups and memory, API calls per session, failover, idle GC (needs make cluster-up LOCALKUBE_KWOK_NODES=100)
+bench-scale: node-deps tools $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/api-gateway.tar images-import ## Sessions by the thousand on simulated nodes vs bare Secret+Pod creates: Ready p50/p99, per-second rates, operator CPU/RSS, gateway lookups and memory, API calls per session, failover, idle GC (restarts the local cluster with BENCH_SCALE_NODES simulated nodes when it has none)
 	@# The local cluster (no KUBECONFIG given) without simulated nodes, as `make run` leaves it: restart
 	@# it with them. The platform stays installed (etcd and the images persist across the restart).
 	@if [ -z "$${KUBECONFIG:-}" ] && [ -z "$$($(LOCALKUBE_BIN) kubectl --kubeconfig $(LOCALKUBE_DIR)/kubeconfig get nodes -l type=kwok -o name)" ]; then \
