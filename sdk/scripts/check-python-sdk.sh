@@ -13,12 +13,7 @@ live=false; [ "${1:-}" = --live ] && live=true
 say() { echo "[sdk-py] $*" >&2; }
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 . "$root/sdk/scripts/checked-cache.sh"
-checked="$(checked_dir python-sdk)"
-if [ "${SDK_REUSE_CHECKED:-}" = 1 ] && ! $live && [ -d "$checked" ]; then
-  if [ -n "${SDK_DIST_DEST:-}" ]; then mkdir -p "$SDK_DIST_DEST" && cp "$checked"/* "$SDK_DIST_DEST/"; fi
-  say "$(cd "$checked" && ls | tr '\n' ' ')checked earlier for these inputs ($(basename "$checked")); reused"
-  exit 0
-fi
+if ! $live && reuse_checked python-sdk "${SDK_DIST_DEST:-}"; then exit 0; fi
 
 say "python -m build"
 "$venv/bin/python" -m build --outdir "$work/dist" "$pkg" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }

@@ -14,12 +14,7 @@ live=false; [ "${1:-}" = --live ] && live=true
 say() { echo "[sdk-ts] $*" >&2; }
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 . "$root/sdk/scripts/checked-cache.sh"
-checked="$(checked_dir ts-sdk)"
-if [ "${SDK_REUSE_CHECKED:-}" = 1 ] && ! $live && [ -d "$checked" ]; then
-  if [ -n "${SDK_PACK_DEST:-}" ]; then mkdir -p "$SDK_PACK_DEST" && cp "$checked"/*.tgz "$SDK_PACK_DEST/"; fi
-  say "$(cd "$checked" && ls *.tgz): checked earlier for these inputs ($(basename "$checked")); reused"
-  exit 0
-fi
+if ! $live && reuse_checked ts-sdk "${SDK_PACK_DEST:-}"; then exit 0; fi
 
 say "tsc -b sdk/typescript, then the CommonJS bundle and its .d.cts declarations"
 (cd "$root" && npx tsc -b sdk/typescript && node sdk/typescript/scripts/cjs.mjs >/dev/null)

@@ -2,7 +2,8 @@
 # hash of their inputs, so `make release` right after the e2e tier's live SDK checks (make test
 # runs both) copies what was checked instead of building and checking the same tree again.
 #   checked_dir NAME          prints the cache directory of NAME for this tree's inputs
-#   SDK_REUSE_CHECKED=1       the scripts copy from that directory when it exists (release.sh)
+#   reuse_checked NAME DEST   with SDK_REUSE_CHECKED=1 (release.sh) and that directory present:
+#                             copies its files into DEST (when set), says so, returns 0
 # The inputs are release.sh's for the SDKs: what the packages are built from, the lock file and
 # the toolchain's versions. A check that fails keeps nothing.
 checked_dir() {
@@ -22,4 +23,13 @@ keep_checked() {
   local name="$1" dir; shift
   dir="$(checked_dir "$name")"
   rm -rf "$root/.cache/sdk-checked/$name-"* && mkdir -p "$dir.tmp" && cp "$@" "$dir.tmp/" && mv "$dir.tmp" "$dir"
+}
+
+# reuse_checked NAME DEST: see the header; returns 1 (check and build as usual) otherwise.
+reuse_checked() {
+  local dir
+  dir="$(checked_dir "$1")"
+  [ "${SDK_REUSE_CHECKED:-}" = 1 ] && [ -d "$dir" ] || return 1
+  if [ -n "$2" ]; then mkdir -p "$2" && cp "$dir"/* "$2/"; fi
+  say "$(cd "$dir" && ls | tr '\n' ' ')checked earlier for these inputs ($(basename "$dir")); reused"
 }
