@@ -31,6 +31,13 @@ const RSS_BOUND = 400 * MIB;
 const GROWTH_BOUND = 2 * 96 * MIB;
 /** Loopback address of the hostile agent (GatewayEnv's agents start at 127.0.0.2). */
 const HOSTILE_IP = '127.0.0.200';
+/**
+ * Size of each upload to an agent that never reads. Loopback socket buffers autotune to about
+ * 10 MiB a connection (client to gateway and gateway to agent each), so an upload the size of the
+ * default file limit (16 MiB) was sometimes taken whole by buffers alone (fetch pulled all 16 MiB
+ * in 2 of 24 runs: a clean-clone CI failure); 64 MiB leaves room.
+ */
+const UPLOAD_MIB = 64;
 
 /** Resident set now and its peak since the last reset, from /proc. */
 function memory(pid: number): { rss: number; hwm: number } {
@@ -130,6 +137,8 @@ describe('a hostile tenant against the gateway process', () => {
       GATEWAY_HEADERS_TIMEOUT_SECONDS: '3',
       GATEWAY_REQUEST_TIMEOUT_SECONDS: '5',
       GATEWAY_WRITE_TIMEOUT_SECONDS: '3',
+      // Uploads larger than the kernel's socket buffers can swallow (see the upload attack).
+      GATEWAY_MAX_FILE_BYTES: String(UPLOAD_MIB * MIB),
     };
     await startGateway();
     // Tenant A: a session whose "pod" is the hostile agent. Tenant B: a real agent.
@@ -288,27 +297,27 @@ describe('a hostile tenant against the gateway process', () => {
     for (const s of sockets) s.destroy();
   });
 
-  it('20 uploads of 16 MiB to an agent that never reads them wait, not pile up', async () => {
+  it(`20 uploads of ${UPLOAD_MIB} MiB to an agent that never reads them wait, not pile up`, async () => {
     const chunk = Buffer.alloc(MIB, 7);
-    const answers = await run('PUT: 20 x 16 MiB to a non-reading agent', 20, async () => {
+    const answers = await run(`PUT: 20 x ${UPLOAD_MIB} MiB to a non-reading agent`, 20, async () => {
       let sent = 0;
       const upload = new ReadableStream<Uint8Array>({
         pull(controller): void {
-          if (sent >= 16) return controller.close();
+          if (sent >= UPLOAD_MIB) return controller.close();
           sent++;
           controller.enqueue(chunk);
         },
       });
       const res = await fetch(`${url}/v1/sessions/evil/files/hostile-no-read`, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${KEYS.a}`, 'content-length': String(16 * MIB) },
+        headers: { authorization: `Bearer ${KEYS.a}`, 'content-length': String(UPLOAD_MIB * MIB) },
         body: upload,
         duplex: 'half',
       }).catch(() => undefined);
       return `${res?.status ?? 'closed'} (${sent} MiB read)`;
     });
     // The request timeout ends them; none was read whole.
-    for (const a of answers) expect(Number(/\((\d+) MiB/.exec(a)![1])).toBeLessThan(16);
+    for (const a of answers) expect(Number(/\((\d+) MiB/.exec(a)![1])).toBeLessThan(UPLOAD_MIB);
   });
 
   it('20 authenticated requests whose body never finishes are closed by the request timeout', async () => {
