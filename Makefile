@@ -11,6 +11,14 @@ JEST := node --experimental-vm-modules $(ROOT)/node_modules/jest/bin/jest.js
 
 include $(sort $(wildcard mk/*.mk))
 
+# `make bench` ends with bench-scale (it restarts the local cluster with simulated nodes, so after
+# every other bench), there one burst of BENCH_SCALE_IN_BENCH sessions with a short idle timeout;
+# `make bench-scale` alone runs BENCH_SCALE_SIZES (1,000, 5,000 and 10,000), about an hour.
+BENCH_SCALE_IN_BENCH ?= 1000
+bench: BENCH_SCALE_SIZES = $(BENCH_SCALE_IN_BENCH)
+bench: BENCH_SCALE_IDLE_SECONDS = 60
+bench: bench-scale
+
 .PHONY: help
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN{FS=":.*## "}{printf "  %-22s %s\n", $$1, $$2}'

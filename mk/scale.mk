@@ -1,7 +1,8 @@
 # Scale by simulation (issue 32): `make bench-scale` on the local cluster's simulated nodes
-# (localkube's KWOK add-on, docs/localkube.md "Simulated nodes"). Not part of `make test` or `make
-# bench`: it needs a cluster started with LOCALKUBE_KWOK_NODES (it restarts the local cluster with
-# BENCH_SCALE_NODES of them when it has none), takes tens of minutes, and loads the shared machine.
+# (localkube's KWOK add-on, docs/localkube.md "Simulated nodes"). Not part of `make test`; the last
+# of `make bench`, with one smaller burst (the Makefile's BENCH_SCALE_IN_BENCH). It needs a cluster
+# started with LOCALKUBE_KWOK_NODES (it restarts the local cluster with BENCH_SCALE_NODES of them
+# when it has none), takes tens of minutes at the default sizes, and loads the shared machine.
 # docs/benchmarks.md#bench-scale has what it measures and the figures.
 
 # Burst sizes, concurrent creates of the minimal client, idle timeout of the largest burst, and push
