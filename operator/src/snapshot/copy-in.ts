@@ -7,6 +7,7 @@
  * itself; a mismatch there empties the workspace.
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 
 import { snapshotManifestKey, type ArchiveSummary, type SnapshotManifest } from '@sandbox-platform/api';
 
@@ -44,6 +45,18 @@ export async function readManifest(store: ObjectStore, snap: SnapshotRecord): Pr
   return manifest;
 }
 
+/** A restore's copy: the agent's summary and where the time went. */
+export interface CopyInResult {
+  readonly summary: ArchiveSummary;
+  /** From the first part's read to the agent's answer. */
+  readonly durationMs: number;
+  /**
+   * Of that, the time the agent's request waited for a part still being read from the object
+   * store and checked (the rest is the agent's: the network into the Pod, its writes and hashing).
+   */
+  readonly storeWaitMs: number;
+}
+
 /** Streams the snapshot into the agent; resolves with the agent's summary (its digest verified). */
 export async function copyIn(input: {
   readonly store: ObjectStore;
@@ -51,21 +64,30 @@ export async function copyIn(input: {
   readonly target: AgentTarget;
   readonly snap: SnapshotRecord;
   readonly manifest: SnapshotManifest;
-}): Promise<ArchiveSummary> {
+}): Promise<CopyInResult> {
   const { store, agent, target, snap, manifest } = input;
+  const started = performance.now();
+  const waited = { ms: 0 };
   const summary = await agent.restore(
     target,
-    verifiedParts(store, manifest),
+    verifiedParts(store, manifest, waited),
     manifest.sizeBytes,
     snap.digest,
   );
   if (summary.digest !== snap.digest)
     throw new SnapshotCorruptedError(`the agent wrote ${summary.digest}, the snapshot is ${snap.digest}`);
-  return summary;
+  return { summary, durationMs: performance.now() - started, storeWaitMs: waited.ms };
 }
 
-/** The parts' bytes in order, each checked before it is yielded; the next one is read meanwhile. */
-async function* verifiedParts(store: ObjectStore, manifest: SnapshotManifest): AsyncGenerator<Buffer> {
+/**
+ * The parts' bytes in order, each checked before it is yielded; the next one is read meanwhile.
+ * `waited.ms` adds up the time spent waiting for a part that was not read and checked yet.
+ */
+async function* verifiedParts(
+  store: ObjectStore,
+  manifest: SnapshotManifest,
+  waited: { ms: number },
+): AsyncGenerator<Buffer> {
   const parts = manifest.parts;
   let next = parts[0] ? fetchPart(store, parts[0]) : undefined;
   for (let i = 0; i < parts.length; i++) {
@@ -74,7 +96,10 @@ async function* verifiedParts(store: ObjectStore, manifest: SnapshotManifest): A
     const following = parts[i + 1];
     next = following ? fetchPart(store, following) : undefined;
     next?.catch(() => undefined); // awaited in its turn; never an unhandled rejection meanwhile
-    yield await current;
+    const asked = performance.now();
+    const bytes = await current;
+    waited.ms += performance.now() - asked;
+    yield bytes;
   }
 }
 

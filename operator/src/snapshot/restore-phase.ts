@@ -144,17 +144,24 @@ function restored(r: Restore, result: RestoreResult): PhaseResult {
   };
   if (runner.firstReport(scope.session, r.targetUID)) {
     const { files, directories, symlinks, contentBytes } = result.summary;
+    const durationMs = Math.round(result.durationMs);
+    const storeWaitMs = Math.round(result.storeWaitMs);
     deps.logger.info('workspace restored', {
       namespace: scope.ref.namespace,
       session: scope.ref.name,
       snapshot: r.snapshot,
       digest,
+      contentBytes,
+      durationMs,
+      storeWaitMs,
     });
     deps.events.record(scope.session, {
       type: 'Normal',
       reason: WORKSPACE_EVENT_REASONS.restored,
       action: 'Restore',
-      note: `Restored SandboxSnapshot ${r.snapshot} (${files} files, ${directories} directories, ${symlinks} symlinks, ${contentBytes} bytes); digest ${digest} verified`,
+      note:
+        `Restored SandboxSnapshot ${r.snapshot} (${files} files, ${directories} directories, ${symlinks} symlinks, ${contentBytes} bytes) ` +
+        `in ${seconds(durationMs)} (${seconds(storeWaitMs)} of it waiting for the object store); digest ${digest} verified`,
     });
   }
   return {};
@@ -215,6 +222,11 @@ function verified(snapshot: string, digest: string): WorkspaceVerdict {
     },
     allowsReady: true,
   };
+}
+
+/** Milliseconds as seconds with one decimal (`4.8 s`). */
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }
 
 /** A quantity in bytes (rounded down); undefined when it does not parse. */

@@ -5,6 +5,8 @@
  * agent, which writes and verifies the workspace. Sessions waiting for a snapshot to become Ready
  * are woken when it changes.
  */
+import { performance } from 'node:perf_hooks';
+
 import { deriveToken, type ArchiveSummary, type SandboxSession } from '@sandbox-platform/api';
 
 import type { AgentArchiveClient } from './agent-archive.js';
@@ -18,6 +20,10 @@ export interface RestoreResult {
   readonly summary: ArchiveSummary;
   readonly snapshotUID: string;
   readonly completedAt: Date;
+  /** The manifest's read and the copy (copy-in.ts's CopyInResult has the copy's share). */
+  readonly durationMs: number;
+  /** Of that, the time spent waiting for the object store (manifest and parts read and checked). */
+  readonly storeWaitMs: number;
 }
 
 /** What the runner needs. */
@@ -90,9 +96,17 @@ export class RestoreRunner {
     const { namespace = '', name = '', uid = '' } = session.metadata;
     const target = { podIP, token: deriveToken(this.opts.masterKey, { namespace, name, uid }) };
     this.tasks.start(taskKey(session, targetUID), async () => {
+      const started = performance.now();
       const manifest = await readManifest(store, record);
-      const summary = await copyIn({ store, agent: this.opts.agent, target, snap: record, manifest });
-      return { summary, snapshotUID: snap.metadata.uid, completedAt: new Date() };
+      const manifestMs = performance.now() - started;
+      const copy = await copyIn({ store, agent: this.opts.agent, target, snap: record, manifest });
+      return {
+        summary: copy.summary,
+        snapshotUID: snap.metadata.uid,
+        completedAt: new Date(),
+        durationMs: performance.now() - started,
+        storeWaitMs: manifestMs + copy.storeWaitMs,
+      };
     });
   }
 

@@ -162,6 +162,14 @@ describe('/v1/archive', () => {
     expect(await readFile(join(outside, 'secret.txt'), 'utf8')).toBe('outside the workspace');
     const back = await call(target, 'GET', '/v1/archive/digest');
     expect((JSON.parse(back.body.toString()) as ArchiveSummary).digest).toBe(summary.digest);
+    // The log line says where the restore's time went: waiting for the body, and the rest.
+    const line = target.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'workspace restored');
+    expect(line).toMatchObject({ digest: summary.digest, chunks: expect.any(Number) });
+    expect(line!.chunks).toBeGreaterThanOrEqual(1);
+    expect(line!.waitedMs).toBeGreaterThanOrEqual(0);
+    expect(line!.waitedMs).toBeLessThanOrEqual(line!.durationMs as number);
   });
 
   it('refuses another digest with 422 digest-mismatch and leaves the workspace empty', async () => {

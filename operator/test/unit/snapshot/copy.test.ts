@@ -86,8 +86,35 @@ describe('copyOut and copyIn', () => {
       snap: record,
       manifest,
     });
-    expect(back.digest).toBe(summary.digest);
+    expect(back.summary.digest).toBe(summary.digest);
+    // The store's share is part of the whole, both measured.
+    expect(back.storeWaitMs).toBeGreaterThanOrEqual(0);
+    expect(back.storeWaitMs).toBeLessThanOrEqual(back.durationMs);
     expect(Buffer.concat(received).equals(bytes)).toBe(true);
+  });
+
+  it("counts the time spent waiting for the object store as the store's share of the copy", async () => {
+    const store = new MemoryStore();
+    const result = await snapshot(store, bytes, summary);
+    const record = { namespace: NS, uid: UID, digest: summary.digest, manifestDigest: result.manifestSha256 };
+    const manifest = await readManifest(store, record);
+    // Every read of the bucket now takes at least 25 ms before its first byte; the first part
+    // cannot have been read ahead, so the copy waited at least that long for the store.
+    const slow = Object.assign(Object.create(store) as MemoryStore, {
+      get: async (key: string) => {
+        await new Promise((r) => setTimeout(r, 25));
+        return store.get(key);
+      },
+    });
+    const back = await copyIn({
+      store: slow,
+      agent: receivingAgent([]),
+      target: { podIP: 'x', token: 't' },
+      snap: record,
+      manifest,
+    });
+    expect(back.storeWaitMs).toBeGreaterThanOrEqual(24);
+    expect(back.durationMs).toBeGreaterThanOrEqual(back.storeWaitMs);
   });
 
   it('refuses a part the bucket altered before any of its bytes reach the agent', async () => {
