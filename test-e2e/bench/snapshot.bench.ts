@@ -290,6 +290,47 @@ async function digestAlone(name: string): Promise<number> {
   return since(t0);
 }
 
+/**
+ * Where a fork's restore went, as the operator's WorkspaceRestored event (the restore's time and
+ * its wait for the object store) and the agent's `workspace restored` log line (its time and its
+ * wait for the archive's bytes) record it.
+ */
+async function restoreSplit(
+  name: string,
+): Promise<{
+  operatorMs: number;
+  storeWaitMs: number;
+  agentMs: number;
+  agentWaitedMs: number;
+  chunks: number;
+}> {
+  const pod = await podOf(name);
+  if (!pod) throw new Error(`${name} has no Pod`);
+  const events = await kube.core.listNamespacedEvent({
+    namespace: ns,
+    fieldSelector: `involvedObject.name=${name},reason=WorkspaceRestored`,
+  });
+  const note = events.items.map((e) => e.message ?? '').find((m) => / in \d+ ms /.test(m)) ?? '';
+  const ev = / in (\d+) ms \((\d+) ms of it waiting for the object store\)/.exec(note);
+  const log: string = await kube.core.readNamespacedPodLog({ namespace: ns, name: pod.name });
+  const line = log
+    .split('\n')
+    .filter((l) => l.includes('"workspace restored"'))
+    .map((l) => JSON.parse(l) as { durationMs?: number; waitedMs?: number; chunks?: number })
+    .at(-1);
+  if (!ev || line?.durationMs === undefined)
+    throw new Error(
+      `${name}: no restore timings (event: ${note.slice(0, 200)}; log line: ${JSON.stringify(line)})`,
+    );
+  return {
+    operatorMs: Number(ev[1]),
+    storeWaitMs: Number(ev[2]),
+    agentMs: line.durationMs,
+    agentWaitedMs: line.waitedMs ?? 0,
+    chunks: line.chunks ?? 0,
+  };
+}
+
 function row(label: string, xs: number[], unit: string, digits = 0): void {
   const sorted = [...xs].sort((a, b) => a - b);
   console.log(
@@ -369,6 +410,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   const digest: number[] = [];
   const hashed: number[] = [];
   const written: number[] = [];
+  const splits: Awaited<ReturnType<typeof restoreSplit>>[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const c = uniqueName('bench-cold');
     created.push(c);
@@ -383,6 +425,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
     const f0 = process.hrtime.bigint();
     await createSessionObject(f, { fromSnapshot: { name: snap.name } });
     forked.push(await firstOutput(sbx, f, f0));
+    splits.push(await restoreSplit(f));
     digest.push(await digestAlone(f));
     const h = await hashing(f, snap.bytes);
     hashed.push(h.podMs + h.hostMs);
@@ -398,6 +441,36 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   row('digest alone on the restored Pod', digest, 'ms');
   row('sha256 of the restored bytes, Pod + host', hashed, 'ms');
   row('write floor: tar -x of the tree in the Pod', written, 'ms');
+  row(
+    'restore in the operator (manifest + copy)',
+    splits.map((x) => x.operatorMs),
+    'ms',
+  );
+  row(
+    '  of it waiting for the object store',
+    splits.map((x) => x.storeWaitMs),
+    'ms',
+  );
+  row(
+    'restore in the agent (PUT /v1/archive)',
+    splits.map((x) => x.agentMs),
+    'ms',
+  );
+  row(
+    '  of it waiting for the archive bytes',
+    splits.map((x) => x.agentWaitedMs),
+    'ms',
+  );
+  row(
+    '  its own work (writes, hashing, parsing)',
+    splits.map((x) => x.agentMs - x.agentWaitedMs),
+    'ms',
+  );
+  row(
+    '  body chunks received',
+    splits.map((x) => x.chunks),
+    '',
+  );
   const c50 = median(cold);
   const f50 = median(forked);
   console.log(`  fork / cold p50: ${(f50 / c50).toFixed(2)}x (goal <= 2x)`);

@@ -161,7 +161,7 @@ function restored(r: Restore, result: RestoreResult): PhaseResult {
       action: 'Restore',
       note:
         `Restored SandboxSnapshot ${r.snapshot} (${files} files, ${directories} directories, ${symlinks} symlinks, ${contentBytes} bytes) ` +
-        `in ${seconds(durationMs)} (${seconds(storeWaitMs)} of it waiting for the object store); digest ${digest} verified`,
+        `in ${durationMs} ms (${storeWaitMs} ms of it waiting for the object store); digest ${digest} verified`,
     });
   }
   return {};
@@ -222,11 +222,6 @@ function verified(snapshot: string, digest: string): WorkspaceVerdict {
     },
     allowsReady: true,
   };
-}
-
-/** Milliseconds as seconds with one decimal (`4.8 s`). */
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
 }
 
 /** A quantity in bytes (rounded down); undefined when it does not parse. */
