@@ -5,15 +5,16 @@
  *
  * `--mode loopback` (default): upstream, proxies and load generator are separate processes on
  * this machine: direct, this project's egress proxy (rules checked, audit records written to a
- * temp dir) and, when installed, Squid (`squid` from Debian; one dstdomain ACL, no cache, no
- * access log) as the measured alternative (ADR 0034).
+ * temp dir), the floor of a forward proxy in Node (nodeFloor: forward and pipe, nothing else) and,
+ * when installed, Squid (`squid` from Debian; one dstdomain ACL, no cache, no access log) as the
+ * measured alternative (ADR 0034).
  * `--mode cluster`: from a sandbox of the local platform to an in-cluster upstream (cluster.ts).
  *
  * Goal (issue 30): through the proxy p50 overhead <= 1 ms and throughput >= 0.8x of direct.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, createServer } from 'node:http';
+import { Agent, createServer, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -43,6 +44,7 @@ function role(name: string): void {
     return;
   }
   const upstreamPort = Number(arg('upstream-port', '0'));
+  if (name === 'node-floor') return nodeFloor(upstreamPort);
   const lookup = filteringLookup(blockList([]), ((
     _h: string,
     _o: unknown,
@@ -76,6 +78,35 @@ function role(name: string): void {
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   });
+}
+
+/**
+ * The floor of a forward proxy written in Node: absolute-form requests forwarded to the upstream
+ * over a keep-alive pool, the answer piped back; no rules, no audit, no header filtering. What our
+ * proxy costs over it is ours; what it costs over direct is Node's HTTP on both sides.
+ */
+function nodeFloor(upstreamPort: number): void {
+  const agent = new Agent({ keepAlive: true, maxFreeSockets: 64 });
+  const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    const url = new URL(req.url ?? '/');
+    const up = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: upstreamPort,
+        path: url.pathname,
+        method: req.method,
+        headers: req.headers,
+        agent,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  server.listen(0, '127.0.0.1', () => console.log((server.address() as AddressInfo).port));
 }
 
 function child(cmd: string, argv: string[]): Promise<{ proc: ChildProcess; line: string }> {
@@ -145,6 +176,13 @@ async function loopback(): Promise<void> {
   const up = await child(process.execPath, [self, '--role', 'upstream']);
   const upPort = Number(up.line);
   const ours = await child(process.execPath, [self, '--role', 'proxy', '--upstream-port', String(upPort)]);
+  const floor = await child(process.execPath, [
+    self,
+    '--role',
+    'node-floor',
+    '--upstream-port',
+    String(upPort),
+  ]);
   const squid = await startSquid(upPort);
   const url = `http://upstream.test:${upPort}/`;
   const rows: Array<{ path: string; round: number } & Stats> = [];
@@ -160,6 +198,11 @@ async function loopback(): Promise<void> {
         round,
         ...(await load(url, `127.0.0.1:${ours.line}`, n, conc, seconds)),
       });
+      rows.push({
+        path: 'node-floor',
+        round,
+        ...(await load(url, `127.0.0.1:${floor.line}`, n, conc, seconds)),
+      });
       if (squid)
         rows.push({
           path: 'squid',
@@ -170,6 +213,7 @@ async function loopback(): Promise<void> {
   } finally {
     up.proc.kill();
     ours.proc.kill('SIGTERM');
+    floor.proc.kill();
     squid?.proc.kill('SIGKILL');
     if (squid) rmSync(squid.dir, { recursive: true, force: true });
   }
@@ -194,6 +238,14 @@ export function report(rows: Array<{ path: string } & Stats>): void {
     console.log(
       `${path}: p50 overhead ${over.toFixed(3)} ms (goal <= 1 ms: ${over <= 1 ? 'met' : 'MISSED'}), ` +
         `throughput ${ratio.toFixed(2)}x direct (goal >= 0.8x: ${ratio >= 0.8 ? 'met' : 'MISSED'})`,
+    );
+  }
+  if (rows.some((r) => r.path === 'node-floor') && rows.some((r) => r.path === 'egress-proxy')) {
+    const over = by('egress-proxy', 'p50') - by('node-floor', 'p50');
+    const ratio = by('egress-proxy', 'rps') / by('node-floor', 'rps');
+    console.log(
+      `egress-proxy vs the Node floor: p50 +${over.toFixed(3)} ms, throughput ${ratio.toFixed(2)}x ` +
+        `(the floor itself ${(by('node-floor', 'rps') / drps).toFixed(2)}x direct)`,
     );
   }
 }
