@@ -295,9 +295,7 @@ async function digestAlone(name: string): Promise<number> {
  * its wait for the object store) and the agent's `workspace restored` log line (its time and its
  * wait for the archive's bytes) record it.
  */
-async function restoreSplit(
-  name: string,
-): Promise<{
+async function restoreSplit(name: string): Promise<{
   operatorMs: number;
   storeWaitMs: number;
   agentMs: number;
@@ -306,11 +304,18 @@ async function restoreSplit(
 }> {
   const pod = await podOf(name);
   if (!pod) throw new Error(`${name} has no Pod`);
-  const events = await kube.core.listNamespacedEvent({
-    namespace: ns,
-    fieldSelector: `involvedObject.name=${name},reason=WorkspaceRestored`,
-  });
-  const note = events.items.map((e) => e.message ?? '').find((m) => / in \d+ ms /.test(m)) ?? '';
+  // The operator records its Events asynchronously: the session can answer before this one is written.
+  const note = await waitFor(
+    async () => {
+      const events = await kube.core.listNamespacedEvent({
+        namespace: ns,
+        fieldSelector: `involvedObject.name=${name},reason=WorkspaceRestored`,
+      });
+      return events.items.map((e) => e.message ?? '').find((m) => / in \d+ ms /.test(m)) ?? '';
+    },
+    predicate(`the WorkspaceRestored Event of ${name}`, (m: string) => m !== ''),
+    { timeoutMs: 15_000, intervalMs: 200 },
+  );
   const ev = / in (\d+) ms \((\d+) ms of it waiting for the object store\)/.exec(note);
   const log: string = await kube.core.readNamespacedPodLog({ namespace: ns, name: pod.name });
   const line = log

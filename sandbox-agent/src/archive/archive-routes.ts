@@ -23,7 +23,7 @@ import {
 } from '@sandbox-platform/api';
 import { Ajv } from 'ajv';
 
-import { bodyChunks, readJson } from '../http/body.js';
+import { readAhead, readJson } from '../http/body.js';
 import { HttpProblem, sendJson } from '../http/problem.js';
 import { validated, validatedQuery } from '../http/validate.js';
 import type { Logger } from '../log.js';
@@ -135,6 +135,9 @@ export async function postDigestRoute(
   sendJson(res, 200, summary);
 }
 
+/** How much of an archive being restored is read from the network ahead of the writes. */
+const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+
 /** `PUT /v1/archive`. */
 export async function putArchiveRoute(
   req: IncomingMessage,
@@ -150,7 +153,7 @@ export async function putArchiveRoute(
   await deps.lock.run(async () => {
     const started = performance.now();
     const body = { chunks: 0, waitedMs: 0 };
-    const summary = await restoreWorkspace(deps.workspace, counted(bodyChunks(req), body), {
+    const summary = await restoreWorkspace(deps.workspace, counted(readAhead(req, READ_AHEAD_BYTES), body), {
       digest: query.digest,
       maxBytes,
     });
