@@ -446,36 +446,15 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   row('digest alone on the restored Pod', digest, 'ms');
   row('sha256 of the restored bytes, Pod + host', hashed, 'ms');
   row('write floor: tar -x of the tree in the Pod', written, 'ms');
-  row(
-    'restore in the operator (manifest + copy)',
-    splits.map((x) => x.operatorMs),
-    'ms',
-  );
-  row(
-    '  of it waiting for the object store',
-    splits.map((x) => x.storeWaitMs),
-    'ms',
-  );
-  row(
-    'restore in the agent (PUT /v1/archive)',
-    splits.map((x) => x.agentMs),
-    'ms',
-  );
-  row(
-    '  of it waiting for the archive bytes',
-    splits.map((x) => x.agentWaitedMs),
-    'ms',
-  );
-  row(
-    '  its own work (writes, hashing, parsing)',
-    splits.map((x) => x.agentMs - x.agentWaitedMs),
-    'ms',
-  );
-  row(
-    '  body chunks received',
-    splits.map((x) => x.chunks),
-    '',
-  );
+  const split: Array<[string, (x: (typeof splits)[number]) => number, string]> = [
+    ['restore in the operator (manifest + copy)', (x) => x.operatorMs, 'ms'],
+    ['  of it waiting for the object store', (x) => x.storeWaitMs, 'ms'],
+    ['restore in the agent (PUT /v1/archive)', (x) => x.agentMs, 'ms'],
+    ['  of it waiting for the archive bytes', (x) => x.agentWaitedMs, 'ms'],
+    ['  its own work (writes, hashing, parsing)', (x) => x.agentMs - x.agentWaitedMs, 'ms'],
+    ['  body chunks received', (x) => x.chunks, ''],
+  ];
+  for (const [label, value, unit] of split) row(label, splits.map(value), unit);
   const c50 = median(cold);
   const f50 = median(forked);
   console.log(`  fork / cold p50: ${(f50 / c50).toFixed(2)}x (goal <= 2x)`);
