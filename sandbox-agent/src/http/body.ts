@@ -62,16 +62,22 @@ export async function* readAhead(req: IncomingMessage, aheadBytes: number): Asyn
     if (!req.complete) failed ??= new Error('the request was closed before its body ended');
     notify();
   };
+  /** The next queued chunk, resuming the request once half the bound is free again. */
+  const take = (): Buffer | undefined => {
+    const chunk = queue.shift();
+    if (!chunk) return undefined;
+    queued -= chunk.length;
+    if (req.isPaused() && queued <= aheadBytes / 2) req.resume();
+    return chunk;
+  };
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('error', onError);
   req.on('close', onClose);
   try {
     for (;;) {
-      const chunk = queue.shift();
+      const chunk = take();
       if (chunk) {
-        queued -= chunk.length;
-        if (req.isPaused() && queued <= aheadBytes / 2) req.resume();
         yield chunk;
         continue;
       }
