@@ -27,9 +27,10 @@ export function bodyChunks(req: IncomingMessage): AsyncIterable<Buffer> {
  * The request body as chunks, read from the socket ahead of the consumer up to `aheadBytes`.
  * For a consumer that works synchronously between its awaits (the archive restore, which gives
  * the event loop a turn every few milliseconds): each turn drains what the socket received into
- * the queue, so the sender's window stays open while the consumer works and the transfer overlaps
- * the work (with `bodyChunks` the stream's 16 KiB buffer closed the window: under gVisor a
- * restore of 100 MiB waited about 0.9 s of its 2.5 s for bytes). Bounded: past `aheadBytes`
+ * the queue, so the sender's window stays open while the consumer works and more of the transfer
+ * overlaps the work (with `bodyChunks`, whose stream buffers 16 KiB, a restore of 100 MiB under
+ * gVisor waited 0.76 s of its 3.1 s for bytes; with this, 0.55 of 2.8: docs/benchmarks.md,
+ * "where a fork's restore goes"). Bounded: past `aheadBytes`
  * queued the request is paused until the consumer took half. Like `bodyChunks`, stopping early
  * leaves the request alone (the server drains or closes it).
  */
