@@ -135,6 +135,7 @@ async function main(): Promise<void> {
     backoff: config.backoff,
     registry: metrics.registry,
     logger,
+    wakeSession: enqueue('pools'),
   });
   built.pools = pools;
   // Snapshots (docs/snapshots.md): copies and restores through the agents, objects in S3.

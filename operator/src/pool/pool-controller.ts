@@ -12,13 +12,14 @@ import { GROUP, POOL_LABELS, POOL_PLURAL, VERSION, type BindSigner } from '@sand
 import type { BackoffOptions } from '../state/backoff.js';
 import type { JsonClient } from '../kube/json-client.js';
 import { OwnedInformer, type ListPage } from '../kube/owned-informer.js';
+import { ownerKey } from '../state/owner-key.js';
 import { WorkQueue } from '../state/work-queue.js';
 import type { PodBuildOptions } from '../resources/pod-options.js';
 import type { Logger } from '../telemetry/log-port.js';
 import { errorFields } from '../telemetry/logger.js';
 import { createBindClient, type BindClient } from './bind-client.js';
 import { PoolClaims } from './claims.js';
-import { PoolIndex } from './pool-index.js';
+import { PoolIndex, type Change } from './pool-index.js';
 import { createPoolWriter, type PoolWriter } from './pool-kube.js';
 import { PoolMetrics } from './pool-metrics.js';
 import { TemplateHashes, type PoolPodOptions } from './pool-pod.js';
@@ -43,6 +44,11 @@ export interface PoolControllerOptions {
   readonly backoff: BackoffOptions;
   readonly registry: Registry;
   readonly logger: Logger;
+  /**
+   * Queues a session's reconcile (`namespace/name`): a change of a pool Pod bound to a session
+   * wakes it (see poolPodChanged).
+   */
+  readonly wakeSession?: (key: string) => void;
   /** Overrides for tests: the bind client and the writer. */
   readonly bindClient?: BindClient;
   readonly writer?: PoolWriter;
@@ -200,10 +206,32 @@ export class PoolController {
           ? core.listNamespacedPod({ namespace: ns, labelSelector, limit, _continue })
           : core.listPodForAllNamespaces({ labelSelector, limit, _continue }),
       project: projectPoolPod,
-      onChange: (view, change) => {
-        this.index.applyPod(view, change);
-        if (view.pool) this.queue.add(`${view.metadata.namespace}/${view.pool}`);
-      },
+      onChange: (view, change) =>
+        poolPodChanged(view, change, {
+          index: this.index,
+          wakePool: (key) => this.queue.add(key),
+          wakeSession: this.opts.wakeSession,
+        }),
     });
   }
+}
+
+/**
+ * A pool Pod changed: the index learns it, its pool reconciles, and the session it is bound to
+ * (its controller reference) reconciles too. The session is also woken by the child informers,
+ * which see the same Pod through its session label, but its claim phase reads the bound Pod from
+ * this index: woken by the other informer first, it could read the Pod as this informer had not
+ * yet updated it (a bound Pod deleted, still here and not deleting), keep a Ready status naming a
+ * Pod that was gone, and never be woken again (the e2e takeover spec's pooled victim stayed so
+ * for 180 s in a clean-clone CI). Waking the session after the index has the change closes that.
+ */
+export function poolPodChanged(
+  view: PoolPodView,
+  change: Change,
+  d: { index: PoolIndex; wakePool: (key: string) => void; wakeSession?: (key: string) => void },
+): void {
+  d.index.applyPod(view, change);
+  if (view.pool) d.wakePool(`${view.metadata.namespace}/${view.pool}`);
+  const session = ownerKey(view.metadata);
+  if (session !== undefined) d.wakeSession?.(session);
 }

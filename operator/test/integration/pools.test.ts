@@ -212,6 +212,27 @@ describe('warm Pods deleted', () => {
   });
 });
 
+describe('a bound Pod deleted right after the bind', () => {
+  // Regression: the pool informer and the child informers both see a bound Pod; a session woken
+  // by the child informer's deletion could read the Pod from a pool index that had not seen it
+  // yet, stay Ready naming it, and never be woken again (pool-controller.ts, poolPodChanged).
+  it('gives the session another Pod', async () => {
+    await createPool('lost', { replicas: 1 });
+    await warmUp('lost', 1);
+    await sessions.create('lost-1', { poolRef: { name: 'lost' } });
+    const s = (await sessions.waitFor('lost-1', readyIs('True', 'SandboxReady')))!;
+    const gone = s.status!.podName!;
+    await kube.core.deleteNamespacedPod({ namespace: ns.name, name: gone, gracePeriodSeconds: 0 });
+    await waitFor(
+      () => pods(),
+      predicate('another Pod controlled by the session', (all) =>
+        [...all].some(([name, o]) => name !== gone && o.uid === s.metadata.uid),
+      ),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+  });
+});
+
 describe('the session deleted while its bind is in flight', () => {
   it('takes the claimed Pod with it: the Pod never returns to the pool, nothing is orphaned', async () => {
     await createPool('midbind', { replicas: 1 });
