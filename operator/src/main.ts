@@ -122,6 +122,7 @@ async function main(): Promise<void> {
     logger,
     // Events trail a burst: they wait (at most 5 s) while sessions are queued or being reconciled.
     held: () => queue.depth > 0 || queue.inFlight > 0,
+    outcome: (result) => metrics.events.inc({ result }),
   });
   const cache = new SessionCache();
   // Warm pools (docs/adr/0016): informers start with the others, claims run in the session reconcile.

@@ -34,7 +34,7 @@ import { errorFields } from '../telemetry/logger.js';
 import { sessionEnvOf, type EnvValue } from './env-sources.js';
 import { expiresAtOf } from './lifecycle-phase.js';
 import { statusInputsOf, type ControllerDeps, type PhaseResult, type Scope } from './scope.js';
-import { ensureSecret } from './secret-phase.js';
+import { ensureSecret, takeCreatedSecret } from './secret-phase.js';
 import { computeStatus } from './status.js';
 import { statusEqual } from './status-patch.js';
 import { writeStatus } from './status-write.js';
@@ -172,10 +172,12 @@ function record(scope: Scope, deps: ControllerDeps, pool: string, claim: Claim):
     pool,
     pod: claim.pod.metadata.name,
   });
+  const secret = takeCreatedSecret(scope);
+  const bound = `Bound warm Pod ${claim.pod.metadata.name} of SandboxPool ${pool}`;
   event(scope, deps, {
     type: 'Normal',
     reason: POOL_EVENT_REASONS.boundFromPool,
-    note: `Bound warm Pod ${claim.pod.metadata.name} of SandboxPool ${pool}`,
+    note: secret ? `${bound}; created its token Secret ${secret}` : bound,
   });
 }
 

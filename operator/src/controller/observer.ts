@@ -11,6 +11,11 @@ export interface ReconcileObserver {
    * when its Ready condition has had its status (lastTransitionTime).
    */
   readyReason(key: string, reason: string | undefined, since?: Date): void;
+  /**
+   * A status write went through; `reason` is the Ready reason it wrote (a fixed set). Progress-only
+   * writes (Creating, PodPending) are what a burst holds back (status-deferral.ts).
+   */
+  statusWritten(reason: string | undefined): void;
   /** The session became Ready for the first time, `seconds` after it was created. */
   firstReady(seconds: number): void;
   /**

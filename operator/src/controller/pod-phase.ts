@@ -17,6 +17,7 @@ import { NameConflictError } from './errors.js';
 import { classifyChild } from './ownership.js';
 import { isTerminal } from './pod-readiness.js';
 import type { ControllerDeps, PhaseResult, Scope } from './scope.js';
+import { takeCreatedSecret } from './secret-phase.js';
 
 /** Ensures the Pod (only once the Secret, and a persistent workspace's claim, are usable). */
 export async function ensurePod(scope: Scope, deps: ControllerDeps): Promise<PhaseResult> {
@@ -79,11 +80,12 @@ async function createPod(scope: Scope, deps: ControllerDeps, childName: string):
       pod: childName,
       secret: scope.secret?.metadata.name,
     });
+    const secret = takeCreatedSecret(scope);
     deps.events.record(scope.session, {
       type: 'Normal',
       reason: EVENT_REASONS.createdPod,
       action: 'Create',
-      note: `Created Pod ${childName}`,
+      note: secret ? `Created Pod ${childName} and its token Secret ${secret}` : `Created Pod ${childName}`,
     });
     return created;
   } catch (err) {

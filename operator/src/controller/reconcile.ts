@@ -28,7 +28,7 @@ import { isNameConflict } from './errors.js';
 import { expireIfDue } from './lifecycle-phase.js';
 import { ensurePod } from './pod-phase.js';
 import { soonest, statusInputsOf, type ControllerDeps, type Phase, type Scope } from './scope.js';
-import { ensureSecret } from './secret-phase.js';
+import { ensureSecret, recordCreatedSecret } from './secret-phase.js';
 import { suspendPod } from './suspend-phase.js';
 import { isSuspended, resumeTimeOf } from './suspension.js';
 import { ensureWorkspace } from './workspace-phase.js';
@@ -102,6 +102,7 @@ async function runAll(scope: Scope, deps: ControllerDeps): Promise<PhaseRun> {
     scope,
     deps,
   );
+  recordCreatedSecret(scope, deps);
   const lifecycle = await runPhases([expireIfDue], scope, deps);
   return {
     requeueAfterMs: soonest(provision.requeueAfterMs, lifecycle.requeueAfterMs),

@@ -104,6 +104,12 @@ export interface Scope {
   readonly now: Date;
   /** This reconcile created the Secret or the Pod. */
   created: boolean;
+  /**
+   * The Secret this reconcile created, while its Event is not recorded yet: the Pod's creation
+   * (or a warm Pod's bind) names it in its own Event, one Event less per session in a burst;
+   * otherwise the driver records CreatedSecret after the provisioning phases (secret-phase.ts).
+   */
+  secretCreated?: string;
   /** The session's own Secret, once ensured. */
   secret?: SecretView;
   /**

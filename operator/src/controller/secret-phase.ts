@@ -50,12 +50,8 @@ async function createSecret(scope: Scope, deps: ControllerDeps, childName: strin
     scope.created = true;
     // debug: the Pod's "created pod" line (info) names the Secret too; one line per session.
     deps.logger.debug('created secret', logFields(scope, childName));
-    deps.events.record(scope.session, {
-      type: 'Normal',
-      reason: EVENT_REASONS.createdSecret,
-      action: 'Create',
-      note: `Created Secret ${childName}`,
-    });
+    // Its Event waits: the Pod's CreatedPod (or a warm Pod's BoundFromPool) usually names it.
+    scope.secretCreated = childName;
     return created;
   } catch (err) {
     // A quota refusal is a condition of the namespace, not a failure: Ready=False/QuotaExceeded.
@@ -66,6 +62,31 @@ async function createSecret(scope: Scope, deps: ControllerDeps, childName: strin
     if (!fresh) throw new Error(`Secret ${childName} already exists but could not be read`, { cause: err });
     return fresh;
   }
+}
+
+/**
+ * The Secret created by this reconcile, for the Event that names it; once taken, nothing else
+ * records it.
+ */
+export function takeCreatedSecret(scope: Scope): string | undefined {
+  const name = scope.secretCreated;
+  scope.secretCreated = undefined;
+  return name;
+}
+
+/**
+ * Records CreatedSecret when no Pod Event of this reconcile named the Secret (the Pod waits for a
+ * workspace, for env Secrets, or was refused): run by the driver after the provisioning phases.
+ */
+export function recordCreatedSecret(scope: Scope, deps: ControllerDeps): void {
+  const name = takeCreatedSecret(scope);
+  if (!name) return;
+  deps.events.record(scope.session, {
+    type: 'Normal',
+    reason: EVENT_REASONS.createdSecret,
+    action: 'Create',
+    note: `Created Secret ${name}`,
+  });
 }
 
 function wait(scope: Scope, deps: ControllerDeps, message: string): PhaseResult {

@@ -33,6 +33,7 @@ export async function writeStatus(
       );
       if (result === 'gone') return true;
       scope.resourceVersion = result.resourceVersion;
+      deps.observer.statusWritten(readyCondition(computed)?.reason);
     } catch (err) {
       if (!isConflict(err)) throw new Error('write status', { cause: err });
       deps.logger.debug('status write refused: the session changed since it was read; reconciling again', {

@@ -36,7 +36,12 @@ export interface EventSenderOptions {
   /** Longest an Event waits for `held` to clear (default 5000 ms). */
   readonly maxHoldMs?: number;
   readonly now?: () => number;
+  /** Told what became of each Event (metrics: sandbox_operator_events_total). */
+  readonly outcome?: (result: EventOutcome) => void;
 }
+
+/** What became of an Event: written, refused by the API server, or dropped from a full queue. */
+export type EventOutcome = 'sent' | 'failed' | 'dropped';
 
 /** How often a held sender looks again. */
 const HOLD_POLL_MS = 100;
@@ -63,6 +68,7 @@ export class QueuedEventRecorder implements EventRecorder {
   /** Queues an Event about the session. */
   record(session: SandboxSession, event: SessionEvent): void {
     if (this.queue.length >= (this.opts.maxQueued ?? 1000)) {
+      this.opts.outcome?.('dropped');
       if (this.dropped++ % 100 === 0) {
         this.opts.logger.warn('event queue full; dropping events', {
           dropped: this.dropped,
@@ -127,7 +133,9 @@ export class QueuedEventRecorder implements EventRecorder {
     const namespace = body.metadata?.namespace ?? '';
     try {
       await this.api.createNamespacedEvent({ namespace, body });
+      this.opts.outcome?.('sent');
     } catch (err) {
+      this.opts.outcome?.('failed');
       this.opts.logger.warn('could not record event', {
         namespace,
         session: body.regarding?.name,

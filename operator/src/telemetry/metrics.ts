@@ -39,6 +39,10 @@ export class OperatorMetrics implements ReconcileObserver {
    * Suspend: an idle session suspended, or a Suspend session at its lifetime).
    */
   readonly collectedTotal: prom.Counter<'reason' | 'policy'>;
+  /** Status writes made, by the Ready reason written. */
+  readonly statusWrites: prom.Counter<'reason'>;
+  /** Kubernetes Events recorded, by what became of them (sent, failed, dropped). */
+  readonly events: prom.Counter<'result'>;
   /** Events received from the watches, by source (sessions, pods, secrets, resync). */
   readonly watchEvents: prom.Counter<'source'>;
   /** 1 while this process holds the leader Lease. */
@@ -80,6 +84,22 @@ export class OperatorMetrics implements ReconcileObserver {
       name: 'sandbox_operator_sessions_collected_total',
       help: 'SandboxSessions collected for idleness or lifetime, by reason and shutdownPolicy.',
       labelNames: ['reason', 'policy'],
+      registers,
+    });
+    this.statusWrites = new prom.Counter({
+      name: 'sandbox_operator_status_writes_total',
+      help:
+        'SandboxSession status writes made, by the Ready reason written (progress-only ones, Creating ' +
+        'and PodPending, are held back while other sessions are queued).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.events = new prom.Counter({
+      name: 'sandbox_operator_events_total',
+      help:
+        'Kubernetes Events of SandboxSessions and SandboxSnapshots, by result: sent, failed (the API ' +
+        'server refused the write) or dropped (the queue of 1000 was full).',
+      labelNames: ['result'],
       registers,
     });
     this.watchEvents = new prom.Counter({
@@ -133,6 +153,11 @@ export class OperatorMetrics implements ReconcileObserver {
   /** ReconcileObserver: remembers the session's Ready reason and since when, for the session gauges. */
   readyReason(key: string, reason: string | undefined, since?: Date): void {
     this.known.set(key, reason, since?.getTime());
+  }
+
+  /** ReconcileObserver: counts a status write. */
+  statusWritten(reason: string | undefined): void {
+    this.statusWrites.inc({ reason: reason ?? 'None' });
   }
 
   /** ReconcileObserver: observes the create-to-Ready time. */

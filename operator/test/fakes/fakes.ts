@@ -47,6 +47,10 @@ export class MemoryObserver implements ReconcileObserver {
     if (reason === undefined) this.reasons.delete(key);
     else this.reasons.set(key, reason);
   }
+  readonly statusWrites: string[] = [];
+  statusWritten(reason: string | undefined): void {
+    this.statusWrites.push(reason ?? '');
+  }
   firstReady(seconds: number): void {
     this.firstReadySeconds.push(seconds);
   }

@@ -165,9 +165,9 @@ describe('a new SandboxSession', () => {
     const reasons = await waitFor(
       () => eventReasons(kube.core, ns.name, 'beta'),
       predicate(
-        'CreatedSecret, 2 CreatedPod, Ready and NotReady events',
+        '2 CreatedPod (the first naming the Secret), Ready and NotReady events',
         (r) =>
-          ['CreatedSecret', 'Ready', 'NotReady'].every((x) => r.includes(x)) &&
+          ['Ready', 'NotReady'].every((x) => r.includes(x)) &&
           r.filter((x) => x === 'CreatedPod').length >= 2,
       ),
     );

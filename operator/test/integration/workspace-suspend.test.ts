@@ -94,7 +94,7 @@ describe('persistent workspace', () => {
       claimName: 'sbs-ws-basic-workspace',
     });
     await makeReady('ws-basic');
-    await eventsInclude('ws-basic', ['CreatedSecret', 'CreatedWorkspace', 'CreatedPod', 'Ready']);
+    await eventsInclude('ws-basic', ['CreatedWorkspace', 'CreatedPod', 'Ready']);
   });
 
   it('an unknown StorageClass is StorageClassNotFound, not a hang', async () => {

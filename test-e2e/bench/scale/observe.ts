@@ -120,7 +120,8 @@ export async function heapUsedMb(ip: string, port: number): Promise<number | und
 
 /**
  * The operator's work counters from its /metrics: reconciles (the reconcile duration histogram's
- * count) and watch events by source (sessions, pods, secrets, resync, ...).
+ * count), watch events by source (sessions, pods, secrets, resync, ...), status writes by the
+ * Ready reason written, and Kubernetes Events by result (sent, failed, dropped).
  */
 export async function operatorCounters(ip: string, port: number): Promise<Map<string, number>> {
   const text = await metricsText(ip, port);
@@ -129,6 +130,10 @@ export async function operatorCounters(ip: string, port: number): Promise<Map<st
     out.set('reconciles', (out.get('reconciles') ?? 0) + Number(m[1]));
   for (const m of text.matchAll(/^sandbox_operator_watch_events_total\{source="([^"]*)"\} (\S+)$/gm))
     out.set(`${m[1]} events`, Number(m[2]));
+  for (const m of text.matchAll(/^sandbox_operator_status_writes_total\{reason="([^"]*)"\} (\S+)$/gm))
+    out.set(`status writes ${m[1]}`, Number(m[2]));
+  for (const m of text.matchAll(/^sandbox_operator_events_total\{result="([^"]*)"\} (\S+)$/gm))
+    out.set(`Events ${m[1]}`, Number(m[2]));
   return out;
 }
 

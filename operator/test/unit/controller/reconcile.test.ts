@@ -45,7 +45,9 @@ describe('reconcile: provisioning', () => {
       secretName: 'sbs-demo-token',
       phase: 'Pending',
     });
-    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedPod']);
+    // One Event for both children: the Pod's names the Secret created with it.
+    expect(cluster.eventReasons()).toEqual(['CreatedPod']);
+    expect(cluster.events[0]?.event.note).toBe('Created Pod sbs-demo and its token Secret sbs-demo-token');
   });
 
   it('is idempotent: a second reconcile writes nothing', async () => {
@@ -196,7 +198,7 @@ describe('reconcile: bursts', () => {
     // Not polled: back at the hold's deadline at the latest (its Pod's changes come sooner).
     expect(first.requeueAfterMs).toBe(MAX_DEFER_MS);
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo']);
-    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedPod']);
+    expect(cluster.eventReasons()).toEqual(['CreatedPod']);
     await reconcile(KEY, deps);
     expect(cluster.writes).toHaveLength(2);
     // The burst passed: the status write is made.
@@ -205,6 +207,8 @@ describe('reconcile: bursts', () => {
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo', 'patchStatus demo']);
     expect(readyCondition(cluster.session())).toMatchObject({ status: 'False', reason: 'PodPending' });
     expect(deps.statusDeferral.size).toBe(0);
+    // Counted by the Ready reason written (sandbox_operator_status_writes_total).
+    expect(deps.observer.statusWrites).toEqual(['PodPending']);
   });
 
   it('makes a held write anyway once it waited MAX_DEFER_MS, however busy', async () => {

@@ -71,7 +71,7 @@ describe('persistent workspace: provisioning', () => {
       persistentVolumeClaim: { claimName: CLAIM },
     });
     expect(cluster.session()?.status).toMatchObject({ workspaceClaimName: CLAIM, phase: 'Pending' });
-    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'CreatedWorkspace', 'CreatedPod']);
+    expect(cluster.eventReasons()).toEqual(['CreatedWorkspace', 'CreatedPod']);
   });
 
   it('leaves the class to the cluster default when the spec names none', async () => {

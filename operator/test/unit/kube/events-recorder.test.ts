@@ -83,7 +83,14 @@ describe('QueuedEventRecorder', () => {
   it('drops events beyond the queue bound, and logs failures without throwing', async () => {
     const api = new SlowApi();
     const logger = new MemoryLogger();
-    const rec = new QueuedEventRecorder(api, { instance: 'op', logger, maxInFlight: 1, maxQueued: 2 });
+    const outcomes: string[] = [];
+    const rec = new QueuedEventRecorder(api, {
+      instance: 'op',
+      logger,
+      maxInFlight: 1,
+      maxQueued: 2,
+      outcome: (r) => outcomes.push(r),
+    });
     api.fail = true;
     for (let i = 0; i < 6; i++) rec.record(session(), EVENT);
     expect(rec.pending).toBe(3);
@@ -94,6 +101,8 @@ describe('QueuedEventRecorder', () => {
     }
     expect(await rec.flush(100)).toBe(true);
     expect(logger.lines.filter((l) => l.message === 'could not record event')).toHaveLength(3);
+    // What became of each of the 6 (metrics: sandbox_operator_events_total).
+    expect(outcomes.sort()).toEqual(['dropped', 'dropped', 'dropped', 'failed', 'failed', 'failed']);
   });
 
   it('holds Events while reconciles wait, at most maxHoldMs; flush sends them at once', () => {

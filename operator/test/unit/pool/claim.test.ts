@@ -59,7 +59,10 @@ describe('a session naming a pool with an available warm Pod', () => {
       pod: { name: 'warm-aaaaaaaaaa', uid: 'pod-warm-aaaaaaaaaa' },
     });
     // Ready is written as the agent accepts the bind, before the claim is recorded (ADR 0016, "60 ms").
-    expect(cluster.eventReasons()).toEqual(['CreatedSecret', 'Ready', 'BoundFromPool']);
+    expect(cluster.eventReasons()).toEqual(['Ready', 'BoundFromPool']);
+    expect(cluster.events[1]?.event.note).toBe(
+      'Bound warm Pod warm-aaaaaaaaaa of SandboxPool warm; created its token Secret sbs-demo-token',
+    );
     expect(pools.woken).toEqual(['team-a/warm']);
     expect(await claims('hit')).toBe(1);
   });
