@@ -41,8 +41,13 @@ export interface ChildCheck {
   readonly secrets: number;
   /** Sessions with more than one Pod or Secret. */
   readonly duplicates: number;
-  /** Pods or Secrets whose owner is no session. */
+  /**
+   * Pods or Secrets whose owner is no session and that the garbage collector has not removed
+   * within ORPHAN_GRACE_MS (children of sessions being collected go then).
+   */
   readonly orphans: number;
+  /** Children of deleted sessions that the garbage collector removed within ORPHAN_GRACE_MS. */
+  readonly collected: number;
   /** Sessions without a Pod or without a Secret. */
   readonly missing: number;
 }
@@ -127,22 +132,47 @@ export async function listAll(http: KubeHttp, path: string, query = ''): Promise
   return items;
 }
 
-/** Counts each session's Pods and Secrets by controller ownerReference. */
+/**
+ * How long a child whose owner is gone may stay before it counts as an orphan: the garbage
+ * collector removes the children of deleted sessions (idle GC runs during the failovers) with
+ * some lag.
+ */
+const ORPHAN_GRACE_MS = 60_000;
+
+/**
+ * Counts each session's Pods and Secrets by controller ownerReference; children whose owner is no
+ * session are looked at again until ORPHAN_GRACE_MS has passed, and only those still there count.
+ */
 export async function checkChildren(http: KubeHttp, namespace: string): Promise<ChildCheck> {
   const selector = `labelSelector=${encodeURIComponent(`${LABELS.managedBy}=${MANAGER_NAME}`)}`;
-  const [sessions, pods, secrets] = await Promise.all([
+  const children = async (): Promise<[Item[], Item[]]> =>
+    Promise.all([
+      listAll(http, `/api/v1/namespaces/${namespace}/pods`, selector),
+      listAll(http, `/api/v1/namespaces/${namespace}/secrets`, selector),
+    ]);
+  const [sessions, [pods, secrets]] = await Promise.all([
     listAll(http, `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`),
-    listAll(http, `/api/v1/namespaces/${namespace}/pods`, selector),
-    listAll(http, `/api/v1/namespaces/${namespace}/secrets`, selector),
+    children(),
   ]);
   const live = new Set(sessions.map((s) => s.metadata?.uid));
-  let orphans = 0;
-  const count = (children: Item[]): Map<string, number> => {
+  const ownerless = (items: Item[]): Set<string> =>
+    new Set(
+      items
+        .filter((c) => !live.has(c.metadata?.ownerReferences?.find((o) => o.controller)?.uid))
+        .map((c) => c.metadata?.uid ?? ''),
+    );
+  const first = ownerless([...pods, ...secrets]);
+  let left = first;
+  for (const until = Date.now() + ORPHAN_GRACE_MS; left.size > 0 && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 2000));
+    const now = ownerless((await children()).flat());
+    left = new Set([...left].filter((uid) => now.has(uid)));
+  }
+  const count = (items: Item[]): Map<string, number> => {
     const per = new Map<string, number>();
-    for (const c of children) {
+    for (const c of items) {
       const owner = c.metadata?.ownerReferences?.find((o) => o.controller)?.uid;
-      if (!owner || !live.has(owner)) orphans++;
-      else per.set(owner, (per.get(owner) ?? 0) + 1);
+      if (owner && live.has(owner)) per.set(owner, (per.get(owner) ?? 0) + 1);
     }
     return per;
   };
@@ -161,7 +191,8 @@ export async function checkChildren(http: KubeHttp, namespace: string): Promise<
     pods: pods.length,
     secrets: secrets.length,
     duplicates,
-    orphans,
+    orphans: left.size,
+    collected: first.size - left.size,
     missing,
   };
 }

@@ -65,7 +65,7 @@ export function failoverLine(f: Failover): string {
     (f.leaseMs === undefined ? '' : ` after ${fixed(f.leaseMs / 1000, 1)} s`) +
     '; ' +
     `canary Ready after ${fixed((f.readyMs ?? NaN) / 1000, 1)} s (goal <= 15 s); sessions ${c.sessions}, pods ${c.pods}, ` +
-    `secrets ${c.secrets}, duplicates ${c.duplicates}, orphans ${c.orphans}, missing ${c.missing}` +
+    `secrets ${c.secrets}, duplicates ${c.duplicates}, orphans ${c.orphans} (${c.collected} children of deleted sessions went within 60 s), missing ${c.missing}` +
     (f.error ? `; error: ${f.error}` : '') +
     `; ${load()}`
   );
