@@ -16,7 +16,7 @@ import type { ControllerDeps } from './controller/scope.js';
 import { isNameConflict } from './controller/errors.js';
 import { parseKey, type SessionKey } from './controller/session-key.js';
 import { SessionRegistry } from './controller/session-registry.js';
-import { StatusDeferral } from './controller/status-deferral.js';
+import { releaseWhenSettled, StatusDeferral } from './controller/status-deferral.js';
 import { createChildInformers } from './kube/child-informers.js';
 import { isQuotaRefused } from './kube/errors.js';
 import {
@@ -91,13 +91,16 @@ async function main(): Promise<void> {
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
   // informers feed it); the queue is created held, and Workload.start releases it once every
   // informer has listed.
-  // Progress-only status writes held in a burst are made once the queue has drained.
+  // Progress-only status writes held in a burst are made once the queue has stayed idle.
   const statusDeferral = new StatusDeferral();
   const queue = createQueue(config, (key) => reconcile(key, deps), {
     metrics,
     logger,
     tracing,
-    onIdle: () => statusDeferral.release().forEach((key) => queue.add(key)),
+    onIdle: releaseWhenSettled(
+      () => queue.depth === 0 && queue.inFlight === 0,
+      () => statusDeferral.release().forEach((key) => queue.add(key)),
+    ),
   });
   metrics.workQueue.observe(queue);
   const enqueue =

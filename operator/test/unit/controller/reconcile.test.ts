@@ -4,7 +4,7 @@ import { deriveToken, type SandboxSession } from '@sandbox-platform/api';
 import { NameConflictError } from '../../../src/controller/errors.js';
 import { RECONCILE_ERROR_MESSAGE, reconcile } from '../../../src/controller/reconcile.js';
 import type { ControllerDeps } from '../../../src/controller/scope.js';
-import { MAX_DEFER_MS } from '../../../src/controller/status-deferral.js';
+import { MAX_DEFER_MS, SETTLE_MS } from '../../../src/controller/status-deferral.js';
 import { FakeCluster } from '../../fakes/fake-cluster.js';
 import { FakeClock, MASTER_KEY, controllerDeps, type MemoryObserver } from '../../fakes/fakes.js';
 import { phase, podView, ready } from '../../fixtures/pods.js';
@@ -201,8 +201,13 @@ describe('reconcile: bursts', () => {
     expect(cluster.eventReasons()).toEqual(['CreatedPod']);
     await reconcile(KEY, deps);
     expect(cluster.writes).toHaveLength(2);
-    // The burst passed: the status write is made.
+    // Nothing else queued, but within SETTLE_MS of the last busy moment: still a burst.
     deps = { ...deps, otherWork: () => 0 };
+    clock.advance(SETTLE_MS - 1);
+    await reconcile(KEY, deps);
+    expect(cluster.writes).toHaveLength(2);
+    // The burst passed: the status write is made.
+    clock.advance(1);
     await reconcile(KEY, deps);
     expect(cluster.writes).toEqual(['createSecret sbs-demo-token', 'createPod sbs-demo', 'patchStatus demo']);
     expect(readyCondition(cluster.session())).toMatchObject({ status: 'False', reason: 'PodPending' });
