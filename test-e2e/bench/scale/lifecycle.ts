@@ -28,19 +28,36 @@ async function count(http: KubeHttp, path: string, selector?: string): Promise<n
   return (list.items?.length ?? 0) + (list.metadata?.remainingItemCount ?? 0);
 }
 
+/** How often a purge asks again for the collection's deletion while objects are left. */
+const DELETE_AGAIN_MS = 30_000;
+
 /**
  * Deletes every object of `path` (a collection; `also`: another resource of the namespace, e.g.
  * the floor's secrets) and waits until the namespace holds no Pod or Secret of the operator's
- * labels and the collection is empty (at most 10 minutes).
+ * labels and the collection is empty (at most 10 minutes). One DELETE of a collection of thousands
+ * can outlast the API server's request timeout (5,000 Pods did: the connection was reset), so a
+ * failed DELETE is logged and asked again every DELETE_AGAIN_MS while objects are left.
  */
 export async function purge(http: KubeHttp, path: string, namespace: string, also?: string): Promise<void> {
   const t0 = Date.now();
-  await http.delete(path);
-  if (also)
-    await http.delete(
-      `/api/v1/namespaces/${namespace}/${also}?labelSelector=${encodeURIComponent(`${LABELS.managedBy}=${MANAGER_NAME}`)}`,
-    );
   const selector = `${LABELS.managedBy}=${MANAGER_NAME}`;
+  const deleteAll = async (): Promise<void> => {
+    const paths = [
+      path,
+      ...(also
+        ? [`/api/v1/namespaces/${namespace}/${also}?labelSelector=${encodeURIComponent(selector)}`]
+        : []),
+    ];
+    for (const p of paths) {
+      await http.delete(p).catch((err: unknown) => {
+        console.log(
+          `  (DELETE ${p.split('?')[0]} failed: ${err instanceof Error ? err.message : String(err)}; asking again)`,
+        );
+      });
+    }
+  };
+  let askedAt = Date.now();
+  await deleteAll();
   for (;;) {
     const left = await Promise.all([
       count(http, path),
@@ -50,6 +67,10 @@ export async function purge(http: KubeHttp, path: string, namespace: string, als
     if (left.every((n) => n === 0)) break;
     if (Date.now() - t0 > 600_000)
       throw new Error(`${namespace} not empty after 10 min: ${left.join('/')} left`);
+    if (Date.now() - askedAt > DELETE_AGAIN_MS) {
+      askedAt = Date.now();
+      await deleteAll();
+    }
     await new Promise((r) => setTimeout(r, 2000));
   }
   console.log(`  (${namespace} emptied in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
