@@ -161,18 +161,22 @@ async function sizeRound(
   windowLines(await end(), n).forEach((l) => console.log(l));
   await purge(http, `/api/v1/namespaces/${BENCH.floorNamespace}/pods`, BENCH.floorNamespace, 'secrets');
 
+  // The sessions' burst takes a few times the floor's (2.5x at 10,000 here): its wait for Ready,
+  // and at the largest size its idle timeout, scale with the floor's window, so that no session
+  // goes idle while its own burst is still being created (at 10,000 with 600 s they did: the idle
+  // GC then deleted sessions inside the burst's window and the wait for all Ready timed out).
+  const base = ctx(BENCH.sandboxNamespace, n);
+  const sessionsCtx = { ...base, timeoutMs: Math.max(base.timeoutMs, 5 * floor.windowMs) };
+  const idle = last ? Math.max(IDLE, Math.ceil((4 * floor.windowMs) / 1000)) : 3600;
+  if (last && idle > IDLE)
+    console.log(`  (idle timeout of this burst: ${idle} s, 4x the floor's window, instead of ${IDLE} s)`);
+
   await exempt(kc);
   end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
   const leaderIp = (await leader(kc, core)).pod.status!.podIP!;
   const counters = await operatorCounters(leaderIp, 9090);
   let tracker: Parameters<NonNullable<Parameters<typeof sessionBurst>[4]>>[0] | undefined;
-  const sessions = await sessionBurst(
-    ctx(BENCH.sandboxNamespace, n),
-    `s${n}`,
-    n,
-    last ? IDLE : 3600,
-    (t) => (tracker = t),
-  );
+  const sessions = await sessionBurst(sessionsCtx, `s${n}`, n, idle, (t) => (tracker = t));
   console.log(burstLine('sessions', sessions));
   windowLines(await end(), n).forEach((l) => console.log(l));
   console.log(
@@ -203,13 +207,13 @@ async function sizeRound(
       namespace: BENCH.sandboxNamespace,
       operatorNamespace: BENCH.namespace,
       canary: `canary-${mode}-${n}`,
-      idleSeconds: IDLE,
+      idleSeconds: idle,
       timeoutMs: 180_000,
     });
     console.log(failoverLine(f));
     await waitOperatorsReady(core);
   }
-  console.log(await idleGc(tracker!, IDLE, n + 2));
+  console.log(await idleGc(tracker!, idle, n + 2));
   tracker!.stop();
   return true;
 }
