@@ -13,7 +13,7 @@ include $(sort $(wildcard mk/*.mk))
 
 # `make bench` ends with bench-scale (it restarts the local cluster with simulated nodes, so after
 # every other bench), there one burst of BENCH_SCALE_IN_BENCH sessions with a short idle timeout;
-# `make bench-scale` alone runs BENCH_SCALE_SIZES (1,000, 5,000 and 10,000), about an hour.
+# `make bench-scale` alone runs BENCH_SCALE_SIZES (1,000, 5,000 and 10,000), about 70 minutes on 2 cores (the 10,000 burst alone about 45: docs/benchmarks.md#bench-scale).
 BENCH_SCALE_IN_BENCH ?= 1000
 bench: BENCH_SCALE_SIZES = $(BENCH_SCALE_IN_BENCH)
 bench: BENCH_SCALE_IDLE_SECONDS = 60

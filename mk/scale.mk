@@ -2,7 +2,7 @@
 # (localkube's KWOK add-on, docs/localkube.md "Simulated nodes"). Not part of `make test`; the last
 # of `make bench`, with one smaller burst (the Makefile's BENCH_SCALE_IN_BENCH). It needs a cluster
 # started with LOCALKUBE_KWOK_NODES (it restarts the local cluster with BENCH_SCALE_NODES of them
-# when it has none), takes tens of minutes at the default sizes, and loads the shared machine.
+# when it has none), takes about 70 minutes at the default sizes on 2 cores, and loads the shared machine.
 # docs/benchmarks.md#bench-scale has what it measures and the figures.
 
 # Burst sizes, concurrent creates of the minimal client, idle timeout of the largest burst, and push

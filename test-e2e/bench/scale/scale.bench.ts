@@ -10,7 +10,7 @@
  *
  *   --sizes 1000,5000,10000   burst sizes (the last one gets lookups, failover and idle GC)
  *   --workers 32              concurrent creates of the minimal client (both sides)
- *   --idle-seconds 600        idleTimeoutSeconds of the largest burst's sessions
+ *   --idle-seconds 600        idleTimeoutSeconds of the largest burst's sessions (at least 4x the floor's window)
  *   --push 15000,20000        push sizes, run after the others until one fails (default none)
  *   --keep                    leave the release installed afterwards (sessions are still deleted)
  * Environment: KUBECONFIG, HELM, CHART, LOCALKUBE_DIR; BENCH_SET and BENCH_SET_STRING: extra --set and
