@@ -105,6 +105,33 @@ describe('QueuedEventRecorder', () => {
     expect(outcomes.sort()).toEqual(['dropped', 'dropped', 'dropped', 'failed', 'failed', 'failed']);
   });
 
+  it('a full queue drops its oldest Normal Event for a Warning, and a Warning when it holds no Normal one', async () => {
+    const api = new SlowApi();
+    const outcomes: string[] = [];
+    const rec = new QueuedEventRecorder(api, {
+      instance: 'op',
+      logger: new MemoryLogger(),
+      maxInFlight: 1,
+      maxQueued: 2,
+      outcome: (r) => outcomes.push(r),
+    });
+    const warning = (reason: string) => ({ ...EVENT, type: 'Warning' as const, reason });
+    rec.record(session(), { ...EVENT, reason: 'InFlight' }); // sent at once (in flight)
+    rec.record(session(), { ...EVENT, reason: 'Old' });
+    rec.record(session(), { ...EVENT, reason: 'New' });
+    rec.record(session(), warning('QuotaExceeded')); // takes Old's place
+    rec.record(session(), warning('PodFailed')); // takes New's place
+    rec.record(session(), warning('Unschedulable')); // no Normal left: dropped
+    rec.record(session(), { ...EVENT, reason: 'Later' }); // full: dropped
+    expect(outcomes).toEqual(['dropped', 'dropped', 'dropped', 'dropped']);
+    for (let i = 0; i < 3; i++) {
+      api.release();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await rec.flush(100)).toBe(true);
+    expect(api.bodies.map((b) => b.reason)).toEqual(['InFlight', 'QuotaExceeded', 'PodFailed']);
+  });
+
   it('holds Events while reconciles wait, at most maxHoldMs; flush sends them at once', () => {
     jest.useFakeTimers();
     try {
