@@ -53,7 +53,7 @@ export class StatusDeferral {
   private readonly since = new Map<string, number>();
   /** Sessions released (the queue drained): their next write is made, busy or not. */
   private readonly released = new Set<string>();
-  /** The last time a reconcile saw other work (the start of the settle period). */
+  /** The last time a status write was weighed while other sessions were queued (hold(): busy). */
   private lastBusyAt = Number.NEGATIVE_INFINITY;
 
   constructor(
