@@ -52,6 +52,7 @@ platform-up: cluster-up images images-import tools platform-keys platform-snapsh
 	  --set gateway.preview.domain=preview.sandbox.test --set gateway.preview.scheme=http \
 	  --set-string operator.podAnnotations.sandbox\\.dev/image=$(call image_digest,operator) \
 	  --set-string gateway.podAnnotations.sandbox\\.dev/image=$(call image_digest,api-gateway) \
+	  --set-string egressProxy.podAnnotations.sandbox\\.dev/image=$(call image_digest,egress-proxy) \
 	  --wait --timeout 5m
 	@# Until the quota controller has counted a new ResourceQuota, creates of what it names are refused.
 	@node test-e2e/tools/wait-quotas.mjs $(KUBECTL_BIN) $(PK) -l app.kubernetes.io/instance=$(PLATFORM_RELEASE)

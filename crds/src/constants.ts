@@ -206,6 +206,26 @@ export const SECRET_ENV_MAX_TOTAL_BYTES = 32768;
  */
 export const STARTUP_COMMAND_ENV = 'SANDBOX_AGENT_STARTUP_COMMAND';
 
+/**
+ * Egress through the platform's proxy (docs/egress.md, ADR 0034). With the proxy enabled the
+ * operator mounts the namespace's interception CA (ConfigMap EGRESS_CA_CONFIGMAP, published by the
+ * proxy, optional: it may appear after the Pod starts) at EGRESS_CA_DIR, and tells the agent where
+ * it is with EGRESS_CA_ENV. The agent keeps EGRESS_TRUST_BUNDLE (the image's public CAs plus that
+ * CA) current, and the Pod's SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and
+ * PIP_CERT name it, so tools trust intercepted HTTPS and public hosts alike.
+ */
+export const EGRESS_CA_CONFIGMAP = 'sandbox-egress-ca';
+/** Key of the CA certificate (PEM) in EGRESS_CA_CONFIGMAP. */
+export const EGRESS_CA_KEY = 'ca.crt';
+/** Where the sandbox container sees the namespace's interception CA. */
+export const EGRESS_CA_DIR = '/var/run/sandbox-egress';
+/** The interception CA's file in the sandbox container (NODE_EXTRA_CA_CERTS names it). */
+export const EGRESS_CA_FILE = `${EGRESS_CA_DIR}/${EGRESS_CA_KEY}`;
+/** The agent's own setting (stripped from its shell like every SANDBOX_AGENT_*): the CA file to watch. */
+export const EGRESS_CA_ENV = 'SANDBOX_AGENT_EGRESS_CA';
+/** The trust bundle the agent writes (public CAs + the interception CA), on the /tmp emptyDir. */
+export const EGRESS_TRUST_BUNDLE = '/tmp/.sandbox-egress/ca-bundle.pem';
+
 /** Port the in-pod agent listens on. */
 export const AGENT_PORT = 8090;
 /**

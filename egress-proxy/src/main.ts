@@ -80,13 +80,14 @@ const sessions = new SessionIndex({
   },
   log,
 });
+const cas = new KubeCaStore(kc, {
+  platformNamespace: config.platformNamespace,
+  secretPrefix: config.caSecretPrefix,
+});
 const interceptor = new TlsInterceptor({
   ...forwardDeps,
   sessions,
-  cas: new KubeCaStore(kc, {
-    platformNamespace: config.platformNamespace,
-    secretPrefix: config.caSecretPrefix,
-  }),
+  cas,
   auditForward: (s, base, out) => proxyRef.proxy!.auditForward(s, base, out),
 });
 const proxy = new EgressProxy({
@@ -101,6 +102,14 @@ const proxy = new EgressProxy({
 proxyRef.proxy = proxy;
 
 await sessions.start();
+// Every sandbox namespace's CA is made (or read) and published now, not at its first intercepted
+// request: the operator mounts the ConfigMap into sandbox Pods, which then trust it from the start
+// (a Pod started before it exists gets it when the kubelet next syncs the volume). A failure is
+// retried at the namespace's first interception.
+for (const namespace of config.namespaces)
+  cas
+    .forNamespace(namespace)
+    .catch((err: unknown) => log.warn('egress CA not published yet', { namespace, err: String(err) }));
 const audit = auditServer(store, derive(AUDIT_CLIENT_LABEL).toString('hex'), (msg, err) =>
   log.error(msg, { err: String(err) }),
 );

@@ -119,6 +119,17 @@ export const ENV_SCHEMA = {
         'sandbox_operator_default_runtime_class_available at 0. A failed read keeps the last verdict ' +
         '(the default, before the first). An explicit spec.runtimeClassName is used as given.',
     },
+    SANDBOX_EGRESS_PROXY_URL: {
+      type: 'string',
+      default: '',
+      maxLength: 512,
+      pattern: '^(http://[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?/?)?$',
+      description:
+        "The platform egress proxy's URL (the chart sets it when egressProxy.enabled): sandbox Pods get " +
+        "it as HTTP_PROXY/HTTPS_PROXY (and lower-case), NO_PROXY for loopback, and the namespace's " +
+        'interception CA (ConfigMap sandbox-egress-ca, mounted optional) trusted through ' +
+        'NODE_EXTRA_CA_CERTS and a bundle the agent keeps (SSL_CERT_FILE and others). Empty: none.',
+    },
     CONCURRENCY: {
       type: 'integer',
       minimum: 1,
@@ -314,6 +325,8 @@ export interface OperatorConfig {
      * exists (kube/runtime-class.ts).
      */
     readonly defaultRuntimeClassName?: string;
+    /** SANDBOX_EGRESS_PROXY_URL; undefined when empty. */
+    readonly egressProxyUrl?: string;
   };
   /** CONCURRENCY. */
   readonly concurrency: number;
@@ -408,6 +421,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
       runAsUser: p.SANDBOX_RUN_AS_USER,
       terminationGracePeriodSeconds: p.SANDBOX_TERMINATION_GRACE_SECONDS,
       defaultRuntimeClassName: p.SANDBOX_DEFAULT_RUNTIME_CLASS_NAME || undefined,
+      egressProxyUrl: p.SANDBOX_EGRESS_PROXY_URL || undefined,
     },
     concurrency: p.CONCURRENCY,
     resyncMs: p.RESYNC_SECONDS * 1000,

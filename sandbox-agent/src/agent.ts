@@ -6,18 +6,19 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 
-import { SESSION_ENV_PREFIX } from '@sandbox-platform/api';
+import { EGRESS_TRUST_BUNDLE, SESSION_ENV_PREFIX } from '@sandbox-platform/api';
 
 import { ArchiveLock } from './archive/archive-routes.js';
 import { CODE_DEFAULTS, CodeContexts, type CodeOptions } from './code/contexts.js';
 import type { AgentConfig } from './config.js';
+import { startTrustBundle, type TrustBundle, type TrustBundleOptions } from './egress/trust-bundle.js';
 import { MAX_TIMEOUT_SECONDS } from './exec/request.js';
 import { FileStore } from './files/file-store.js';
 import { LivenessCheck } from './http/liveness.js';
 import { createAgentServer } from './http/server.js';
 import { SessionStart } from './bind/session-start.js';
 import { openWarmBind } from './bind/warm-up.js';
-import { createLogger, errorMessage, type LogSink } from './log.js';
+import { createLogger, errorMessage, type Logger, type LogSink } from './log.js';
 import { WATCH_DEFAULTS, Watches, type WatchOptions } from './watch/watch-route.js';
 import { ProcessTable } from './processes/process-table.js';
 import { Terminals } from './pty/terminals.js';
@@ -54,6 +55,8 @@ export interface StartOptions {
   code?: Partial<CodeOptions>;
   /** File watching's tunables (docs/adr/0033; defaults: WATCH_DEFAULTS, the image's helper). */
   watch?: Partial<WatchOptions>;
+  /** The egress trust bundle's paths and poll, for tests (defaults: EGRESS_TRUST_BUNDLE, system CAs, 5 s). */
+  egress?: Partial<Pick<TrustBundleOptions, 'bundleFile' | 'systemBundle' | 'intervalMs'>>;
 }
 
 /** How long open connections may take to finish after the shell stopped, before they are cut. */
@@ -66,7 +69,8 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const env = shellEnvironment(options.baseEnv ?? process.env, files.workspace);
   // One record, shared by reference: every spawn reads it, and a warm Pod's bind extends it.
   const sessionEnv: Record<string, string> = { ...config.sessionEnv };
-  const stdinPipes = await StdinPipes.open(options.tempDir ?? tmpdir(), env);
+  const tempDir = options.tempDir ?? tmpdir();
+  const stdinPipes = await StdinPipes.open(tempDir, env);
   const shell = new PersistentShell({
     bashPath: config.bashPath,
     workspace: files.workspace,
@@ -99,7 +103,7 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
   const code = await CodeContexts.open({
     ...CODE_DEFAULTS,
     ...options.code,
-    tempDir: options.tempDir ?? tmpdir(),
+    tempDir,
     workspace: files.workspace,
     env: () => ({ ...env, ...sessionEnv }),
     logger,
@@ -139,13 +143,24 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
     timeouts: config,
     logger,
   });
+  let trustBundle: TrustBundle | undefined;
   const stopOthers = async (): Promise<void> => {
+    trustBundle?.close();
     watches.close();
     await Promise.all([terminals.close(), processes.close(), code.close()]);
     await stdinPipes.close().catch((err: unknown) => {
       logger.warn('cannot remove the stdin pipe directory', { error: errorMessage(err) });
     });
   };
+  try {
+    // Before listening: the Pod's SSL_CERT_FILE and friends name the bundle, so it must exist once
+    // the agent is ready.
+    trustBundle = openTrustBundle(config, options.egress, logger);
+  } catch (err) {
+    await shell.close(0);
+    await stopOthers();
+    throw err;
+  }
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
@@ -171,6 +186,24 @@ export async function startAgent(config: AgentConfig, options: StartOptions = {}
       logger.info('agent stopped');
     },
   };
+}
+
+/**
+ * The egress trust bundle when the Pod names an interception CA (docs/egress.md); throws when it
+ * cannot be written.
+ */
+function openTrustBundle(
+  config: AgentConfig,
+  tuning: StartOptions['egress'],
+  logger: Logger,
+): TrustBundle | undefined {
+  if (config.egressCaFile === undefined) return undefined;
+  return startTrustBundle({
+    ...tuning,
+    bundleFile: tuning?.bundleFile ?? EGRESS_TRUST_BUNDLE,
+    caFile: config.egressCaFile,
+    logger,
+  });
 }
 
 /** The /livez check: the queue may stall for the longest command plus its recovery. */

@@ -8,6 +8,7 @@ import { isAbsolute } from 'node:path';
 
 import {
   AGENT_PORT,
+  EGRESS_CA_ENV,
   SESSION_ENV_PREFIX,
   STARTUP_COMMAND_ENV,
   TOKEN_ENV,
@@ -90,6 +91,11 @@ export interface AgentConfig {
   maxTerminals: number;
   /** The static sandbox-pty helper; when it is missing, /v1/pty answers 503 and the rest works. */
   ptyHelperPath: string;
+  /**
+   * The egress proxy's interception CA (an absolute path; it may appear and change later): when
+   * set, the agent keeps EGRESS_TRUST_BUNDLE current from it (docs/egress.md). Unset: no bundle.
+   */
+  egressCaFile?: string;
 }
 
 /** Defaults of every key but the token, which has none. */
@@ -158,6 +164,8 @@ export const ENV = {
   sessionEnvPrefix: SESSION_ENV_PREFIX,
   /** spec.startup.command (set by the operator's Pod builder; unset: no startup command). */
   startupCommand: STARTUP_COMMAND_ENV,
+  /** The egress proxy's interception CA file (set by the operator's Pod builder; unset: no trust bundle). */
+  egressCaFile: EGRESS_CA_ENV,
 } as const;
 
 /** Thrown when the configuration is invalid; the message lists every problem. */
@@ -207,6 +215,9 @@ function validate(c: AgentConfig): string[] {
     check(isIntIn(c[key], 0, 3_600_000), `${key} must be an integer in 0..3600000`);
   }
   check(c.bashPath.length > 0, 'bashPath must not be empty');
+  if (c.egressCaFile !== undefined) {
+    check(isAbsolute(c.egressCaFile), `egressCaFile must be an absolute path, got "${c.egressCaFile}"`);
+  }
   if (c.startupCommand !== undefined) {
     check(!c.startupCommand.includes('\0'), 'startupCommand must not contain NUL');
     check(
@@ -258,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentConfig {
     logLevel: (env[ENV.logLevel] || undefined) as LogLevel | undefined,
     sessionEnv: sessionEnvFrom(env),
     startupCommand: env[ENV.startupCommand] || undefined,
+    egressCaFile: env[ENV.egressCaFile] || undefined,
   };
   // A warm Pod's agent has no token until its bind (docs/adr/0016); it reads none.
   const bind = bindConfigFrom(env, problems);

@@ -1,17 +1,19 @@
 /**
  * One interception CA per sandbox namespace, kept in a Secret of the platform namespace
  * (`<prefix>-<namespace>`, keys ca.crt and ca.key: tenants cannot read it) and published as
- * ConfigMap `sandbox-egress-ca` (key ca.crt) in the sandbox namespace, for whatever makes the
- * sandbox trust it. Created on first use; two proxy replicas racing to create it both end up
- * with the one the API server kept (create conflict -> read).
+ * ConfigMap `sandbox-egress-ca` (key ca.crt) in the sandbox namespace, which the operator mounts
+ * into sandbox Pods (operator/src/resources/egress.ts). Made when the proxy starts, for every
+ * sandbox namespace (main.ts), else at first use; two proxy replicas racing to create it both end
+ * up with the one the API server kept (create conflict -> read).
  */
 import * as k8s from '@kubernetes/client-node';
+import { EGRESS_CA_CONFIGMAP } from '@sandbox-platform/api';
 
 import type { CaSource } from '../intercept.js';
 import { createCA, loadCA, type CertificateAuthority } from '../tls/ca.js';
 
 /** Name of the ConfigMap holding a namespace's CA certificate. */
-export const CA_CONFIGMAP = 'sandbox-egress-ca';
+export const CA_CONFIGMAP = EGRESS_CA_CONFIGMAP;
 
 const status = (err: unknown): number | undefined => (err as { code?: number }).code;
 

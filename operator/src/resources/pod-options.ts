@@ -29,4 +29,10 @@ export interface PodBuildOptions {
    * (kube/runtime-class.ts): the configured name while that RuntimeClass exists, else undefined.
    */
   readonly defaultRuntimeClassName?: string;
+  /**
+   * URL of the platform's egress proxy (e.g. http://<release>-egress-proxy.<ns>.svc:3128) when it
+   * is on: the Pod gets it as HTTP(S)_PROXY and trusts the namespace's interception CA
+   * (resources/egress.ts). Undefined: neither.
+   */
+  readonly egressProxyUrl?: string;
 }

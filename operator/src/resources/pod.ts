@@ -55,6 +55,7 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
+import { egressCaMount, egressCaVolume, egressEnv } from './egress.js';
 import { childMetadata, type SessionRef } from './metadata.js';
 import type { DefaultedResource, PodBuildOptions } from './pod-options.js';
 import { pickQuantity } from './quantity.js';
@@ -142,7 +143,7 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
     imagePullPolicy: spec.imagePullPolicy ?? 'IfNotPresent',
     command: agent ? undefined : KEEPALIVE_COMMAND,
     workingDir: WORKSPACE_DIR,
-    env: containerEnv(spec, ref, agent),
+    env: containerEnv(spec, ref, agent, opts.egressProxyUrl),
     ports: agent ? [{ name: AGENT_PORT_NAME, containerPort: AGENT_PORT, protocol: 'TCP' }] : undefined,
     readinessProbe: agent ? AGENT_READINESS_PROBE : undefined,
     livenessProbe: agent ? AGENT_LIVENESS_PROBE : undefined,
@@ -158,12 +159,14 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
       { name: VOLUMES.workspace, mountPath: WORKSPACE_DIR },
       { name: VOLUMES.tmp, mountPath: '/tmp' },
       { name: VOLUMES.token, mountPath: TOKEN_MOUNT_DIR, readOnly: true },
+      ...(opts.egressProxyUrl === undefined ? [] : [egressCaMount()]),
     ],
   };
 }
 
 /**
- * HOME first so spec.env may override it; the startup command and the token last. The CRD rejects
+ * HOME and the egress proxy's variables (resources/egress.ts) first so spec.env may override them;
+ * the startup command and the token last. The CRD rejects
  * spec.env names starting with SANDBOX_, so nothing in the spec can shadow the token variable, the
  * startup command or a carrier name. For the Agent transport the entries carry SESSION_ENV_PREFIX
  * (see the module comment); the agent's bash then overrides HOME itself when spec.env names it.
@@ -173,7 +176,12 @@ function sandboxContainer(spec: SandboxSessionSpec, ref: SessionRef, opts: PodBu
  * appears in the Pod spec (docs/adr/0016, "Env, Secrets and startup at bind time"). The
  * reconcile creates the Pod only once the references resolve (controller/env-sources.ts).
  */
-function containerEnv(spec: SandboxSessionSpec, ref: SessionRef, agent: boolean): V1EnvVar[] {
+function containerEnv(
+  spec: SandboxSessionSpec,
+  ref: SessionRef,
+  agent: boolean,
+  egressProxyUrl: string | undefined,
+): V1EnvVar[] {
   const prefix = agent ? SESSION_ENV_PREFIX : '';
   const user = (spec.env ?? []).map((e): V1EnvVar => {
     const secret = e.valueFrom?.secretKeyRef;
@@ -184,6 +192,7 @@ function containerEnv(spec: SandboxSessionSpec, ref: SessionRef, agent: boolean)
   const startup = agent && spec.startup ? [{ name: STARTUP_COMMAND_ENV, value: spec.startup.command }] : [];
   return [
     { name: 'HOME', value: WORKSPACE_DIR },
+    ...(egressProxyUrl === undefined ? [] : egressEnv(egressProxyUrl, agent)),
     ...user,
     ...startup,
     { name: TOKEN_ENV, valueFrom: { secretKeyRef: { name: secretName(ref.name), key: TOKEN_SECRET_KEY } } },
@@ -248,6 +257,7 @@ function volumes(session: SandboxSession, ref: SessionRef, opts: PodBuildOptions
         items: [{ key: TOKEN_SECRET_KEY, path: TOKEN_SECRET_KEY }],
       },
     },
+    ...(opts.egressProxyUrl === undefined ? [] : [egressCaVolume()]),
   ];
 }
 

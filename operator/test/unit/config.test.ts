@@ -140,6 +140,26 @@ describe('loadConfig', () => {
     );
   });
 
+  describe('egress proxy URL of sandbox Pods', () => {
+    const proxyUrl = (value?: string): string | undefined =>
+      loadConfig({ ...REQUIRED, SANDBOX_EGRESS_PROXY_URL: value }).pod.egressProxyUrl;
+
+    it('is off unless set; an http URL of a host name and port is taken as given', () => {
+      expect(proxyUrl()).toBeUndefined();
+      expect(proxyUrl('')).toBeUndefined();
+      const url = 'http://rel-sandbox-platform-egress-proxy.sandbox-system.svc.cluster.local:3128';
+      expect(proxyUrl(url)).toBe(url);
+    });
+
+    it.each([
+      'https://proxy:3128',
+      'http://user:pw@proxy:3128',
+      'proxy:3128',
+      'http://proxy:3128/x',
+      'http://Proxy',
+    ])('rejects %p', (value) => expect(() => proxyUrl(value)).toThrow(/SANDBOX_EGRESS_PROXY_URL/));
+  });
+
   it('refuses running sandboxes as root', () => {
     expect(() => loadConfig({ ...REQUIRED, SANDBOX_RUN_AS_USER: '0' })).toThrow(/SANDBOX_RUN_AS_USER/);
   });

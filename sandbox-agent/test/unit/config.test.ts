@@ -4,6 +4,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { EGRESS_CA_ENV } from '@sandbox-platform/api';
+
 import { shellEnvironment } from '../../src/agent.js';
 import { agentConfig, ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config.js';
 
@@ -115,6 +117,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the egress CA file, which must be an absolute path', () => {
+    expect(
+      loadConfig({ SANDBOX_TOKEN: TOKEN, [EGRESS_CA_ENV]: '/var/run/sandbox-egress/ca.crt' }).egressCaFile,
+    ).toBe('/var/run/sandbox-egress/ca.crt');
+    expect(loadConfig({ SANDBOX_TOKEN: TOKEN, [EGRESS_CA_ENV]: '' }).egressCaFile).toBeUndefined();
+    expect(() => loadConfig({ SANDBOX_TOKEN: TOKEN, [EGRESS_CA_ENV]: 'ca.crt' })).toThrow(
+      new ConfigError('invalid agent configuration: egressCaFile must be an absolute path, got "ca.crt"'),
+    );
+  });
+
   it('refuses non-numeric sizes', () => {
     expect(() => loadConfig({ SANDBOX_TOKEN: TOKEN, SANDBOX_AGENT_OUTPUT_CAP_BYTES: '1MiB' })).toThrow(
       /SANDBOX_AGENT_OUTPUT_CAP_BYTES must be a non-negative integer/,
@@ -132,6 +144,7 @@ describe('shellEnvironment', () => {
         SANDBOX_TOKEN: TOKEN,
         SANDBOX_TOKEN_FILE: '/t',
         SANDBOX_AGENT_PORT: '1',
+        [EGRESS_CA_ENV]: '/var/run/sandbox-egress/ca.crt',
         HOME: '/workspace',
         PATH: '/bin',
         OLDPWD: '/x',

@@ -8,6 +8,8 @@
  *   through the proxy (the control) is answered;
  * - CONNECT with an SNI other than the CONNECT host is closed;
  * - a rule added at runtime (PUT /v1/sessions/{name}/egress) is in effect within 1 s;
+ * - the sandbox gets the proxy as HTTP(S)_PROXY and trusts the namespace's interception CA by
+ *   itself (curl and Python with no proxy or CA option);
  * - an injected credential (HTTPS, TLS interception with the namespace CA) reaches the upstream,
  *   and the sandbox's environment, files and readable process memory do not hold it, while the
  *   same scan finds a canary planted through spec.env (so the scan can find a secret);
@@ -311,6 +313,36 @@ describeOnLocal('egress by name through the egress proxy', () => {
     expect(hits('canary').some((h) => h.startsWith('environ:'))).toBe(true);
     expect(hits('secret')).toEqual([]);
   }, 180_000);
+
+  it('uses the proxy and trusts the namespace CA by itself: curl and Python with no proxy or CA option', async () => {
+    const env = await sh('echo "$HTTPS_PROXY $http_proxy $NO_PROXY"');
+    expect(env.stdout.trim()).toBe(
+      `http://${PROXY_NAME}.${PLATFORM_NS}.svc:3128 http://${PROXY_NAME}.${PLATFORM_NS}.svc:3128 localhost,127.0.0.1,::1`,
+    );
+    const url = `https://${host('allowed-upstream')}:${HTTPS_PORT}/api/by-itself`;
+    // The proxy publishes the namespace's CA when it starts; a Pod that started first gets it when
+    // the kubelet next syncs the ConfigMap volume and the agent's bundle picks it up (every 5 s).
+    const started = Date.now();
+    const r = await sh(`for i in $(seq 60); do curl -sS ${url} && exit 0; sleep 2; done; exit 1`, 150);
+    console.log(`plain curl over intercepted HTTPS answered after ${Date.now() - started} ms`);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      scheme: 'https',
+      url: '/api/by-itself',
+    });
+    const py = await sh(
+      `python3 -c 'import json, urllib.request; print(json.load(urllib.request.urlopen("${url}?py"))["url"])'`,
+    );
+    expect(py.stdout.trim()).toBe('/api/by-itself?py');
+    const seen = (await upstreamLog(kube)).filter((l) => l.url.startsWith('/api/by-itself'));
+    expect(seen.map((l) => l.headers.authorization)).toEqual([SECRET_VALUE, SECRET_VALUE]);
+    // The controls: without the bundle's variables curl does not trust the interception (60), and
+    // with the proxy left out the request is refused by NetworkPolicy.
+    const untrusted = await sh(`env -u CURL_CA_BUNDLE -u SSL_CERT_FILE curl -sS ${url}; echo "rc=$?"`);
+    expect(untrusted.stdout).toMatch(/rc=60/);
+    const direct = await sh(`curl -sS --noproxy '*' --max-time 3 ${url}; echo "rc=$?"`);
+    expect(direct.stdout).toMatch(/rc=(7|28)/);
+  }, 200_000);
 
   it('audits the exec and the egress decisions, and verify detects one altered record', async () => {
     await new Promise((r) => setTimeout(r, 1000));

@@ -1,6 +1,6 @@
 // Rendered-chart checks of the gateway's and the operator's side of the tenant boundary (issue 25):
 // the gateway's Pod reads and identity check, its egress NetworkPolicy, the port route's per-key
-// budget, cookies and WebSocket origins, and the operator's RuntimeClass reads. Imported by
+// budget, cookies and WebSocket origins, the operator's RuntimeClass reads and its egress proxy URL. Imported by
 // chart-checks.test.mjs (the file `make chart-lint` runs); the policy and RBAC: tenancy.mjs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -178,5 +178,18 @@ describe('operator: RuntimeClass reads', () => {
     assert.deepEqual(binding.subjects, [
       { kind: 'ServiceAccount', name: 'rel-sandbox-platform-operator', namespace: 'sandbox-system' },
     ]);
+  });
+});
+
+describe('operator: sandbox Pods use the egress proxy (ADR 0034)', () => {
+  it("names the proxy's Service and port while egressProxy.enabled (the default); nothing without it", () => {
+    const url = (sets) =>
+      env(render(sets).find('Deployment', 'rel-sandbox-platform-operator')).SANDBOX_EGRESS_PROXY_URL;
+    assert.equal(url([]), 'http://rel-sandbox-platform-egress-proxy.sandbox-system.svc:3128');
+    assert.equal(
+      url(['egressProxy.port=3129']),
+      'http://rel-sandbox-platform-egress-proxy.sandbox-system.svc:3129',
+    );
+    assert.equal(url(['egressProxy.enabled=false']), undefined);
   });
 });

@@ -251,6 +251,69 @@ describe('buildPod', () => {
   });
 });
 
+describe('buildPod: the egress proxy (SANDBOX_EGRESS_PROXY_URL)', () => {
+  const proxy = 'http://rel-egress-proxy.sandbox-system.svc:3128';
+  const withProxy: PodBuildOptions = { ...opts, egressProxyUrl: proxy };
+  const BUNDLE = '/tmp/.sandbox-egress/ca-bundle.pem';
+  const CA = '/var/run/sandbox-egress/ca.crt';
+
+  it('Agent transport: the proxy, loopback without it, and the trust bundle the agent keeps, before spec.env', () => {
+    const c = container(buildWith(withProxy, withSpec({ env: [{ name: 'HTTPS_PROXY', value: 'x' }] })));
+    const env = c.env ?? [];
+    expect(env.map((e) => [e.name, e.value])).toEqual([
+      ['HOME', '/workspace'],
+      ['HTTP_PROXY', proxy],
+      ['http_proxy', proxy],
+      ['HTTPS_PROXY', proxy],
+      ['https_proxy', proxy],
+      ['NO_PROXY', 'localhost,127.0.0.1,::1'],
+      ['no_proxy', 'localhost,127.0.0.1,::1'],
+      ['SANDBOX_AGENT_EGRESS_CA', CA],
+      ['SSL_CERT_FILE', BUNDLE],
+      ['CURL_CA_BUNDLE', BUNDLE],
+      ['REQUESTS_CA_BUNDLE', BUNDLE],
+      ['GIT_SSL_CAINFO', BUNDLE],
+      ['PIP_CERT', BUNDLE],
+      ['NODE_EXTRA_CA_CERTS', BUNDLE],
+      // spec.env comes after (the agent exports it over the container's in the user's bash).
+      ['SANDBOX_ENV_HTTPS_PROXY', 'x'],
+      ['SANDBOX_TOKEN', undefined],
+    ]);
+  });
+
+  it("mounts the namespace's CA ConfigMap read-only and optional (the proxy may publish it after the Pod starts)", () => {
+    const pod = buildWith(withProxy);
+    expect(container(pod).volumeMounts?.at(-1)).toEqual({
+      name: 'egress-ca',
+      mountPath: '/var/run/sandbox-egress',
+      readOnly: true,
+    });
+    expect(pod.spec?.volumes?.at(-1)).toEqual({
+      name: 'egress-ca',
+      configMap: {
+        name: 'sandbox-egress-ca',
+        optional: true,
+        defaultMode: 0o444,
+        items: [{ key: 'ca.crt', path: 'ca.crt' }],
+      },
+    });
+  });
+
+  it('KubernetesExec transport: the proxy and NODE_EXTRA_CA_CERTS, no bundle variables (no agent writes it)', () => {
+    const c = container(buildWith(withProxy, withSpec({ execTransport: 'KubernetesExec' })));
+    const names = (c.env ?? []).map((e) => e.name);
+    expect(names).toContain('HTTPS_PROXY');
+    expect(c.env?.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value).toBe(CA);
+    expect(names).not.toContain('SSL_CERT_FILE');
+    expect(names).not.toContain('SANDBOX_AGENT_EGRESS_CA');
+  });
+
+  it('without the proxy: no proxy variable, no CA volume', () => {
+    const pod = build();
+    expect(JSON.stringify(pod)).not.toMatch(/PROXY|egress|CA_CERTS|SSL_CERT/);
+  });
+});
+
 describe('buildPod: persistent workspace', () => {
   it('mounts the session claim at /workspace instead of an emptyDir, /tmp stays an emptyDir', () => {
     const pod = build(withSpec({ workspace: { sizeLimit: '5Gi', persistentVolumeClaim: {} } }));
