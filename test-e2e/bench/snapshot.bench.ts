@@ -15,6 +15,9 @@
  *    spec.workspace.fromSnapshot, each created as a SandboxSession object and timed from the create
  *    to the first stdout chunk of a streamed `echo first` through the gateway (which waits for
  *    Ready; a restored session is Ready once its workspace is verified). Goal: fork p50 <= 2x cold.
+ *    Beside it, the runtime's floors for a restore in the restored Pod: `tar -x` of a local archive
+ *    (writeFloor) and `tar -x` reading the same archive from a TCP socket (receiveFloor), each
+ *    added to the cold p50.
  * 3. What digest verification costs a restore: verification cannot be switched off (the agent
  *    hashes what it writes, in the same pass; the operator checks each part's sha256), so its
  *    work is measured directly: sha256 over the restored bytes in the Pod (same runtime) plus on
@@ -29,6 +32,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -275,6 +279,61 @@ async function writeFloor(name: string): Promise<number> {
   return Number(r.stdout.trim());
 }
 
+/** Port of the receive floor's relay in the Pod (the node reaches any port of its Pods). */
+const RELAY_PORT = 9701;
+
+/**
+ * The sandbox runtime's floor for what a restore does without its checks and hashing: the same
+ * archive bytes (the restored Pod's own `GET /v1/archive`, fetched first, untimed) sent over TCP
+ * from this host into the Pod, where `tar -x` reads them from the accepted socket as its stdin
+ * (a Python listener accepts and starts it) into a new directory of the workspace; timed inside
+ * the Pod from the accept to tar's exit (tar's start included), then removed. It adds the network
+ * receive through the runtime's netstack that `tar -x` of a local file (writeFloor) leaves out.
+ */
+async function receiveFloor(name: string): Promise<number> {
+  const pod = await podOf(name);
+  if (!pod) throw new Error(`${name} has no Pod`);
+  const secret = await kube.core.readNamespacedSecret({ namespace: ns, name: secretName(name) });
+  const token = Buffer.from(secret.data![TOKEN_SECRET_KEY]!, 'base64').toString('utf8');
+  const res = await fetch(`http://${pod.ip}:8090/v1/archive`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (res.status !== 200) throw new Error(`archive of ${name}: ${res.status}`);
+  const archive = Buffer.from(await res.arrayBuffer());
+  // tar reads the accepted socket itself (its stdin): no relay, no pipe between.
+  const relay = [
+    'import socket, subprocess, time',
+    'l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+    `l.bind(("0.0.0.0", ${RELAY_PORT})); l.listen(1); l.settimeout(60)`,
+    'c, _ = l.accept(); t = time.monotonic()',
+    'rc = subprocess.call(["tar", "-x", "-C", "/workspace/.rfloor"], stdin=c.fileno())',
+    'print(round((time.monotonic() - t) * 1000) if rc == 0 else -rc)',
+  ].join('\n');
+  const running = sbx.exec(name, {
+    command: `mkdir /workspace/.rfloor && python3 -c '${relay}'; rc=$?; rm -rf /workspace/.rfloor; exit $rc`,
+    timeoutSeconds: 300,
+  });
+  const sent = (async (): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const sock = net.connect(RELAY_PORT, pod.ip, () => sock.end(archive, () => resolve()));
+          sock.on('error', reject);
+        });
+        return;
+      } catch (err) {
+        if (attempt >= 100) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  })();
+  const [r] = await Promise.all([running, sent]);
+  const ms = Number(r.stdout.trim());
+  if (r.exitCode !== 0 || !(ms > 0))
+    throw new Error(`receive floor in ${name} failed (${r.exitCode}): ${r.stdout} ${r.stderr}`);
+  return ms;
+}
+
 /** The digest alone, on the session's Pod: read and hash /workspace, nothing written. */
 async function digestAlone(name: string): Promise<number> {
   const pod = await podOf(name);
@@ -415,6 +474,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   const digest: number[] = [];
   const hashed: number[] = [];
   const written: number[] = [];
+  const received: number[] = [];
   const splits: Awaited<ReturnType<typeof restoreSplit>>[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const c = uniqueName('bench-cold');
@@ -435,10 +495,11 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
     const h = await hashing(f, snap.bytes);
     hashed.push(h.podMs + h.hostMs);
     written.push(await writeFloor(f));
+    received.push(await receiveFloor(f));
     await sbx.deleteSession(f);
     await noPod(f);
     console.log(
-      `  sample ${i + 1}/${SAMPLES}: cold ${cold.at(-1)!.toFixed(0)} ms, fork ${forked.at(-1)!.toFixed(0)} ms, digest alone ${digest.at(-1)!.toFixed(0)} ms, tar -x in the Pod ${written.at(-1)!.toFixed(0)} ms (load ${load()})`,
+      `  sample ${i + 1}/${SAMPLES}: cold ${cold.at(-1)!.toFixed(0)} ms, fork ${forked.at(-1)!.toFixed(0)} ms, digest alone ${digest.at(-1)!.toFixed(0)} ms, tar -x in the Pod ${written.at(-1)!.toFixed(0)} ms, over TCP ${received.at(-1)!.toFixed(0)} ms (load ${load()})`,
     );
   }
   row('cold create-to-first-output', cold, 'ms');
@@ -446,6 +507,7 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   row('digest alone on the restored Pod', digest, 'ms');
   row('sha256 of the restored bytes, Pod + host', hashed, 'ms');
   row('write floor: tar -x of the tree in the Pod', written, 'ms');
+  row('receive+write floor: tar -x from a TCP socket', received, 'ms');
   const split: Array<[string, (x: (typeof splits)[number]) => number, string]> = [
     ['restore in the operator (manifest + copy)', (x) => x.operatorMs, 'ms'],
     ['  of it waiting for the object store', (x) => x.storeWaitMs, 'ms'],
@@ -463,6 +525,11 @@ async function fork(created: string[], snapshots: string[]): Promise<void> {
   console.log(
     `  the runtime's floor for a fork: cold p50 + tar -x p50 = ${(c50 + w50).toFixed(0)} ms = ${((c50 + w50) / c50).toFixed(2)}x cold; ` +
       `fork / that floor ${(f50 / (c50 + w50)).toFixed(2)}x; the restore's own time / tar -x: ${(restore / w50).toFixed(2)}x`,
+  );
+  const r50 = median(received);
+  console.log(
+    `  with the network receive: cold p50 + receive+write p50 = ${(c50 + r50).toFixed(0)} ms = ${((c50 + r50) / c50).toFixed(2)}x cold; ` +
+      `fork / that floor ${(f50 / (c50 + r50)).toFixed(2)}x; the restore's own time / receive+write: ${(restore / r50).toFixed(2)}x`,
   );
   console.log(
     `  restore's own time (fork p50 - cold p50): ${restore.toFixed(0)} ms; digest alone p50 ${median(digest).toFixed(0)} ms ` +
