@@ -38,6 +38,15 @@ export interface Tools {
  * --set and --set-string values (the Makefile's image digests roll the pods to a rebuilt image).
  */
 export function installRelease(tools: Tools, set: readonly string[], setString: readonly string[]): string {
+  // A release an earlier run left without a deployed revision (an install that failed or was
+  // stopped) makes `upgrade --install` fail with "has no deployed releases": remove it first.
+  const left = releaseStatus(tools);
+  if (left !== undefined && left !== 'deployed') {
+    console.log(
+      `bench-scale: release ${BENCH.release} was left ${left} by an earlier run; uninstalling it first`,
+    );
+    uninstallRelease(tools);
+  }
   const key = randomBytes(32).toString('hex');
   const sha = createHash('sha256').update(key).digest('hex');
   helm(tools, [
@@ -74,6 +83,28 @@ export function uninstallRelease(tools: Tools): void {
     '5m',
     '--ignore-not-found',
   ]);
+}
+
+/** The bench release's status (deployed, failed, pending-install, ...), or undefined when there is none. */
+function releaseStatus(tools: Tools): string | undefined {
+  const out = execFileSync(
+    tools.helm,
+    [
+      '--kubeconfig',
+      tools.kubeconfig,
+      'list',
+      '-a',
+      '-n',
+      BENCH.namespace,
+      '-f',
+      `^${BENCH.release}$`,
+      '-o',
+      'json',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  ).toString();
+  const releases = JSON.parse(out) as Array<{ name: string; status: string }>;
+  return releases.find((r) => r.name === BENCH.release)?.status;
 }
 
 function helm(tools: Tools, args: string[]): void {
