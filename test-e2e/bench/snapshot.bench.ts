@@ -282,6 +282,26 @@ async function writeFloor(name: string): Promise<number> {
 /** Port of the receive floor's relay in the Pod (the node reaches any port of its Pods). */
 const RELAY_PORT = 9701;
 
+/** A session's Pod and its agent token (from the session Secret), for calls straight to the agent. */
+async function agentOf(name: string): Promise<{ ip: string; token: string }> {
+  const pod = await podOf(name);
+  if (!pod) throw new Error(`${name} has no Pod`);
+  const secret = await kube.core.readNamespacedSecret({ namespace: ns, name: secretName(name) });
+  return { ip: pod.ip, token: Buffer.from(secret.data![TOKEN_SECRET_KEY]!, 'base64').toString('utf8') };
+}
+
+/** `talk` over a new connection to the floors' listener in the Pod, retried until it listens (10 s). */
+async function toListener<T>(ip: string, talk: (sock: net.Socket) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await talk(net.connect(RELAY_PORT, ip));
+    } catch (err) {
+      if (attempt >= 100) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 /**
  * The sandbox runtime's floor for what a snapshot does without hashing: `tar -c` of
  * /workspace/data in the session's Pod writing to a TCP socket (its stdout is the socket a Python
@@ -290,8 +310,7 @@ const RELAY_PORT = 9701;
  * cannot skip.
  */
 async function sendFloor(name: string): Promise<number> {
-  const pod = await podOf(name);
-  if (!pod) throw new Error(`${name} has no Pod`);
+  const pod = await agentOf(name);
   const listener = [
     'import socket, subprocess',
     'l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
@@ -301,23 +320,19 @@ async function sendFloor(name: string): Promise<number> {
     'c.shutdown(socket.SHUT_WR); c.close(); raise SystemExit(rc)',
   ].join('\n');
   const running = sbx.exec(name, { command: `python3 -c '${listener}'`, timeoutSeconds: 300 });
-  const read = async (): Promise<number> => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await new Promise<number>((resolve, reject) => {
+  const read = (): Promise<number> =>
+    toListener(
+      pod.ip,
+      (sock) =>
+        new Promise<number>((resolve, reject) => {
           let t0 = 0n;
           let bytes = 0;
-          const sock = net.connect(RELAY_PORT, pod.ip, () => (t0 = process.hrtime.bigint()));
+          sock.on('connect', () => (t0 = process.hrtime.bigint()));
           sock.on('data', (b: Buffer) => (bytes += b.length));
           sock.on('end', () => (bytes > 0 ? resolve(since(t0)) : reject(new Error('no bytes'))));
           sock.on('error', reject);
-        });
-      } catch (err) {
-        if (attempt >= 100) throw err;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  };
+        }),
+    );
   const [r, ms] = await Promise.all([running, read()]);
   if (r.exitCode !== 0) throw new Error(`send floor in ${name} failed (${r.exitCode}): ${r.stderr}`);
   return ms;
@@ -332,12 +347,9 @@ async function sendFloor(name: string): Promise<number> {
  * receive through the runtime's netstack that `tar -x` of a local file (writeFloor) leaves out.
  */
 async function receiveFloor(name: string): Promise<number> {
-  const pod = await podOf(name);
-  if (!pod) throw new Error(`${name} has no Pod`);
-  const secret = await kube.core.readNamespacedSecret({ namespace: ns, name: secretName(name) });
-  const token = Buffer.from(secret.data![TOKEN_SECRET_KEY]!, 'base64').toString('utf8');
+  const pod = await agentOf(name);
   const res = await fetch(`http://${pod.ip}:8090/v1/archive`, {
-    headers: { authorization: `Bearer ${token}` },
+    headers: { authorization: `Bearer ${pod.token}` },
   });
   if (res.status !== 200) throw new Error(`archive of ${name}: ${res.status}`);
   const archive = Buffer.from(await res.arrayBuffer());
@@ -354,20 +366,14 @@ async function receiveFloor(name: string): Promise<number> {
     command: `mkdir /workspace/.rfloor && python3 -c '${relay}'; rc=$?; rm -rf /workspace/.rfloor; exit $rc`,
     timeoutSeconds: 300,
   });
-  const sent = (async (): Promise<void> => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await new Promise<void>((resolve, reject) => {
-          const sock = net.connect(RELAY_PORT, pod.ip, () => sock.end(archive, () => resolve()));
-          sock.on('error', reject);
-        });
-        return;
-      } catch (err) {
-        if (attempt >= 100) throw err;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  })();
+  const sent = toListener(
+    pod.ip,
+    (sock) =>
+      new Promise<void>((resolve, reject) => {
+        sock.on('connect', () => sock.end(archive, () => resolve()));
+        sock.on('error', reject);
+      }),
+  );
   const [r] = await Promise.all([running, sent]);
   const ms = Number(r.stdout.trim());
   if (r.exitCode !== 0 || !(ms > 0))
@@ -377,13 +383,10 @@ async function receiveFloor(name: string): Promise<number> {
 
 /** The digest alone, on the session's Pod: read and hash /workspace, nothing written. */
 async function digestAlone(name: string): Promise<number> {
-  const pod = await podOf(name);
-  if (!pod) throw new Error(`${name} has no Pod`);
-  const secret = await kube.core.readNamespacedSecret({ namespace: ns, name: secretName(name) });
-  const token = Buffer.from(secret.data![TOKEN_SECRET_KEY]!, 'base64').toString('utf8');
+  const pod = await agentOf(name);
   const t0 = process.hrtime.bigint();
   const res = await fetch(`http://${pod.ip}:8090/v1/archive/digest`, {
-    headers: { authorization: `Bearer ${token}` },
+    headers: { authorization: `Bearer ${pod.token}` },
   });
   const body = await res.text();
   if (res.status !== 200) throw new Error(`digest of ${name}: ${res.status} ${body.slice(0, 200)}`);
