@@ -114,7 +114,7 @@ async function createSessionObject(
       apiVersion: `${GROUP}/${VERSION}`,
       kind: 'SandboxSession',
       metadata: { name, namespace: ns },
-      spec: { workspace, lifecycle: { idleTimeoutSeconds: 1800 } },
+      spec: { workspace, idleTimeoutSeconds: 1800 },
     },
   })) as SandboxSession;
 }
