@@ -14,6 +14,13 @@ images: $(EGRESS_IMAGES_DIR)/egress-proxy.tar
 $(EGRESS_IMAGES_DIR)/egress-proxy.tar: $(EGRESS_BUNDLE)
 $(EGRESS_BUNDLE): $(shell find egress-proxy/src crds/src -name '*.ts') package-lock.json test-e2e/images/scripts/bundle.mjs | node-deps
 	node test-e2e/images/scripts/bundle.mjs egress-proxy/src/main.ts $@ egress-proxy
+# The egress drop reporter (the DaemonSet of templates/egress-drop-reporter.yaml) is in the same
+# image: its bundle, and the static NFLOG helper it runs (built by images.mk's rule for
+# test-e2e/images/src/*.c, gcc -static).
+EGRESS_DROPS_BUNDLE := $(EGRESS_IMAGES_DIR)/build/bundles/egress-drop-reporter.mjs
+$(EGRESS_IMAGES_DIR)/egress-proxy.tar: $(EGRESS_DROPS_BUNDLE) $(EGRESS_IMAGES_DIR)/build/sandbox-nflog
+$(EGRESS_DROPS_BUNDLE): $(shell find egress-proxy/src crds/src -name '*.ts') package-lock.json test-e2e/images/scripts/bundle.mjs | node-deps
+	node test-e2e/images/scripts/bundle.mjs egress-proxy/src/drops/main.ts $@ egress-proxy
 
 test-egress-unit: node-deps ## Unit tests of the egress proxy (loopback servers, no cluster)
 	cd egress-proxy && node --experimental-vm-modules ../node_modules/jest/bin/jest.js

@@ -62,6 +62,13 @@ export const AUDIT_KEY_LABEL = 'sandbox.dev/audit-chain/v1';
 /** Label of the bearer token writers and readers present to the audit service. */
 export const AUDIT_CLIENT_LABEL = 'sandbox.dev/audit-client/v1';
 
+/**
+ * Label of the bearer token of the egress drop reporter (the node DaemonSet that turns the
+ * NetworkPolicy enforcer's NFLOG drops into audit records, docs/egress.md). It is accepted on the
+ * drops path only, and the client token is not accepted there.
+ */
+export const AUDIT_DROPS_LABEL = 'sandbox.dev/audit-drops/v1';
+
 /** Most bytes of one detail string the service keeps (longer values are cut and marked). */
 export const AUDIT_DETAIL_MAX_CHARS = 2048;
 
@@ -72,6 +79,8 @@ export const AUDIT_PATHS = {
   /** GET ?afterSeq&limit -> {records: AuditRecord[], nextSeq, lastSeq}. */
   records: (namespace: string, session: string): string =>
     `/v1/audit/sessions/${encodeURIComponent(namespace)}/${encodeURIComponent(session)}/records`,
+  /** POST {drops: DroppedPacket[]} with the drop reporter's token -> 202 (egress-proxy/src/audit/drops.ts). */
+  drops: '/v1/drops',
   /** GET -> AuditVerification. */
   verify: (namespace: string, session: string): string =>
     `/v1/audit/sessions/${encodeURIComponent(namespace)}/${encodeURIComponent(session)}/verify`,

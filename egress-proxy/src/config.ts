@@ -10,6 +10,15 @@ export interface EgressConfig {
   proxyPort: number;
   /** EGRESS_AUDIT_PORT (8091): the audit API, for gateway pods only (NetworkPolicy). */
   auditPort: number;
+  /**
+   * EGRESS_DNS_PORT (5353; 0: off): the sandboxes' DNS, UDP and TCP (src/dns/; the Service maps
+   * port 53 to it and the operator makes it sandbox Pods' only name server).
+   */
+  dnsPort: number;
+  /** EGRESS_DNS_SELF_NAMES: the proxy's own names, always answered (its Service address), comma-separated. */
+  dnsSelfNames: string[];
+  /** EGRESS_DNS_TTL_SECONDS (30): TTL of DNS answers, and how long the proxy caches one. */
+  dnsTtlSeconds: number;
   /** EGRESS_HEALTH_PORT (9090): /healthz and /readyz for the kubelet. */
   healthPort: number;
   /** EGRESS_NAMESPACES (required): the sandbox namespaces, comma-separated. */
@@ -93,6 +102,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): EgressConfig {
     proxyPort: int(env, 'EGRESS_PROXY_PORT', [3128, 1, 65535]),
     auditPort: int(env, 'EGRESS_AUDIT_PORT', [8091, 1, 65535]),
     healthPort: int(env, 'EGRESS_HEALTH_PORT', [9090, 1, 65535]),
+    dnsPort: int(env, 'EGRESS_DNS_PORT', [5353, 0, 65535]),
+    dnsSelfNames: list(env.EGRESS_DNS_SELF_NAMES ?? ''),
+    dnsTtlSeconds: int(env, 'EGRESS_DNS_TTL_SECONDS', [30, 0, 3600]),
     namespaces,
     platformNamespace: required(env, 'EGRESS_PLATFORM_NAMESPACE'),
     caSecretPrefix: env.EGRESS_CA_SECRET_PREFIX || 'sandbox-egress-ca',

@@ -4,6 +4,7 @@
  * the probes; stops on SIGTERM.
  */
 import { createHmac } from 'node:crypto';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
@@ -12,6 +13,8 @@ import { rootCertificates } from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
 import {
   AUDIT_CLIENT_LABEL,
+  AUDIT_DROPS_LABEL,
+  AUDIT_KINDS,
   AUDIT_KEY_LABEL,
   readMasterKeyFile,
   startTelemetryServer,
@@ -23,6 +26,8 @@ import { auditServer } from './audit/server.js';
 import { AuditStore } from './audit/store.js';
 import { loadConfig } from './config.js';
 import { blockList, filteringLookup } from './dial.js';
+import { DnsResponder } from './dns/responder.js';
+import { startDnsServers, type DnsServers } from './dns/server.js';
 import { TlsInterceptor } from './intercept.js';
 import { KubeCaStore } from './kube/ca-store.js';
 import { KubeSecretReader } from './kube/secrets.js';
@@ -110,11 +115,46 @@ for (const namespace of config.namespaces)
   cas
     .forNamespace(namespace)
     .catch((err: unknown) => log.warn('egress CA not published yet', { namespace, err: String(err) }));
-const audit = auditServer(store, derive(AUDIT_CLIENT_LABEL).toString('hex'), (msg, err) =>
-  log.error(msg, { err: String(err) }),
+const audit = auditServer(
+  store,
+  derive(AUDIT_CLIENT_LABEL).toString('hex'),
+  (msg, err) => log.error(msg, { err: String(err) }),
+  // Direct connections the NetworkPolicy dropped, from the node reporters (src/drops/, docs/egress.md).
+  { drops: { token: derive(AUDIT_DROPS_LABEL).toString('hex'), sessions } },
 );
 await new Promise<void>((r) => audit.listen(config.auditPort, '0.0.0.0', r));
 await new Promise<void>((r) => proxy.server.listen(config.proxyPort, '0.0.0.0', r));
+let dns: DnsServers | undefined;
+if (config.dnsPort > 0) {
+  const all =
+    (fn: typeof dnsLookup | typeof lookup) =>
+    (name: string): Promise<LookupAddress[]> =>
+      new Promise((resolve, reject) =>
+        (fn as typeof dnsLookup)(name, { all: true }, (err, addresses) =>
+          err ? reject(err) : resolve(addresses),
+        ),
+      );
+  const responder = new DnsResponder({
+    sessions,
+    resolve: all(lookup),
+    resolveSelf: all(dnsLookup),
+    selfNames: config.dnsSelfNames,
+    ttlSeconds: config.dnsTtlSeconds,
+    onRefused: ({ session, name, qtype }) =>
+      queue.push({
+        time: new Date().toISOString(),
+        namespace: session.namespace,
+        session: session.name,
+        kind: AUDIT_KINDS.egress,
+        actor: 'sandbox',
+        outcome: 'denied',
+        detail: { host: name, reason: 'dns-no-rule', scheme: 'dns', qtype },
+      }),
+  });
+  dns = await startDnsServers(responder, config.dnsPort, '0.0.0.0', (msg, err) =>
+    log.warn(msg, { err: String(err) }),
+  );
+}
 const health = await startTelemetryServer({
   port: config.healthPort,
   isReady: () => sessions.synced(),
@@ -133,6 +173,7 @@ const sweep = setInterval(() => {
 log.info('egress proxy listening', {
   proxyPort: config.proxyPort,
   auditPort: config.auditPort,
+  dnsPort: config.dnsPort,
   namespaces: config.namespaces,
 });
 
@@ -141,5 +182,5 @@ process.once('SIGTERM', () => {
   proxy.server.close();
   audit.close();
   health.close();
-  void Promise.all([sessions.stop(), stopExport?.()]).finally(() => process.exit(0));
+  void Promise.all([sessions.stop(), stopExport?.(), dns?.close()]).finally(() => process.exit(0));
 });

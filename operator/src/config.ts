@@ -130,6 +130,16 @@ export const ENV_SCHEMA = {
         'interception CA (ConfigMap sandbox-egress-ca, mounted optional) trusted through ' +
         'NODE_EXTRA_CA_CERTS and a bundle the agent keeps (SSL_CERT_FILE and others). Empty: none.',
     },
+    SANDBOX_EGRESS_DNS: {
+      type: 'string',
+      default: '',
+      enum: ['', 'proxy'],
+      description:
+        "'proxy' (the chart sets it when egressProxy.dns.enabled): sandbox Pods get dnsPolicy None " +
+        "with the egress proxy's Service address as their only name server (it answers only names " +
+        "their egress rules allow). The operator resolves SANDBOX_EGRESS_PROXY_URL's host at start " +
+        '(retrying for 60 s, then exiting). Empty: the cluster DNS (dnsPolicy ClusterFirst).',
+    },
     CONCURRENCY: {
       type: 'integer',
       minimum: 1,
@@ -328,6 +338,8 @@ export interface OperatorConfig {
     /** SANDBOX_EGRESS_PROXY_URL; undefined when empty. */
     readonly egressProxyUrl?: string;
   };
+  /** SANDBOX_EGRESS_DNS is 'proxy' (and a proxy URL is set): main.ts resolves its host for the Pods' dnsConfig. */
+  readonly egressDnsFromProxy: boolean;
   /** CONCURRENCY. */
   readonly concurrency: number;
   /** RESYNC_SECONDS in ms. */
@@ -423,6 +435,7 @@ function toConfig(p: Parsed, host: string): OperatorConfig {
       defaultRuntimeClassName: p.SANDBOX_DEFAULT_RUNTIME_CLASS_NAME || undefined,
       egressProxyUrl: p.SANDBOX_EGRESS_PROXY_URL || undefined,
     },
+    egressDnsFromProxy: p.SANDBOX_EGRESS_DNS === 'proxy' && Boolean(p.SANDBOX_EGRESS_PROXY_URL),
     concurrency: p.CONCURRENCY,
     resyncMs: p.RESYNC_SECONDS * 1000,
     requeueFloorMs: p.REQUEUE_FLOOR_MS,

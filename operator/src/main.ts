@@ -45,6 +45,7 @@ import { createAgentArchiveClient } from './snapshot/agent-archive.js';
 import type { SnapshotStoreConfig } from './snapshot/config.js';
 import { S3Client } from './snapshot/s3-client.js';
 import { SnapshotController } from './snapshot/snapshot-controller.js';
+import { egressDnsServerOf } from './runtime/egress-dns.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { Workload } from './runtime/workload.js';
 import { startHttpServer, stopHttpServer } from './telemetry/http-server.js';
@@ -86,7 +87,10 @@ async function main(): Promise<void> {
       built.pools?.requeueAll();
     },
   });
-  const podOptions = defaultRuntime.podOptions(config.pod);
+  const egressDnsServer = await egressDnsServerOf(config, (attempt, err) =>
+    logger.warn('egress proxy not resolvable yet (sandbox DNS)', { attempt, err: String(err) }),
+  );
+  const podOptions = defaultRuntime.podOptions({ ...config.pod, egressDnsServer });
 
   // The queue's handler closes over `deps`, built below from stores that need the queue (their
   // informers feed it); the queue is created held, and Workload.start releases it once every

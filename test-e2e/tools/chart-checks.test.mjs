@@ -3,7 +3,7 @@
 // ResourceQuota, the operator's and the gateway's metrics ports, tracing settings, and the
 // monitoring objects; chart-checks/tenancy.mjs and gateway.mjs (imported below, their describe
 // blocks register on import) the tenant RBAC, the sandbox policy, the gateway's egress policy and
-// port-route values (issue 25).
+// port-route values (issue 25); chart-checks/egress.mjs the egress drop reporter (issue 30).
 // Run by `make chart-lint` (node --test, HELM=<pinned helm>); each case renders with `helm template`.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { describe, it } from 'node:test';
 import { chart, container, env, render, template } from './chart-render.mjs';
 import './chart-checks/tenancy.mjs';
 import './chart-checks/gateway.mjs';
+import './chart-checks/egress.mjs';
 
 const masterKeyVolume = (deployment) =>
   deployment.spec.template.spec.volumes.find((v) => v.name === 'master-key');

@@ -1,14 +1,17 @@
 /**
- * The audit service's HTTP API (its own port; only gateway pods may connect: NetworkPolicy):
- * append events (the gateway), read a session's records and verify its chain (the gateway's
+ * The audit service's HTTP API (its own port; only gateway pods and the drop reporters may
+ * connect: NetworkPolicy): append events (the gateway), read a session's records and verify its chain (the gateway's
  * GET /v1/sessions/{name}/audit and .../audit/verify). Every call carries the bearer token
- * HMAC-SHA256(masterKey, AUDIT_CLIENT_LABEL), which the gateway derives itself.
+ * HMAC-SHA256(masterKey, AUDIT_CLIENT_LABEL), which the gateway derives itself. With the `drops`
+ * option, POST /v1/drops takes the dropped packets of the nodes' drop reporters (drops.ts) with a
+ * token of their own (AUDIT_DROPS_LABEL); neither token is accepted on the other's calls.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
-import { AUDIT_KINDS, type AuditEvent } from '@sandbox-platform/api';
+import { AUDIT_KINDS, AUDIT_PATHS, type AuditEvent } from '@sandbox-platform/api';
 
+import { DROPS_MAX_BYTES, dropEvents, parseDrops, type DropsOptions } from './drops.js';
 import type { AuditStore } from './store.js';
 
 /** Largest append body, bytes. */
@@ -62,36 +65,78 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 const problem = (res: ServerResponse, status: number, slug: string, detail: string): void =>
   send(res, status, { type: `https://sandbox.dev/problems/${slug}`, title: slug, status, detail });
 
-async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+async function readBody(req: IncomingMessage, max = APPEND_MAX_BYTES): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += (c as Buffer).length;
-    if (size > APPEND_MAX_BYTES) return undefined;
+    if (size > max) return undefined;
     chunks.push(c as Buffer);
   }
   return Buffer.concat(chunks);
 }
 
-/** The audit API over `store`, accepting `token`. */
+/** Whether the request carries exactly this bearer token (compared in constant time). */
+const bearer = (token: string): ((req: IncomingMessage) => boolean) => {
+  const expected = Buffer.from(`Bearer ${token}`);
+  return (req) => {
+    const got = Buffer.from(req.headers.authorization ?? '');
+    return got.length === expected.length && timingSafeEqual(got, expected);
+  };
+};
+
+/** Options of the audit API. */
+export interface AuditServerOptions {
+  /** Serve POST /v1/drops (the nodes' drop reporters); without it the path is not served. */
+  drops?: DropsOptions;
+}
+
+/** The audit API over `store`, accepting `token` (and the drop reporters' token on /v1/drops). */
 export function auditServer(
   store: AuditStore,
   token: string,
   log: (msg: string, err: unknown) => void,
+  options: AuditServerOptions = {},
 ): Server {
-  const expected = Buffer.from(`Bearer ${token}`);
-  const authorized = (req: IncomingMessage): boolean => {
-    const got = Buffer.from(req.headers.authorization ?? '');
-    return got.length === expected.length && timingSafeEqual(got, expected);
+  const authorized = bearer(token);
+  const drops = options.drops;
+  const dropsAuthorized = drops ? bearer(drops.token) : undefined;
+  const failed = (res: ServerResponse) => (err: unknown) => {
+    log('audit request failed', err);
+    if (!res.headersSent) problem(res, 500, 'internal', 'the audit store failed (see the egress proxy log)');
   };
   return createServer((req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (drops && dropsAuthorized && path === AUDIT_PATHS.drops) {
+      if (!dropsAuthorized(req))
+        return problem(res, 401, 'unauthorized', 'a valid drop reporter token is required');
+      if (req.method !== 'POST') return problem(res, 405, 'method-not-allowed', 'POST only');
+      return void appendDrops(store, drops, req, res).catch(failed(res));
+    }
     if (!authorized(req)) return problem(res, 401, 'unauthorized', 'a valid audit token is required');
-    handle(store, req, res).catch((err: unknown) => {
-      log('audit request failed', err);
-      if (!res.headersSent)
-        problem(res, 500, 'internal', 'the audit store failed (see the egress proxy log)');
-    });
+    handle(store, req, res).catch(failed(res));
   });
+}
+
+async function appendDrops(
+  store: AuditStore,
+  opts: DropsOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const body = await readBody(req, DROPS_MAX_BYTES);
+  if (!body) return problem(res, 413, 'payload-too-large', `at most ${DROPS_MAX_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return problem(res, 400, 'invalid-request', 'the body is not JSON');
+  }
+  const drops = parseDrops(parsed);
+  if (typeof drops === 'string') return problem(res, 400, 'invalid-request', drops);
+  const { events, unknownSource, capped } = dropEvents(drops, opts.sessions, (opts.clock ?? Date.now)());
+  const written = events.length > 0 ? await store.append(events) : [];
+  return send(res, 202, { recorded: written.length, unknownSource, capped });
 }
 
 async function handle(store: AuditStore, req: IncomingMessage, res: ServerResponse): Promise<void> {

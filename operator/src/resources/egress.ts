@@ -14,7 +14,7 @@
  * naming the mounted CA itself. The variables come before spec.env, which may override them (a
  * direct connection is refused by NetworkPolicy either way).
  */
-import type { V1EnvVar, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1EnvVar, V1PodDNSConfig, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import {
   EGRESS_CA_CONFIGMAP,
   EGRESS_CA_DIR,
@@ -68,4 +68,16 @@ export function egressCaVolume(): V1Volume {
 
 export function egressCaMount(): V1VolumeMount {
   return { name: EGRESS_CA_VOLUME, mountPath: EGRESS_CA_DIR, readOnly: true };
+}
+
+/**
+ * The DNS of a sandbox Pod that resolves through the egress proxy (docs/egress.md, "DNS"): no
+ * cluster DNS, no search path (a sandbox reaches no cluster Service by name), the proxy's address
+ * as the only name server. The proxy answers only names the session's rules allow.
+ */
+export function egressDns(server: string): { dnsPolicy: 'None'; dnsConfig: V1PodDNSConfig } {
+  return {
+    dnsPolicy: 'None',
+    dnsConfig: { nameservers: [server], options: [{ name: 'ndots', value: '1' }] },
+  };
 }

@@ -35,4 +35,10 @@ export interface PodBuildOptions {
    * (resources/egress.ts). Undefined: neither.
    */
   readonly egressProxyUrl?: string;
+  /**
+   * Address of the egress proxy's DNS (its Service) when sandboxes resolve through it: the Pod gets
+   * `dnsPolicy: None` with it as the only name server (resources/egress.ts). Undefined: the
+   * cluster DNS.
+   */
+  readonly egressDnsServer?: string;
 }

@@ -55,7 +55,7 @@ import {
   type SandboxSessionSpec,
 } from '@sandbox-platform/api';
 
-import { egressCaMount, egressCaVolume, egressEnv } from './egress.js';
+import { egressCaMount, egressCaVolume, egressDns, egressEnv } from './egress.js';
 import { childMetadata, type SessionRef } from './metadata.js';
 import type { DefaultedResource, PodBuildOptions } from './pod-options.js';
 import { pickQuantity } from './quantity.js';
@@ -127,6 +127,7 @@ export function buildPod(session: SandboxSession, ref: SessionRef, opts: PodBuil
         seccompProfile: { type: 'RuntimeDefault' },
       },
       runtimeClassName: spec.runtimeClassName ?? opts.defaultRuntimeClassName,
+      ...(opts.egressDnsServer === undefined ? {} : egressDns(opts.egressDnsServer)),
       nodeSelector: definedEntries(spec.nodeSelector),
       tolerations: spec.tolerations,
       containers: [sandboxContainer(spec, ref, opts)],

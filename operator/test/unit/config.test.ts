@@ -160,6 +160,22 @@ describe('loadConfig', () => {
     ])('rejects %p', (value) => expect(() => proxyUrl(value)).toThrow(/SANDBOX_EGRESS_PROXY_URL/));
   });
 
+  describe('sandbox DNS through the egress proxy (SANDBOX_EGRESS_DNS)', () => {
+    const URL_ = 'http://rel-sandbox-platform-egress-proxy.sandbox-system.svc:3128';
+    const dns = (env: Record<string, string>): boolean =>
+      loadConfig({ ...REQUIRED, ...env }).egressDnsFromProxy;
+
+    it("is on only as 'proxy' with a proxy URL", () => {
+      expect(dns({})).toBe(false);
+      expect(dns({ SANDBOX_EGRESS_DNS: 'proxy' })).toBe(false);
+      expect(dns({ SANDBOX_EGRESS_DNS: '', SANDBOX_EGRESS_PROXY_URL: URL_ })).toBe(false);
+      expect(dns({ SANDBOX_EGRESS_DNS: 'proxy', SANDBOX_EGRESS_PROXY_URL: URL_ })).toBe(true);
+    });
+
+    it('rejects another value', () =>
+      expect(() => dns({ SANDBOX_EGRESS_DNS: 'cluster' })).toThrow(/SANDBOX_EGRESS_DNS/));
+  });
+
   it('refuses running sandboxes as root', () => {
     expect(() => loadConfig({ ...REQUIRED, SANDBOX_RUN_AS_USER: '0' })).toThrow(/SANDBOX_RUN_AS_USER/);
   });

@@ -195,6 +195,42 @@ describeOnLocal('egress by name through the egress proxy', () => {
     expect(direct.stdout).toContain('control 200');
   });
 
+  it("resolves only what its rules allow: the allowed host and the proxy's own name, no other or cluster name", async () => {
+    const [allowed, proxy] = await Promise.all([
+      kube.core.readNamespacedService({ name: 'allowed-upstream', namespace: UPSTREAM_NS }),
+      kube.core.readNamespacedService({ name: PROXY_NAME, namespace: PLATFORM_NS }),
+    ]);
+    const names = [
+      host('allowed-upstream'),
+      `${PROXY_NAME}.${PLATFORM_NS}.svc`,
+      host('denied-upstream'),
+      'kubernetes.default.svc.cluster.local',
+      `${RELEASE}-sandbox-platform-gateway.${PLATFORM_NS}.svc.cluster.local`,
+      `x${Date.now().toString(36)}.exfiltrated.example`,
+    ];
+    const py = [
+      'import socket',
+      `for n in ${JSON.stringify(names)}:`,
+      '    try: print(n, socket.getaddrinfo(n, None, socket.AF_INET)[0][4][0])',
+      "    except socket.gaierror as e: print(n, 'error:' + str(e.args[0]))",
+    ].join('\n');
+    const r = await sh(`cat /etc/resolv.conf; python3 -c '${py}'`);
+    console.log(`sandbox DNS:\n${r.stdout}${r.stderr}`);
+    // The proxy's Service is the only name server (no cluster DNS, no search path).
+    expect(r.stdout.match(/^nameserver .*$/gm)).toEqual([`nameserver ${proxy.spec!.clusterIP}`]);
+    expect(r.stdout).not.toMatch(/^search /m);
+    const got = new Map(
+      r.stdout
+        .split('\n')
+        .filter((l) => names.some((n) => l.startsWith(`${n} `)))
+        .map((l) => l.split(' ') as [string, string]),
+    );
+    expect(got.get(names[0]!)).toBe(allowed.spec!.clusterIP);
+    expect(got.get(names[1]!)).toBe(proxy.spec!.clusterIP);
+    // NXDOMAIN (EAI_NONAME, -2) as for a name that does not exist: the sandbox learns nothing.
+    for (const n of names.slice(2)) expect([n, got.get(n)]).toEqual([n, 'error:-2']);
+  });
+
   it('closes a CONNECT tunnel whose SNI is not the CONNECT host', async () => {
     const py = [
       'import socket, ssl, sys',
@@ -365,6 +401,27 @@ describeOnLocal('egress by name through the egress proxy', () => {
       ),
     ).toBe(true);
     expect(list.some((r) => r.kind === 'egress' && r.detail.reason === 'sni-mismatch')).toBe(true);
+    // A name no rule allows, asked of the sandbox's DNS, and a connection that bypassed the proxy
+    // (dropped by the NetworkPolicy, reported by the node's drop reporter).
+    expect(
+      list.some(
+        (r) =>
+          r.kind === 'egress' &&
+          r.detail.reason === 'dns-no-rule' &&
+          r.detail.host === host('denied-upstream'),
+      ),
+    ).toBe(true);
+    const upstreamPod = await kube.core.readNamespacedPod({ name: 'upstream', namespace: UPSTREAM_NS });
+    const direct = list.filter((r) => r.kind === 'egress' && r.detail.reason === 'direct');
+    console.log(`direct-connection records: ${JSON.stringify(direct.map((r) => r.detail))}`);
+    expect(
+      direct.some(
+        (r) =>
+          r.outcome === 'denied' &&
+          r.detail.host === upstreamPod.status!.podIP &&
+          r.detail.port === HTTP_PORT,
+      ),
+    ).toBe(true);
     expect(list.some((r) => r.kind === 'egress.rules')).toBe(true);
     expect((await gatewayCall('GET', `/v1/sessions/${name}/audit/verify${q}`)).json).toMatchObject({
       valid: true,

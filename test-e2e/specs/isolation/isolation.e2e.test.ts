@@ -11,7 +11,7 @@
  * Every cell has a positive control run in the same test: the same probe from a place the policy
  * admits (the gateway's position for sandbox Pods, the node otherwise) must connect, so a dead
  * target, a missing tool or a missing route makes the cell inconclusive, which fails like an open
- * cell (matrix.ts). The gateway still reaches the agents, names resolve through the cluster DNS, and
+ * cell (matrix.ts). The gateway still reaches the agents, names resolve only through the egress proxy's DNS, and
  * an egress CIDR allowed by the chart's values is reachable until the value is removed again.
  *
  * With the enforcer switched off (`make test-isolation-unenforced`: localkube
@@ -252,17 +252,16 @@ describe('isolation: a session reaches nothing but its DNS and what the values a
     expect(r).toMatchObject({ stdout: 'reached\n', exitCode: 0 });
   });
 
-  it('resolves cluster names through the cluster DNS, and nothing else', async () => {
-    const svc = await kube.core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
-    const gwSvc = await kube.core.readNamespacedService({
-      name: `${RELEASE}-sandbox-platform-gateway`,
+  it("resolves no cluster name: the egress proxy's DNS answers only its own name and what rules allow", async () => {
+    const proxy = await kube.core.readNamespacedService({
+      name: `${RELEASE}-sandbox-platform-egress-proxy`,
       namespace: PLATFORM_NS,
     });
     const out = await attacker.run(
-      `python3 -c "import socket; print(socket.gethostbyname('kubernetes.default.svc.cluster.local')); ` +
-        `print(socket.gethostbyname('${RELEASE}-sandbox-platform-gateway.${PLATFORM_NS}'))"`,
+      `python3 -c "import socket\nfor n in ['kubernetes.default.svc.cluster.local', '${RELEASE}-sandbox-platform-gateway.${PLATFORM_NS}.svc.cluster.local', '${RELEASE}-sandbox-platform-egress-proxy.${PLATFORM_NS}.svc']:\n  try: print(socket.gethostbyname(n))\n  except socket.gaierror as e: print('error', e.args[0])"`,
     );
-    expect(out.trim().split('\n')).toEqual([svc.spec!.clusterIP, gwSvc.spec!.clusterIP]);
+    // NXDOMAIN (EAI_NONAME, -2) for the cluster's names; the proxy (HTTP_PROXY names it) resolves.
+    expect(out.trim().split('\n')).toEqual(['error -2', 'error -2', proxy.spec!.clusterIP]);
   }, 60_000);
 
   describeOnLocal('an egress CIDR allowed by values', () => {

@@ -228,18 +228,12 @@ describe('chart NetworkPolicies for sandbox pods', () => {
             },
           },
         ],
-        ports: [{ protocol: 'TCP', port: 3128 }],
-      },
-      {
-        to: [
-          {
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
-            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-          },
-        ],
+        // egressProxy.dns.enabled (default): the proxy is the sandboxes' only name server, so
+        // there is no rule to the cluster DNS pods.
         ports: [
-          { protocol: 'UDP', port: 53 },
-          { protocol: 'TCP', port: 53 },
+          { protocol: 'TCP', port: 3128 },
+          { protocol: 'UDP', port: 5353 },
+          { protocol: 'TCP', port: 5353 },
         ],
       },
     ]);

@@ -308,9 +308,22 @@ describe('buildPod: the egress proxy (SANDBOX_EGRESS_PROXY_URL)', () => {
     expect(names).not.toContain('SANDBOX_AGENT_EGRESS_CA');
   });
 
-  it('without the proxy: no proxy variable, no CA volume', () => {
+  it('without the proxy: no proxy variable, no CA volume, the cluster DNS', () => {
     const pod = build();
     expect(JSON.stringify(pod)).not.toMatch(/PROXY|egress|CA_CERTS|SSL_CERT/);
+    expect(pod.spec?.dnsPolicy).toBeUndefined();
+    expect(pod.spec?.dnsConfig).toBeUndefined();
+  });
+
+  it("with the proxy's DNS: dnsPolicy None, its address the only name server, no search path", () => {
+    const pod = buildWith({ ...withProxy, egressDnsServer: '10.96.0.53' });
+    expect(pod.spec?.dnsPolicy).toBe('None');
+    expect(pod.spec?.dnsConfig).toEqual({
+      nameservers: ['10.96.0.53'],
+      options: [{ name: 'ndots', value: '1' }],
+    });
+    // The proxy without its DNS leaves the Pod on the cluster DNS.
+    expect(buildWith(withProxy).spec?.dnsPolicy).toBeUndefined();
   });
 });
 
