@@ -56,10 +56,10 @@ var baseControllers = []string{
 	"pod-garbage-collector-controller",
 }
 
-// nodeControllers need a kubelet: Node health (Ready/NotReady taints). taint-eviction-controller
-// is deliberately absent: with one node, evicting its pods while it restarts would only lose work
-// (see docs/localkube.md).
-var nodeControllers = []string{"node-lifecycle-controller"}
+// nodeControllers need a kubelet: Node health (Ready/NotReady taints), and DaemonSets (the chart's
+// egress drop reporter runs one Pod per node). taint-eviction-controller is deliberately absent:
+// with one node, evicting its pods while it restarts would only lose work (see docs/localkube.md).
+var nodeControllers = []string{"node-lifecycle-controller", "daemonset-controller"}
 
 func etcdArgs(s settings) []string {
 	args := []string{

@@ -212,7 +212,7 @@ describeOnLocal('egress by name through the egress proxy', () => {
       'import socket',
       `for n in ${JSON.stringify(names)}:`,
       '    try: print(n, socket.getaddrinfo(n, None, socket.AF_INET)[0][4][0])',
-      "    except socket.gaierror as e: print(n, 'error:' + str(e.args[0]))",
+      '    except socket.gaierror as e: print(n, "error:" + str(e.args[0]))',
     ].join('\n');
     const r = await sh(`cat /etc/resolv.conf; python3 -c '${py}'`);
     console.log(`sandbox DNS:\n${r.stdout}${r.stderr}`);
