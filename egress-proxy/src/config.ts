@@ -19,6 +19,12 @@ export interface EgressConfig {
   dnsSelfNames: string[];
   /** EGRESS_DNS_TTL_SECONDS (30): TTL of DNS answers, and how long the proxy caches one. */
   dnsTtlSeconds: number;
+  /**
+   * EGRESS_DROPS_TOKEN_SECRET (unset): the Secret of the platform namespace the proxy writes the
+   * drop reporters' token to (kube/drops-token.ts); unset: no reporters (the chart sets it with
+   * egressProxy.dropAudit.enabled).
+   */
+  dropsTokenSecret?: string;
   /** EGRESS_HEALTH_PORT (9090): /healthz and /readyz for the kubelet. */
   healthPort: number;
   /** EGRESS_NAMESPACES (required): the sandbox namespaces, comma-separated. */
@@ -102,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): EgressConfig {
     proxyPort: int(env, 'EGRESS_PROXY_PORT', [3128, 1, 65535]),
     auditPort: int(env, 'EGRESS_AUDIT_PORT', [8091, 1, 65535]),
     healthPort: int(env, 'EGRESS_HEALTH_PORT', [9090, 1, 65535]),
+    dropsTokenSecret: env.EGRESS_DROPS_TOKEN_SECRET || undefined,
     dnsPort: int(env, 'EGRESS_DNS_PORT', [5353, 0, 65535]),
     dnsSelfNames: list(env.EGRESS_DNS_SELF_NAMES ?? ''),
     dnsTtlSeconds: int(env, 'EGRESS_DNS_TTL_SECONDS', [30, 0, 3600]),

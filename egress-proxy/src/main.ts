@@ -30,6 +30,7 @@ import { DnsResponder } from './dns/responder.js';
 import { startDnsServers, type DnsServers } from './dns/server.js';
 import { TlsInterceptor } from './intercept.js';
 import { KubeCaStore } from './kube/ca-store.js';
+import { publishDropsToken } from './kube/drops-token.js';
 import { KubeSecretReader } from './kube/secrets.js';
 import { SessionIndex } from './kube/session-index.js';
 import { createLogger } from './logger.js';
@@ -115,13 +116,19 @@ for (const namespace of config.namespaces)
   cas
     .forNamespace(namespace)
     .catch((err: unknown) => log.warn('egress CA not published yet', { namespace, err: String(err) }));
+const dropsToken = derive(AUDIT_DROPS_LABEL).toString('hex');
 const audit = auditServer(
   store,
   derive(AUDIT_CLIENT_LABEL).toString('hex'),
   (msg, err) => log.error(msg, { err: String(err) }),
   // Direct connections the NetworkPolicy dropped, from the node reporters (src/drops/, docs/egress.md).
-  { drops: { token: derive(AUDIT_DROPS_LABEL).toString('hex'), sessions } },
+  { drops: { token: dropsToken, sessions } },
 );
+if (config.dropsTokenSecret) {
+  // The reporters mount this Secret: the master key never leaves the platform's Deployments.
+  const done = await publishDropsToken(kc, config.platformNamespace, config.dropsTokenSecret, dropsToken);
+  log.info('drop reporters token published', { secret: config.dropsTokenSecret, done });
+}
 await new Promise<void>((r) => audit.listen(config.auditPort, '0.0.0.0', r));
 await new Promise<void>((r) => proxy.server.listen(config.proxyPort, '0.0.0.0', r));
 let dns: DnsServers | undefined;

@@ -7,8 +7,8 @@
 export interface DropReporterConfig {
   /** DROPS_AUDIT_URL (required): the egress proxy's audit service, e.g. http://<proxy service>.<ns>.svc:8091. */
   auditUrl: string;
-  /** SANDBOX_MASTER_KEY_FILE (required): the master key; the reporter's token derives from it (AUDIT_DROPS_LABEL). */
-  masterKeyFile: string;
+  /** DROPS_TOKEN_FILE (required): the bearer token, from the Secret the proxy publishes (never the master key). */
+  tokenFile: string;
   /** DROPS_NFLOG_GROUP (100): the NFLOG group the NetworkPolicy enforcer logs dropped packets to (kube-router: 100). */
   nflogGroup: number;
   /** DROPS_HELPER (/usr/local/bin/sandbox-nflog): the NFLOG helper (test-e2e/images/src/sandbox-nflog.c). */
@@ -54,7 +54,7 @@ export function loadDropReporterConfig(env: NodeJS.ProcessEnv): DropReporterConf
     throw new Error('DROPS_AUDIT_URL must be http(s)');
   return {
     auditUrl,
-    masterKeyFile: required(env, 'SANDBOX_MASTER_KEY_FILE'),
+    tokenFile: required(env, 'DROPS_TOKEN_FILE'),
     nflogGroup: int(env, 'DROPS_NFLOG_GROUP', [100, 0, 65535]),
     helper: env.DROPS_HELPER || '/usr/local/bin/sandbox-nflog',
     batchMs: int(env, 'DROPS_BATCH_MS', [1000, 10, 60_000]),

@@ -6,9 +6,7 @@
  * it. Runs in the host network namespace (where kube-router logs drops) with CAP_NET_ADMIN only.
  * Exits 1 when the helper cannot bind (so the Pod restarts visibly); flushes on SIGTERM.
  */
-import { createHmac } from 'node:crypto';
-
-import { AUDIT_DROPS_LABEL, readMasterKeyFile } from '@sandbox-platform/api';
+import { readFileSync } from 'node:fs';
 
 import { createLogger } from '../logger.js';
 import { loadDropReporterConfig } from './config.js';
@@ -24,9 +22,8 @@ const log: ReaderLog = {
   info: (msg, f) => base.info(msg, { component: 'drop-reporter', ...f }),
 };
 
-const token = createHmac('sha256', readMasterKeyFile(config.masterKeyFile))
-  .update(AUDIT_DROPS_LABEL)
-  .digest('hex');
+const token = readFileSync(config.tokenFile, 'utf8').trim();
+if (!/^[0-9a-f]{64}$/.test(token)) throw new Error(`DROPS_TOKEN_FILE ${config.tokenFile} holds no token`);
 const reporter = new DropReporter({
   send: httpDropSender({ auditUrl: config.auditUrl, token }),
   log,

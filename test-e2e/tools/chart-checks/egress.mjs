@@ -1,7 +1,7 @@
 // Rendered-chart checks of the egress drop reporter (issue 30, "a direct connection that bypasses
 // the proxy: refused, and the refusal is in the audit"; docs/egress.md): the DaemonSet is there
 // while egressProxy.enabled and dropAudit.enabled, runs in the host network with CAP_NET_ADMIN
-// only, mounts the master key, maps its env 1:1 to egress-proxy/src/drops/config.ts, and the
+// only, mounts the token the proxy publishes (never the master key), maps its env 1:1 to egress-proxy/src/drops/config.ts, and the
 // proxy's audit port admits egressProxy.dropAudit.nodeCidrs. Imported by chart-checks.test.mjs.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -29,9 +29,23 @@ describe('egress drop reporter (direct connections in the audit)', () => {
     const e = env(ds);
     assert.equal(e.DROPS_AUDIT_URL, 'http://rel-sandbox-platform-egress-proxy.sandbox-system.svc:8091');
     assert.equal(e.DROPS_NFLOG_GROUP, '100');
-    assert.equal(e.SANDBOX_MASTER_KEY_FILE, '/etc/sandbox/master-key/master-key');
-    const key = pod.volumes.find((v) => v.name === 'master-key');
-    assert.equal(key.secret.secretName, 'rel-sandbox-platform-master-key');
+    assert.equal(e.DROPS_TOKEN_FILE, '/etc/sandbox/drops-token/token');
+    // The token the proxy publishes, never the master key.
+    assert.deepEqual(
+      pod.volumes.map((v) => v.secret?.secretName),
+      ['rel-sandbox-platform-egress-proxy-drops-token'],
+    );
+    assert.equal(
+      env(r.find('Deployment', 'rel-sandbox-platform-egress-proxy')).EGRESS_DROPS_TOKEN_SECRET,
+      'rel-sandbox-platform-egress-proxy-drops-token',
+    );
+    const role = r.find('Role', 'rel-sandbox-platform-egress-proxy');
+    assert.deepEqual(role.rules.at(-1), {
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: ['rel-sandbox-platform-egress-proxy-drops-token'],
+      verbs: ['update'],
+    });
     const sa = r.find('ServiceAccount', REPORTER);
     assert.equal(sa.automountServiceAccountToken, false);
   });
@@ -51,9 +65,9 @@ describe('egress drop reporter (direct connections in the audit)', () => {
     assert.equal(reporter(render(['egressProxy.enabled=false'])), undefined);
   });
 
-  it('mounts masterKey.existingSecret when set', () => {
+  it('never mounts the master key, also with masterKey.existingSecret', () => {
     const pod = reporter(render(['masterKey.existingSecret=platform-master-key'])).spec.template.spec;
-    assert.equal(pod.volumes.find((v) => v.name === 'master-key').secret.secretName, 'platform-master-key');
+    assert.doesNotMatch(JSON.stringify(pod), /master-key/);
   });
 
   it('every env key is one documented in egress-proxy/src/drops/config.ts', () => {
