@@ -19,7 +19,7 @@ import type {
 
 import type { ActivityReporter } from '../activity/reporter.js';
 import { ProblemError } from '../errors.js';
-import type { ProcessTransport } from '../exec/agent/agent-processes.js';
+import type { ProcessTransport, StartedFollow } from '../exec/agent/agent-processes.js';
 import type { CallOptions } from '../exec/types.js';
 import type { ExecTarget } from '../sessions/model.js';
 import { activitySubject, type ExecService } from './exec-service.js';
@@ -61,6 +61,29 @@ export class ProcessService {
     waitSeconds?: number,
   ): Promise<ProcessInfo> {
     return this.run(ref, opts, (p, t) => p.start(t, req, opts), waitSeconds);
+  }
+
+  /**
+   * Starts a process and follows its output in one agent call (a command's start, output and exit
+   * in one round trip); activity is held until the follow closes, as follow's is.
+   */
+  async startFollow(
+    ref: SessionRef,
+    req: ProcessStartRequest,
+    query: { deadlineAt: number },
+    opts: CallOptions = {},
+  ): Promise<StartedFollow> {
+    const target = await this.target(ref, opts);
+    const end = this.d.activity.begin(activitySubject(target, opts));
+    try {
+      const started = await this.d.processes!.startFollow(target, req, query, opts);
+      if (started.stream) started.stream.once('close', end);
+      else end();
+      return started;
+    } catch (err) {
+      end();
+      throw err;
+    }
   }
 
   list(ref: SessionRef, opts: CallOptions = {}): Promise<ProcessList> {

@@ -7,6 +7,13 @@
 /** Content type of NDJSON bodies: streamed answers, and streamed exec requests with stdin. */
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 
+/**
+ * Headers of `POST /v1/processes?follow=1` (a start whose answer is the process's followed output):
+ * the process's id and pid, as the body is its output from the first byte, then its exit.
+ */
+export const PROCESS_ID_HEADER = 'x-process-id';
+export const PROCESS_PID_HEADER = 'x-process-pid';
+
 /** Fixed paths of the agent. */
 export const AGENT_PATHS = {
   /** GET, no auth: readiness (bash answers). */
@@ -19,7 +26,10 @@ export const AGENT_PATHS = {
   execStream: '/v1/exec/stream',
   /** PUT and GET `/v1/files/<path>`: this prefix plus the workspace-relative path. */
   filesPrefix: '/v1/files/',
-  /** POST: start a background process; GET: list them. */
+  /**
+   * POST: start a background process (with `?follow=1`: answered with its output followed to its
+   * exit, its id and pid in PROCESS_ID_HEADER and PROCESS_PID_HEADER); GET: list them.
+   */
   processes: '/v1/processes',
   /** GET with `Upgrade: websocket`: a terminal running `bash -i`. */
   pty: '/v1/pty',

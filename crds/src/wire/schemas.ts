@@ -287,6 +287,28 @@ export const processStartRequestSchema = {
   properties: { command, cwd, env },
 } as const;
 
+/**
+ * `POST /v1/processes` query. `follow=1`: one call that starts the process and follows it, the
+ * answer of a start (201 ProcessInfo) replaced by 200 NDJSON: the output lines and the exit line of
+ * `GET /v1/processes/<id>/output/stream` from offset 0, with the process's id and pid in the
+ * `x-process-id` and `x-process-pid` headers (a command's start, output and exit in one round trip;
+ * the process is listed, signalled and removed as any other).
+ */
+export const processStartQuerySchema = {
+  type: 'object',
+  description: '`POST /v1/processes` query.',
+  additionalProperties: false,
+  properties: {
+    follow: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 1,
+      description:
+        '1: answer 200 with the output followed to the exit (NDJSON, as GET /v1/processes/<id>/output/stream), the id and pid in the x-process-id and x-process-pid headers; 0 or absent: 201 ProcessInfo',
+    },
+  },
+} as const;
+
 /** Byte counters of one output stream of a background process. */
 export const outputCountersSchema = {
   type: 'object',
@@ -498,6 +520,7 @@ export const WIRE_SCHEMAS = {
   ExecStdinClose: execStdinCloseSchema,
   WriteFileResult: writeFileResultSchema,
   ProcessStartRequest: processStartRequestSchema,
+  ProcessStartQuery: processStartQuerySchema,
   OutputCounters: outputCountersSchema,
   ProcessInfo: processInfoSchema,
   ProcessList: processListSchema,

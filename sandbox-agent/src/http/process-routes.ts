@@ -2,6 +2,7 @@
  * `/v1/processes`: background processes (processes/process-table.ts).
  *
  *   POST   /v1/processes                       start          201 ProcessInfo (Location: its path)
+ *   POST   /v1/processes?follow=1              start+follow   200 NDJSON as output/stream (id, pid in headers)
  *   GET    /v1/processes                       list           200 {processes}
  *   GET    /v1/processes/<id>                  describe       200 ProcessInfo
  *   DELETE /v1/processes/<id>                  remove exited  204
@@ -17,11 +18,14 @@ import {
   DEFAULT_WAIT_SECONDS,
   MAX_READ_BYTES,
   NDJSON_CONTENT_TYPE,
+  PROCESS_ID_HEADER,
+  PROCESS_PID_HEADER,
   PROCESS_SIGNALS,
   type ProcessAction,
   processFollowQuerySchema,
   processOutputQuerySchema,
   processPath,
+  processStartQuerySchema,
   processWaitQuerySchema,
 } from '@sandbox-platform/api';
 
@@ -100,11 +104,20 @@ function pick(method: string, at: ProcessPath): Handler | undefined {
   return Object.hasOwn(HANDLERS, key) ? HANDLERS[key] : undefined;
 }
 
+/**
+ * Starts a process. With `follow=1` the answer is its output followed from the first byte to the
+ * exit (as GET .../output/stream), its id and pid in headers: a command's start, output and exit
+ * in one round trip instead of two (the E2B API's commands, ADR 0035).
+ */
 async function start(req: IncomingMessage, res: ServerResponse, deps: ProcessRouteDeps): Promise<void> {
+  const query = validatedQuery(VALIDATORS.processStartQuery, processStartQuerySchema, searchOf(req));
   const request = validated(VALIDATORS.processStart, await readJson(req, deps.bodyLimit));
   const proc = await deps.processes.start(request, deps.logger);
   res.setHeader('location', processPath(proc.id));
-  sendJson(res, 201, proc.info());
+  if (query.follow !== 1) return sendJson(res, 201, proc.info());
+  res.setHeader(PROCESS_ID_HEADER, proc.id);
+  res.setHeader(PROCESS_PID_HEADER, String(proc.pid));
+  await streamOutput(res, proc, { stdout: 0, stderr: 0 });
 }
 
 function list(_req: IncomingMessage, res: ServerResponse, deps: ProcessRouteDeps): Promise<void> {
@@ -202,7 +215,15 @@ async function follow(
 ): Promise<void> {
   const query = validatedQuery(VALIDATORS.processFollowQuery, processFollowQuerySchema, searchOf(req));
   const proc = deps.processes.get(id);
-  const offsets = startOffsets(proc, query);
+  await streamOutput(res, proc, startOffsets(proc, query));
+}
+
+/** The follow answer: 200 NDJSON of the output from `offsets` as it arrives, then the exit line. */
+async function streamOutput(
+  res: ServerResponse,
+  proc: ManagedProcess,
+  offsets: Record<ProcessStream, number>,
+): Promise<void> {
   res.writeHead(200, { 'content-type': NDJSON_CONTENT_TYPE, 'cache-control': 'no-store' });
   res.flushHeaders();
   const gone = closedSignal(res);

@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import type { Writable } from 'node:stream';
 
 import type { ProcessInfo } from '@sandbox-platform/api';
 
@@ -44,6 +45,94 @@ export interface SpawnSpec {
 /** Thrown when bash cannot be started (no PID left, missing binary). */
 export class SpawnError extends Error {
   override readonly name = 'SpawnError';
+}
+
+/** Longest script a spare bash takes (bytes; longer ones are spawned as before). */
+export const SPARE_SCRIPT_MAX_BYTES = 64 * 1024 * 1024;
+/** The last line of a script handed to a spare: what it read ends there, or it was cut. */
+const SPARE_END = '# end of the script';
+
+/**
+ * What a spare bash runs until claimed: read its process's script from fd 3 to EOF (`read -N`
+ * reads in chunks, `-d` alone a byte per call), close fd 3, and evaluate the script as `bash -c`
+ * would run it. A script without its last line (the agent went away while writing it) is not run.
+ */
+const SPARE_READER = [
+  `IFS= read -r -N ${SPARE_SCRIPT_MAX_BYTES} -u 3 __sbx_script`,
+  'exec 3<&-',
+  `[[ $__sbx_script == *$'\\n${SPARE_END}\\n' ]] || exit 125`,
+  'eval "unset -v __sbx_script; $__sbx_script"',
+].join('; ');
+
+/** How to start a spare bash (what SpawnSpec says but the process's own script and identity). */
+export type SpareSpec = Pick<SpawnSpec, 'bashPath' | 'workspace' | 'env' | 'logger'>;
+
+/**
+ * A bash started ahead of the next process start (the process table keeps one): Node's spawn
+ * forks the whole agent (its cost grows with the agent's memory: 25 ms of a blocked event loop
+ * under gVisor) and bash then starts up; a spare has done both when a start claims it, and
+ * becomes the process as soon as it read its script. Same session, process group, environment,
+ * directory and stdio as a spawned process; fd 3 (the script) is closed before the script runs.
+ */
+export class SpareBash {
+  private gone = false;
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly pid: number,
+    /** The env the spare was started with: a claim checks it is still the table's. */
+    readonly env: NodeJS.ProcessEnv,
+  ) {
+    child.once('exit', () => {
+      this.gone = true;
+    });
+  }
+
+  /** Starts one; rejects with {@link SpawnError} when it cannot be started. */
+  static start(spec: SpareSpec): Promise<SpareBash> {
+    const child = spawn(spec.bashPath, ['--noprofile', '--norc', '-c', SPARE_READER], {
+      cwd: spec.workspace,
+      env: spec.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    });
+    for (const stream of child.stdio.slice(1)) {
+      stream?.on('error', (err) =>
+        spec.logger.debug('spare bash pipe error', { pid: child.pid, error: errorMessage(err) }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      child.once('error', (err) =>
+        reject(new SpawnError(`cannot start bash: ${errorMessage(err)}`, { cause: err })),
+      );
+      child.once('spawn', () => {
+        // Later errors (none is expected of a child that started) are logged, never unhandled.
+        child.on('error', (err) =>
+          spec.logger.warn('spare bash error', { pid: child.pid, error: errorMessage(err) }),
+        );
+        resolve(new SpareBash(child, child.pid ?? -1, spec.env));
+      });
+    });
+  }
+
+  /** True while it waits for its script (it may have been killed meanwhile). */
+  get waiting(): boolean {
+    return !this.gone && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Hands it `script` (with the end line); the caller wires it as the process. */
+  feed(script: string): void {
+    const input = this.child.stdio[3] as Writable;
+    // Closed once written: bash sees EOF, and the child's 'close' waits for every stdio stream.
+    input.end(`${script}\n${SPARE_END}\n`, () => input.destroy());
+  }
+
+  /** Kills it (its group) and closes its pipes: not claimed, or no longer fit for a claim. */
+  discard(): void {
+    // Only while not reaped: the pid (and group id) of a reaped spare may be another's by now.
+    if (this.waiting) sendSignal(-this.pid, 'SIGKILL');
+    for (const stream of this.child.stdio) stream?.destroy();
+  }
 }
 
 /** See the module comment. */
@@ -86,6 +175,17 @@ export class ManagedProcess {
         resolve(proc);
       });
     });
+  }
+
+  /**
+   * A spare bash claimed for `spec` (it must be waiting, and started with `spec.env`): it gets the
+   * script and becomes the process, without a spawn on the start's path.
+   */
+  static claim(spare: SpareBash, spec: SpawnSpec): ManagedProcess {
+    const proc = new ManagedProcess(spec, spare.child, spare.pid);
+    proc.wire();
+    spare.feed(spec.script);
+    return proc;
   }
 
   get id(): string {

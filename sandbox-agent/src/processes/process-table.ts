@@ -7,6 +7,12 @@
  * Each process runs `bash --noprofile --norc -c` with the environment the persistent shell starts
  * with (the agent's secrets removed, the session's env exported the same way), in the workspace
  * or the requested directory, with stdin from /dev/null.
+ *
+ * The table keeps one spare bash (SpareBash), started after a start once its process exited (or a
+ * moment later), so the next start skips Node's spawn (a fork of the whole agent) and bash's own
+ * start-up: E2B's commands are each a process (docs/adr/0035). A spare started with another env
+ * (a warm Pod's bind changed the session env since) or killed meanwhile is discarded, and the
+ * start spawns as before; stopping the table kills it.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -19,7 +25,13 @@ import { withCarriers } from '../shell/persistent-shell.js';
 import { killGroupLeftovers, ticksAgo } from '../shell/processes.js';
 import { settlesWithin } from '../shell/timing.js';
 import { ENV_NAME, sessionEnvInit, shellQuote } from '../shell/wrapper.js';
-import { ManagedProcess, SpawnError } from './managed-process.js';
+import {
+  ManagedProcess,
+  SPARE_SCRIPT_MAX_BYTES,
+  SpareBash,
+  SpawnError,
+  type SpawnSpec,
+} from './managed-process.js';
 
 /** Options of {@link ProcessTable}. */
 export interface ProcessTableOptions {
@@ -36,7 +48,21 @@ export interface ProcessTableOptions {
   logger: Logger;
   /** How long processes get after SIGTERM when the agent stops, before SIGKILL. Default 2 s. */
   killGraceMs?: number;
+  /** Keep a spare bash for the next start (see SpareBash). Default true. */
+  spare?: boolean;
 }
+
+/**
+ * After a start claimed the spare (or spawned), the next spare is started once the new process
+ * exited (a command's exit is answered before the spawn blocks the event loop) or after this long
+ * (a server that keeps running).
+ */
+const SPARE_AFTER_MS = 100;
+/**
+ * Spares kept: two, so that a start finds one that finished starting up while the other (started
+ * after the previous command) may still be starting (a command per round trip, back to back).
+ */
+const SPARES = 2;
 
 /** See the module comment. */
 export class ProcessTable {
@@ -44,6 +70,9 @@ export class ProcessTable {
   /** Starts in flight: counted against the cap until their bash exists. */
   private readonly reserved = new Set<symbol>();
   private closing = false;
+  /** Bashes started ahead for the next starts, oldest first (at most SPARES). */
+  private readonly spares: SpareBash[] = [];
+  private spareStarting = false;
 
   constructor(private readonly opts: ProcessTableOptions) {}
 
@@ -60,7 +89,7 @@ export class ProcessTable {
     const placeholder = Symbol(id);
     this.reserved.add(placeholder);
     try {
-      const proc = await ManagedProcess.start({
+      const spec: SpawnSpec = {
         id,
         command: request.command,
         cwd: request.cwd,
@@ -70,15 +99,71 @@ export class ProcessTable {
         env: withCarriers(opts.env, opts.sessionEnv),
         outputBytes: opts.outputBytes,
         logger: opts.logger,
-      });
+      };
+      const spare = this.takeSpare(spec);
+      const proc = spare ? ManagedProcess.claim(spare, spec) : await ManagedProcess.start(spec);
       this.processes.set(id, proc);
-      logger.info('process started', { id, pid: proc.pid });
+      logger.info('process started', { id, pid: proc.pid, spare: spare !== undefined });
+      this.prepareSpare(proc);
       return proc;
     } catch (err) {
       if (err instanceof SpawnError) throw new HttpProblem('shell-unavailable', err.message, { cause: err });
       throw err;
     } finally {
       this.reserved.delete(placeholder);
+    }
+  }
+
+  /**
+   * The oldest spare fit for `spec` (waiting, same env, a script it takes), or none. Spares that
+   * are not (killed meanwhile, or the session's env changed since: a warm Pod's bind) are discarded.
+   */
+  private takeSpare(spec: SpawnSpec): SpareBash | undefined {
+    if (Buffer.byteLength(spec.script) >= SPARE_SCRIPT_MAX_BYTES - 1024) return undefined;
+    for (let spare = this.spares.shift(); spare; spare = this.spares.shift()) {
+      if (spare.waiting && sameEnv(spare.env, spec.env)) return spare;
+      spare.discard();
+    }
+    return undefined;
+  }
+
+  /** Starts the next spares after `proc` exited or SPARE_AFTER_MS, whichever comes first. */
+  private prepareSpare(proc: ManagedProcess): void {
+    if (this.opts.spare === false || this.closing || this.spares.length >= SPARES || this.spareStarting)
+      return;
+    this.spareStarting = true;
+    let timer: NodeJS.Timeout | undefined;
+    const go = (): void => {
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      // After the I/O of this turn: the exit line of a follow goes out before the spawn.
+      setImmediate(() => void this.startSpare());
+    };
+    timer = setTimeout(go, SPARE_AFTER_MS);
+    void proc.exited.then(go);
+  }
+
+  private async startSpare(): Promise<void> {
+    try {
+      while (!this.closing && this.spares.length < SPARES) {
+        const { bashPath, workspace, env, sessionEnv, logger } = this.opts;
+        const spare = await SpareBash.start({
+          bashPath,
+          workspace,
+          env: withCarriers(env, sessionEnv),
+          logger,
+        });
+        if (this.closing) spare.discard();
+        else this.spares.push(spare);
+        // A turn of the event loop between two spawns: a start that came meanwhile goes first.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (err) {
+      // No spare: the next start spawns (and reports a failure to spawn itself).
+      this.opts.logger.warn('cannot start a spare bash', { error: errorMessage(err) });
+    } finally {
+      this.spareStarting = false;
     }
   }
 
@@ -90,6 +175,11 @@ export class ProcessTable {
       'too-many-processes',
       `the agent holds ${held} processes, its maximum (${exited} exited: remove them with DELETE /v1/processes/<id>)`,
     );
+  }
+
+  /** Spares waiting for a start (tests, logs). */
+  get spareCount(): number {
+    return this.spares.filter((s) => s.waiting).length;
   }
 
   /** Every process, oldest first. */
@@ -153,6 +243,7 @@ export class ProcessTable {
   /** Stops every process: SIGTERM to each group, SIGKILL after the grace. New starts are refused. */
   async close(): Promise<void> {
     this.closing = true;
+    for (const spare of this.spares.splice(0)) spare.discard();
     const all = [...this.processes.values()];
     const running = all.filter((p) => p.running);
     for (const proc of running) proc.signal('SIGTERM');
@@ -183,11 +274,37 @@ export function processScript(request: ProcessStartRequest, sessionEnvNames: rea
   return lines.join('');
 }
 
-/** Kills what an exited process left in its group (see killGroupLeftovers); 0 while it runs. */
+/** Whether two environments hold the same variables with the same values. */
+function sameEnv(a: NodeJS.ProcessEnv, b: NodeJS.ProcessEnv): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+/**
+ * Kills what an exited process left in its group (see killGroupLeftovers); 0 while it runs. A
+ * group with no member left (the usual end of a command) is seen with one kill(-pgid, 0), without
+ * the scan of /proc (a read per process of the Pod, each dear under gVisor, on every removal).
+ */
 async function killLeftovers(proc: ManagedProcess): Promise<number> {
   const exitedAt = proc.exitedAt;
   if (exitedAt === undefined) return 0;
+  if (!groupExists(proc.pid)) return 0;
   return killGroupLeftovers(proc.pid, ticksAgo(Date.now() - exitedAt.getTime()) + 1);
+}
+
+/**
+ * Whether any process has the process group `pgid` (ESRCH: none). EPERM (a member we may not
+ * signal) counts as existing: the scan then decides, as it did for every removal.
+ */
+export function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    return true;
+  }
 }
 
 function truncate(id: string): string {

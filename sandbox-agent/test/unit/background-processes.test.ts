@@ -3,13 +3,14 @@
  * remove; caps and problems with stable slugs; processes end with the agent.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 
 import type { ProcessInfo, ProcessOutput } from '@sandbox-platform/api';
 
 import { createLogger } from '../../src/log.js';
-import { ProcessTable } from '../../src/processes/process-table.js';
+import { groupExists, ProcessTable } from '../../src/processes/process-table.js';
 import { NdjsonCall } from './helpers/ndjson-client.js';
 import {
   eventually,
@@ -250,6 +251,74 @@ describe('background processes', () => {
       expect(e).toMatchObject({ skipped: 0, offset: expect.any(Number) });
   });
 
+  it('starts and follows in one call with follow=1: id and pid in headers, output as it comes, then the exit', async () => {
+    const call = NdjsonCall.open(agent, '/v1/processes?follow=1', 'application/json');
+    await call.raw(
+      JSON.stringify({
+        command:
+          'echo "$SESSION_VAR $OWN"; pwd; for i in 1 2; do echo "line $i"; sleep 0.2; done; echo bye >&2; exit 2',
+        env: { OWN: 'own' },
+        cwd: tmpdir(),
+      }),
+    );
+    call.end();
+    const res = await call.response;
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/x-ndjson');
+    const id = String(res.headers['x-process-id']);
+    expect(id).toMatch(/^[0-9a-f]{12}$/);
+    expect(res.headers.location).toBe(`/v1/processes/${id}`);
+    // Listed, described and signalable while it runs, like any other process.
+    await call.until('line 1', () => call.output('stdout').toString().includes('line 1\n'));
+    const info = json<ProcessInfo>(await p.call('GET', `/v1/processes/${id}`));
+    expect(info).toMatchObject({ state: 'running', pid: Number(res.headers['x-process-pid']) });
+    expect(
+      json<{ processes: ProcessInfo[] }>(await p.call('GET', '/v1/processes')).processes.map((x) => x.id),
+    ).toContain(id);
+    await call.done;
+    expect(call.events.at(-1)).toEqual({ type: 'exit', exitCode: 2 });
+    expect(call.output('stdout').toString()).toBe(`from-session own\n${tmpdir()}\nline 1\nline 2\n`);
+    expect(call.output('stderr').toString()).toBe('bye\n');
+    // It stays until removed, as a plain start's does.
+    expect(await p.wait(id)).toMatchObject({ state: 'exited', exitCode: 2 });
+    expect((await p.remove(id)).status).toBe(204);
+  });
+
+  it('ends a follow=1 call with the exit of a process killed meanwhile', async () => {
+    const call = NdjsonCall.open(agent, '/v1/processes?follow=1', 'application/json');
+    await call.raw(JSON.stringify({ command: 'echo up; exec sleep 30' }));
+    call.end();
+    const res = await call.response;
+    const id = String(res.headers['x-process-id']);
+    await call.until('up', () => call.output('stdout').toString() === 'up\n');
+    expect((await p.signal(id, 'SIGKILL')).status).toBe(200);
+    await call.done;
+    expect(call.events.at(-1)).toEqual({ type: 'exit', exitCode: 137, signal: 'SIGKILL' });
+    await p.remove(id);
+  });
+
+  it.each([
+    ['a follow other than 0 or 1', '?follow=2'],
+    ['a follow that is not an integer', '?follow=yes'],
+    ['an unknown query parameter', '?tail=1'],
+  ])('answers 400 invalid-request for a start with %s, starting nothing', async (_name, query) => {
+    const before = json<{ processes: ProcessInfo[] }>(await p.call('GET', '/v1/processes')).processes.length;
+    const res = await p.call('POST', `/v1/processes${query}`, { command: 'true' });
+    expect(res.status).toBe(400);
+    expect(problemOf(res).type).toBe('https://sandbox.dev/problems/invalid-request');
+    expect(json<{ processes: ProcessInfo[] }>(await p.call('GET', '/v1/processes')).processes.length).toBe(
+      before,
+    );
+  });
+
+  it('answers a start with follow=0 as a plain start (201 ProcessInfo)', async () => {
+    const res = await p.call('POST', '/v1/processes?follow=0', { command: 'true' });
+    expect(res.status).toBe(201);
+    const started = json<ProcessInfo>(res);
+    await p.wait(started.id);
+    await p.remove(started.id);
+  });
+
   it('follows from offsets (resuming after a disconnect)', async () => {
     const proc = await p.start({ command: 'printf 0123456789; printf ab >&2' });
     await p.wait(proc.id);
@@ -409,6 +478,14 @@ describe('background process limits', () => {
 });
 
 describe('process table', () => {
+  it('sees whether a process group has members left (the removal scans /proc only then)', async () => {
+    const child = spawn('/bin/sh', ['-c', 'sleep 0.3'], { detached: true, stdio: 'ignore' });
+    const pgid = child.pid!;
+    expect(groupExists(pgid)).toBe(true);
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(groupExists(pgid)).toBe(false);
+  });
+
   it('counts starts in flight against the cap (concurrent starts cannot overshoot it)', async () => {
     const table = new ProcessTable({
       bashPath: 'bash',

@@ -18,6 +18,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ProblemError, isProblemError } from '../../errors.js';
 import type { CallOptions, ExecResult } from '../../exec/types.js';
 import type { ExecService } from '../../service/exec-service.js';
+import type { StartedFollow } from '../../exec/agent/agent-processes.js';
 import type { ProcessService, SessionRef } from '../../service/process-service.js';
 import {
   Signal,
@@ -85,6 +86,9 @@ async function* relay(
     stream.destroy();
   }
 }
+
+/** What following and removing a process needs of it. */
+type Followed = Pick<AgentProcess, 'id' | 'command'>;
 
 /** Longest a SIGKILL's answer waits for the process to be gone. */
 const KILL_WAIT_SECONDS = 2;
@@ -163,7 +167,9 @@ export class EnvdProcesses {
     checkEnvs(envs);
     const opts = callOptions(ctx);
     const command = launcherScript(spec, undefined, this.d.ptyHelper, this.d.loginEnvFile);
-    const proc = await this.startProcess(
+    // One agent call starts the process and follows it: the start, output and exit of a command
+    // in one round trip (an older agent answers a plain start: follow() then follows it).
+    const started = await this.startFollowing(
       ref,
       {
         command,
@@ -172,8 +178,18 @@ export class EnvdProcesses {
       },
       opts,
     );
-    yield { event: startEvent(proc.pid) };
-    for await (const event of this.follow(ref, proc, { stdout: 0, stderr: 0 }, ctx)) yield { event };
+    try {
+      yield { event: startEvent(started.pid) };
+      const proc = { id: started.id, command };
+      const from = { stdout: 0, stderr: 0 };
+      for await (const event of this.follow(ref, proc, ctx, {
+        from,
+        ...(started.stream ? { stream: started.stream } : {}),
+      }))
+        yield { event };
+    } finally {
+      started.stream?.destroy();
+    }
   }
 
   private async *connect(
@@ -184,21 +200,25 @@ export class EnvdProcesses {
     const proc = await findRunning(this.d.processes, ref, req.process?.selector, callOptions(ctx));
     yield { event: startEvent(proc.pid) };
     const from = { stdout: proc.stdout.size, stderr: proc.stderr.size };
-    for await (const event of this.follow(ref, proc, from, ctx)) yield { event };
+    for await (const event of this.follow(ref, proc, ctx, { from })) yield { event };
   }
 
-  /** Starts a process; when the sandbox is full, removes finished E2B processes and tries once more. */
-  private async startProcess(
+  /**
+   * Starts and follows a process; when the sandbox is full, removes finished E2B processes and
+   * tries once more.
+   */
+  private async startFollowing(
     ref: SessionRef,
     req: { command: string; cwd?: string; env?: Record<string, string> },
     opts: CallOptions,
-  ): Promise<AgentProcess> {
+  ): Promise<StartedFollow> {
+    const query = (): { deadlineAt: number } => ({ deadlineAt: Date.now() + this.followMs });
     try {
-      return await this.d.processes.start(ref, req, opts);
+      return await this.d.processes.startFollow(ref, req, query(), opts);
     } catch (err) {
       if (!isProblemError(err) || err.slug !== 'too-many-processes') throw err;
       if ((await this.reap(ref, opts)) === 0) throw err;
-      return this.d.processes.start(ref, req, opts);
+      return this.d.processes.startFollow(ref, req, query(), opts);
     }
   }
 
@@ -212,24 +232,29 @@ export class EnvdProcesses {
   /** Follows the output from the offsets to the exit (following again after each follow's deadline). */
   private async *follow(
     ref: SessionRef,
-    proc: AgentProcess,
-    from: { stdout: number; stderr: number },
+    proc: Followed,
     ctx: HandlerContext,
+    start: { from: { stdout: number; stderr: number }; stream?: Readable },
   ): AsyncGenerator<ProcessEventInit> {
-    const offsets = { ...from };
+    const offsets = { ...start.from };
     const pty = parseMarker(proc.command)?.pty === true;
     const tickMs = keepaliveMs(ctx);
+    // The stream of the start that followed its process, when it did: the first follow.
+    let already = start.stream;
     for (;;) {
-      const stream = await this.d.processes.follow(
-        ref,
-        proc.id,
-        {
-          stdoutOffset: offsets.stdout,
-          stderrOffset: offsets.stderr,
-          deadlineAt: Date.now() + this.followMs,
-        },
-        callOptions(ctx),
-      );
+      const stream =
+        already ??
+        (await this.d.processes.follow(
+          ref,
+          proc.id,
+          {
+            stdoutOffset: offsets.stdout,
+            stderrOffset: offsets.stderr,
+            deadlineAt: Date.now() + this.followMs,
+          },
+          callOptions(ctx),
+        ));
+      already = undefined;
       const exit = yield* relay(stream, offsets, pty, tickMs);
       if (exit) {
         yield endEvent(exit);
@@ -241,7 +266,7 @@ export class EnvdProcesses {
   }
 
   /** Removes an exited process and its FIFO directory; failures are logged, never thrown. */
-  private async discard(ref: SessionRef, proc: AgentProcess): Promise<void> {
+  private async discard(ref: SessionRef, proc: Followed): Promise<void> {
     try {
       await this.d.processes.remove(ref, proc.id);
       const io = parseMarker(proc.command)?.io;

@@ -10,6 +10,9 @@ import type { Readable } from 'node:stream';
 import {
   AGENT_PATHS,
   MAX_WAIT_SECONDS,
+  PROCESS_ID_HEADER,
+  PROCESS_ID_PATTERN,
+  PROCESS_PID_HEADER,
   processPath,
   type ProcessFollowQuery,
   type ProcessInfo,
@@ -23,7 +26,7 @@ import type { ValidateFunction } from 'ajv';
 
 import { ProblemError } from '../../errors.js';
 import type { ExecTarget } from '../../sessions/model.js';
-import type { AgentRequest } from './agent-http.js';
+import type { AgentRequest, AgentResponse } from './agent-http.js';
 import type { AgentTransport } from './agent-transport.js';
 import { AgentProtocolError } from './agent-wire.js';
 import { ProcessFollowGuard } from '../guards/process-follow-guard.js';
@@ -47,9 +50,34 @@ const LIST_LIMIT = 2 * 1024 * 1024;
  */
 const OUTPUT_LIMIT = 2 * 6 * 1024 * 1024 + INFO_LIMIT;
 
+/** A process started and followed in one call (ProcessTransport.startFollow). */
+export interface StartedFollow {
+  id: string;
+  pid: number;
+  /**
+   * Its output from offset 0, validated as a follow's, ending with the exit or at the deadline;
+   * undefined when the agent answered a plain start (an agent older than `follow=1`): follow it.
+   */
+  stream?: Readable;
+}
+
+const PROCESS_ID = new RegExp(PROCESS_ID_PATTERN);
+const PID = /^[1-9][0-9]{0,9}$/;
+
 /** What the process routes and MCP tools call for an Agent session. */
 export interface ProcessTransport {
   start(target: ExecTarget, req: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo>;
+  /**
+   * Starts a process and follows its output in one call (`POST /v1/processes?follow=1`): the
+   * start, the output and the exit in one round trip. The follow ends without an exit line at
+   * `deadlineAt` (follow again from the offsets).
+   */
+  startFollow(
+    target: ExecTarget,
+    req: ProcessStartRequest,
+    query: { deadlineAt: number },
+    opts?: CallOptions,
+  ): Promise<StartedFollow>;
   list(target: ExecTarget, opts?: CallOptions): Promise<ProcessList>;
   describe(target: ExecTarget, id: string, opts?: CallOptions): Promise<ProcessInfo>;
   remove(target: ExecTarget, id: string, opts?: CallOptions): Promise<void>;
@@ -80,6 +108,38 @@ export class AgentProcesses implements ProcessTransport {
       limit: INFO_LIMIT,
       validate: validateProcessInfo,
     });
+  }
+
+  async startFollow(
+    target: ExecTarget,
+    req: ProcessStartRequest,
+    query: { deadlineAt: number },
+    opts: CallOptions = {},
+  ): Promise<StartedFollow> {
+    const body = Buffer.from(JSON.stringify(req));
+    const path = `${AGENT_PATHS.processes}?follow=1`;
+    const hardDeadline = query.deadlineAt + PROCESS_CALL_TIMEOUT_MS;
+    const res = await this.agent.send(target, { method: 'POST', path, token: '', body }, hardDeadline, opts);
+    await this.agent.expectOk(res, target, hardDeadline);
+    if (res.status === 201) {
+      // An agent without follow=1 (an image older than the gateway) ignores the query: a plain start.
+      const info = await this.parse(
+        res,
+        { target, deadlineAt: hardDeadline, opts },
+        { limit: INFO_LIMIT, validate: validateProcessInfo },
+      );
+      return { id: info.id, pid: info.pid };
+    }
+    const id = res.headers[PROCESS_ID_HEADER] ?? '';
+    const pid = res.headers[PROCESS_PID_HEADER] ?? '';
+    if (res.status !== 200 || !PROCESS_ID.test(id) || !PID.test(pid)) {
+      res.body.destroy();
+      throw new ProblemError(
+        'agent-protocol-error',
+        `the sandbox agent's answer is malformed: a started and followed process needs status 200 and its ${PROCESS_ID_HEADER} and ${PROCESS_PID_HEADER} headers`,
+      );
+    }
+    return { id, pid: Number(pid), stream: this.guarded(res, target, query.deadlineAt, opts) };
   }
 
   list(target: ExecTarget, opts: CallOptions = {}): Promise<ProcessList> {
@@ -133,6 +193,11 @@ export class AgentProcesses implements ProcessTransport {
     const hardDeadline = deadlineAt + PROCESS_CALL_TIMEOUT_MS;
     const res = await this.agent.send(target, { method: 'GET', path, token: '' }, hardDeadline, opts);
     await this.agent.expectOk(res, target, hardDeadline);
+    return this.guarded(res, target, deadlineAt, opts);
+  }
+
+  /** A follow answer through the follow guard, cut cleanly (no exit line) at `deadlineAt`. */
+  private guarded(res: AgentResponse, target: ExecTarget, deadlineAt: number, opts: CallOptions): Readable {
     const guard = new ProcessFollowGuard(opts.meter);
     const upstream = res.body;
     upstream.on('error', (err) => guard.destroy(this.agent.streamProblem(err, target)));
@@ -183,6 +248,16 @@ export class AgentProcesses implements ProcessTransport {
     const deadlineAt = Date.now() + (answer.timeoutMs ?? PROCESS_CALL_TIMEOUT_MS);
     const res = await this.agent.send(target, req, deadlineAt, opts);
     await this.agent.expectOk(res, target, deadlineAt);
+    return this.parse(res, { target, deadlineAt, opts }, answer);
+  }
+
+  /** A JSON answer read whole (bounded) and validated. */
+  private async parse<T>(
+    res: AgentResponse,
+    call: { target: ExecTarget; deadlineAt: number; opts: CallOptions },
+    answer: { limit: number; validate: ValidateFunction<T> },
+  ): Promise<T> {
+    const { target, deadlineAt, opts } = call;
     const body = await this.agent.read(res, answer.limit, {
       target,
       deadlineAt,

@@ -209,6 +209,16 @@ export interface ProcessStartRequest {
 }
 
 /**
+ * `POST /v1/processes` query.
+ */
+export interface ProcessStartQuery {
+  /**
+   * 1: answer 200 with the output followed to the exit (NDJSON, as GET /v1/processes/<id>/output/stream), the id and pid in the x-process-id and x-process-pid headers; 0 or absent: 201 ProcessInfo
+   */
+  follow?: number;
+}
+
+/**
  * Byte counters of one output stream of a background process.
  */
 export interface OutputCounters {
