@@ -56,8 +56,16 @@ const { values } = parseArgs({
     samples: { type: 'string', default: '30' },
     batch: { type: 'string', default: '5' },
     'default-pool': { type: 'boolean', default: false },
+    'settle-ms': { type: 'string', default: '0' },
   },
 });
+/**
+ * --settle-ms S: before each warm sample, wait until the pool is refilled (the previous claim's
+ * replacement Pod Ready) and then S ms more, so a sample does not share the 2 CPUs with the
+ * start of the Pod the previous claim's refill creates (a gVisor sandbox start: seconds of CPU).
+ * 0 (default): the samples of a round follow each other, as before.
+ */
+const settleMs = Number(values['settle-ms']);
 /**
  * --default-pool: the pool is the namespace default and warm sessions name no pool (cold ones set
  * the image explicitly, which no default pool takes): the same warm path without spec.poolRef.
@@ -204,6 +212,13 @@ async function refilled(): Promise<void> {
   );
 }
 
+/** With --settle-ms: the pool refilled, then that long with nothing of the bench running. */
+async function settle(): Promise<void> {
+  if (settleMs <= 0) return;
+  await refilled();
+  await new Promise((r) => setTimeout(r, settleMs));
+}
+
 async function gone(names: string[]): Promise<void> {
   await Promise.all(names.map((n) => sbx.deleteSession(n).catch(() => undefined)));
   await waitFor(
@@ -330,6 +345,7 @@ async function main(): Promise<void> {
       for (const withEnv of Array.from({ length: 2 * round }, (_, i) => i % 2 === 1)) {
         const name = uniqueName(withEnv ? 'bench-env' : 'bench-warm');
         warmNames.push(name);
+        await settle();
         const floorWrites = await apiWriteFloor();
         writes.push(floorWrites.three);
         writesTwo.push(floorWrites.two);
