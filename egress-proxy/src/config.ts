@@ -2,6 +2,7 @@
  * The egress proxy's configuration, from the environment (read only by main.ts). Every key is
  * mapped 1:1 from the chart's egressProxy values (templates/egress-proxy-deployment.yaml).
  */
+import { int, logLevel, required } from './env.js';
 import type { EgressRule } from './rules.js';
 
 /** Validated configuration. */
@@ -61,20 +62,6 @@ export interface EgressConfig {
 
 const DEFAULT_BLOCKED = '169.254.0.0/16,127.0.0.0/8,0.0.0.0/8,::1/128,fe80::/10';
 
-function int(env: NodeJS.ProcessEnv, key: string, [def, min, max]: [number, number, number]): number {
-  const raw = env[key];
-  const v = raw === undefined || raw === '' ? def : Number(raw);
-  if (!Number.isInteger(v) || v < min || v > max)
-    throw new Error(`${key} must be an integer in ${min}..${max}, got ${raw}`);
-  return v;
-}
-
-function required(env: NodeJS.ProcessEnv, key: string): string {
-  const v = env[key];
-  if (!v) throw new Error(`${key} is required`);
-  return v;
-}
-
 const list = (v: string): string[] =>
   v
     .split(',')
@@ -101,8 +88,6 @@ function defaults(raw: string | undefined): Record<string, EgressRule[]> {
 
 /** Reads and validates the configuration; throws naming the key at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv): EgressConfig {
-  const level = env.LOG_LEVEL || 'info';
-  if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL invalid: ${level}`);
   const namespaces = list(required(env, 'EGRESS_NAMESPACES'));
   return {
     proxyPort: int(env, 'EGRESS_PROXY_PORT', [3128, 1, 65535]),
@@ -126,6 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): EgressConfig {
     masterKeyFile: required(env, 'SANDBOX_MASTER_KEY_FILE'),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     serviceName: env.OTEL_SERVICE_NAME || 'sandbox-egress-proxy',
-    logLevel: level as EgressConfig['logLevel'],
+    logLevel: logLevel(env),
   };
 }

@@ -2,6 +2,7 @@
  * The egress drop reporter's configuration, from the environment (read only by drops/main.ts).
  * Every key is set by the chart (templates/egress-drop-reporter.yaml, egressProxy.dropAudit).
  */
+import { int, logLevel, required } from '../env.js';
 
 /** Validated configuration. */
 export interface DropReporterConfig {
@@ -25,24 +26,8 @@ export interface DropReporterConfig {
   logLevel: 'error' | 'warn' | 'info' | 'debug';
 }
 
-function int(env: NodeJS.ProcessEnv, key: string, [def, min, max]: [number, number, number]): number {
-  const raw = env[key];
-  const v = raw === undefined || raw === '' ? def : Number(raw);
-  if (!Number.isInteger(v) || v < min || v > max)
-    throw new Error(`${key} must be an integer in ${min}..${max}, got ${raw}`);
-  return v;
-}
-
-function required(env: NodeJS.ProcessEnv, key: string): string {
-  const v = env[key];
-  if (!v) throw new Error(`${key} is required`);
-  return v;
-}
-
 /** Reads and validates the configuration; throws naming the key at fault. */
 export function loadDropReporterConfig(env: NodeJS.ProcessEnv): DropReporterConfig {
-  const level = env.LOG_LEVEL || 'info';
-  if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL invalid: ${level}`);
   const auditUrl = required(env, 'DROPS_AUDIT_URL');
   let url: URL;
   try {
@@ -61,6 +46,6 @@ export function loadDropReporterConfig(env: NodeJS.ProcessEnv): DropReporterConf
     batchMax: int(env, 'DROPS_BATCH_MAX', [100, 1, 500]),
     queueMax: int(env, 'DROPS_QUEUE_MAX', [1000, 1, 100_000]),
     statsSeconds: int(env, 'DROPS_STATS_SECONDS', [60, 1, 86_400]),
-    logLevel: level as DropReporterConfig['logLevel'],
+    logLevel: logLevel(env),
   };
 }
