@@ -154,8 +154,15 @@ describe('RecoveringWatch on a stream without events (a namespace without sessio
     const clock = { t: 1_000_000 };
     const logger = new MemoryLogger();
     const w = new k8s.Watch(kubeConfig(port));
+    // Streams the client saw accepted (the answer's headers in): the watch times a stream from
+    // there, so the test's clock moves only after it (the server counting a request is earlier).
+    let accepted = 0;
     const watch = new RecoveringWatch({
-      watch: (path, query, onLine, done) => w.watch(path, query, onLine, done),
+      watch: (path, query, onLine, done) =>
+        w.watch(path, query, onLine, done).then((request) => {
+          accepted++;
+          return request;
+        }),
       path: PATH,
       logger,
       backoff: FAST,
@@ -172,11 +179,12 @@ describe('RecoveringWatch on a stream without events (a namespace without sessio
       await until('a stream open', () => server.openStreams === 1);
       const before = warnings().length;
       clock.t += 31_000; // the stream stayed open (no events: nothing to watch)
+      const acceptedBeforeReset = accepted;
       server.resetConnections();
       await until('the reset reported', () => warnings().length > before);
       expect(warnings()[before]?.attempt).toBe(1);
 
-      await until('a stream open again', () => server.openStreams === 1);
+      await until('a stream open again', () => server.openStreams === 1 && accepted > acceptedBeforeReset);
       const warned = warnings().length;
       clock.t += 31_000;
       server.endStreams(); // the API server's watch timeout
