@@ -31,7 +31,15 @@ export async function publishDropsToken(
   await core.createNamespacedSecret({
     namespace,
     body: {
-      metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'sandbox-egress-proxy' } },
+      metadata: {
+        name,
+        // As the interception CAs: outside the chart's manifest, so `helm uninstall` keeps it; the
+        // documented clean-up (docs/egress.md) deletes by this label.
+        labels: {
+          'app.kubernetes.io/component': 'egress-proxy',
+          'app.kubernetes.io/managed-by': 'sandbox-egress-proxy',
+        },
+      },
       type: 'Opaque',
       data,
     },

@@ -106,9 +106,10 @@ check "no object labelled with the release is left" test -z "$left"
 ns_left=$(k get ns -o name | grep -E "/($E2E_NAMESPACE|$E2E_OTHER_NAMESPACE|sandboxes)\$" || true)
 check "the sandbox namespaces are gone" test -z "$ns_left"
 # Kept on purpose (documented), then removed here: the egress proxy's interception CAs, one Secret
-# per sandbox namespace it served (docs/egress.md: a reinstall keeps the CA sandboxes trust), and
+# per sandbox namespace it served (docs/egress.md: a reinstall keeps the CA sandboxes trust), the
+# drop reporters' token it published (derived from the master key; replaced when that changes), and
 # the snapshot store's credentials, which make platform-up created, not the chart (docs/snapshots.md).
-kept=$(k -n "$pns" get secrets -o name | grep -E "^secret/($rel-sandbox-platform-egress-proxy-ca-.+|$rel-snapshot-store)\$" || true)
+kept=$(k -n "$pns" get secrets -o name | grep -E "^secret/($rel-sandbox-platform-egress-proxy-ca-.+|$rel-sandbox-platform-egress-proxy-drops-token|$rel-snapshot-store)\$" || true)
 in_release_ns=$(k -n "$pns" get all,secrets,cm,sa,roles,rolebindings,leases -o name 2>&1 |
   grep -vE '^(serviceaccount/default|configmap/kube-root-ca.crt)$' | grep -vxF -e "${kept:-none}" || true)
 check "the release namespace holds nothing but its defaults and the documented kept Secrets" test -z "$in_release_ns"
