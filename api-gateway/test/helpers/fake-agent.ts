@@ -2,6 +2,19 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+import type { ExecTarget } from '../../src/sessions/model.js';
+
+/** The session the unit tests dial: team-a/demo, its agent on loopback (the fake agent's host). */
+export const DEMO_TARGET: ExecTarget = {
+  namespace: 'team-a',
+  name: 'demo',
+  uid: 'uid-1',
+  podName: 'sbs-demo',
+  podIP: '127.0.0.1',
+  transport: 'Agent',
+  idleTimeoutSeconds: 1800,
+};
+
 /** What the fake agent saw. */
 export interface SeenRequest {
   method: string;

@@ -13,11 +13,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 import { AgentTransport } from '../../../src/exec/agent/agent-transport.js';
 import { WinstonFastifyLogger, createWinston, flushLogs } from '../../../src/logger.js';
-import type { ExecTarget } from '../../../src/sessions/model.js';
 import { traceOption } from '../../../src/tracing/request-trace.js';
 import { startTracing, type GatewayTracing } from '../../../src/tracing/tracing.js';
 import type { TracingConfig } from '../../../src/tracing/tracing-config.js';
-import { FakeAgent, json } from '../../helpers/fake-agent.js';
+import { DEMO_TARGET, FakeAgent, json } from '../../helpers/fake-agent.js';
 import { result } from '../../helpers/fake-transport.js';
 
 const CONFIG: TracingConfig = {
@@ -27,15 +26,7 @@ const CONFIG: TracingConfig = {
   samplerRatio: 1,
   serviceName: 'sandbox-api-gateway',
 };
-const target: ExecTarget = {
-  namespace: 'team-a',
-  name: 'demo',
-  uid: 'uid-1',
-  podName: 'sbs-demo',
-  podIP: '127.0.0.1',
-  transport: 'Agent',
-  idleTimeoutSeconds: 1800,
-};
+const target = DEMO_TARGET;
 /** A sampled remote parent: a call made under it is recorded. */
 const SAMPLED_PARENT = {
   traceId: '0af7651916cd43dd8448eb211c80319c',

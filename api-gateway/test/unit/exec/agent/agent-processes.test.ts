@@ -12,18 +12,9 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { ProblemError } from '../../../../src/errors.js';
 import { AgentProcesses } from '../../../../src/exec/agent/agent-processes.js';
 import { AgentTransport } from '../../../../src/exec/agent/agent-transport.js';
-import type { ExecTarget } from '../../../../src/sessions/model.js';
-import { FakeAgent, json } from '../../../helpers/fake-agent.js';
+import { DEMO_TARGET, FakeAgent, json } from '../../../helpers/fake-agent.js';
 
-const target: ExecTarget = {
-  namespace: 'team-a',
-  name: 'demo',
-  uid: 'uid-1',
-  podName: 'sbs-demo',
-  podIP: '127.0.0.1',
-  transport: 'Agent',
-  idleTimeoutSeconds: 1800,
-};
+const target = DEMO_TARGET;
 
 const INFO = {
   id: '0123456789ab',

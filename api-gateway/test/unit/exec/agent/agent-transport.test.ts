@@ -10,20 +10,11 @@ import { AgentPool } from '../../../../src/exec/agent/agent-pool.js';
 import { AgentTransport } from '../../../../src/exec/agent/agent-transport.js';
 import { readLimited } from '../../../../src/exec/read-limited.js';
 import { ResponseSignal } from '../../../../src/routes/request-signal.js';
-import type { ExecTarget } from '../../../../src/sessions/model.js';
-import { FakeAgent, json } from '../../../helpers/fake-agent.js';
+import { DEMO_TARGET, FakeAgent, json } from '../../../helpers/fake-agent.js';
 import { result } from '../../../helpers/fake-transport.js';
 
 const masterKey = Buffer.alloc(32, 7);
-const target: ExecTarget = {
-  namespace: 'team-a',
-  name: 'demo',
-  uid: 'uid-1',
-  podName: 'sbs-demo',
-  podIP: '127.0.0.1',
-  transport: 'Agent',
-  idleTimeoutSeconds: 1800,
-};
+const target = DEMO_TARGET;
 
 const EXIT_LINE =
   '{"type":"exit","exitCode":0,"durationMs":1,"truncated":false,"timedOut":false,"shellReset":false}\n';
