@@ -5,5 +5,6 @@ NODE_STAMP := node_modules/.package-lock.stamp
 node-deps: $(NODE_STAMP)
 
 $(NODE_STAMP): package-lock.json package.json */package.json
-	flock /tmp/npm.lock npm ci --no-audit --no-fund
+	@# npm ci, or its result for the same inputs restored from $$PLATFORM_CACHE (the script says which).
+	flock /tmp/npm.lock test-support/scripts/node-deps.sh
 	touch $@
