@@ -46,13 +46,16 @@ class Work implements SupervisedWorkload {
   }
 }
 
-function setup(lease: Lease): { sup: Supervisor; log: string[]; work: Work; exits: number[] } {
+function setup(
+  lease: Lease,
+  identity = 'me',
+): { sup: Supervisor; log: string[]; work: Work; exits: number[] } {
   const log: string[] = [];
   const work = new Work(log);
   const exits: number[] = [];
   const elector = new LeaderElector({
     store: lease,
-    identity: 'me',
+    identity,
     leaseDurationMs: 150,
     renewDeadlineMs: 100,
     retryPeriodMs: 10,
@@ -70,6 +73,11 @@ function setup(lease: Lease): { sup: Supervisor; log: string[]; work: Work; exit
     },
   });
   return { sup, log, work, exits };
+}
+
+/** Resolves once `done()` holds (polled every 5 ms; jest's timeout bounds it). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 5));
 }
 
 describe('Supervisor', () => {
@@ -113,6 +121,58 @@ describe('Supervisor', () => {
     await running;
     expect(log).toEqual(['warm', 'stop', 'drained', 'not-leader', 'exit 0']);
     expect(lease.record.holderIdentity).toBe('other');
+  });
+
+  it('campaigns only once warm: a restarted leader (same identity) leaves its stale Lease to a warm standby', async () => {
+    // The crashed leader's Lease names the restarted container's identity ('me'), not yet expired.
+    const lease = new Lease();
+    lease.record = {
+      holderIdentity: 'me',
+      leaseDurationSeconds: 0.15,
+      resourceVersion: 'x',
+      renewTime: new Date(),
+    };
+    const log: string[] = [];
+    let warmed!: () => void;
+    const cold = new (class extends Work {
+      override async warm(): Promise<void> {
+        log.push('warming');
+        await new Promise<void>((r) => (warmed = r));
+        log.push('warm');
+      }
+    })(log);
+    const restarted = new Supervisor({
+      workload: cold,
+      elector: new LeaderElector({
+        store: lease,
+        identity: 'me',
+        leaseDurationMs: 150,
+        renewDeadlineMs: 100,
+        retryPeriodMs: 10,
+        logger: new MemoryLogger(),
+      }),
+      shutdownTimeoutMs: 1000,
+      logger: new MemoryLogger(),
+      onLeader: (leading) => log.push(leading ? 'restarted leader' : 'restarted not-leader'),
+      exit: () => undefined,
+    });
+    const standby = setup(lease, 'standby');
+    const runs = [restarted.run(), standby.sup.run()];
+    // The Lease expires (150 ms); the warm standby takes it while the restarted one still lists.
+    await until(() => standby.work.isStarted);
+    expect(lease.record?.holderIdentity).toBe('standby');
+    expect(standby.log).toEqual(['warm', 'leader', 'start']);
+    expect(log).toEqual(['warming']);
+    warmed();
+    await until(() => log.includes('warm'));
+    // Warm now, it waits as a standby: the Lease is the other replica's (its renewals keep it).
+    await new Promise((r) => setTimeout(r, 100));
+    expect(log).toEqual(['warming', 'warm']);
+    expect(cold.isStarted).toBe(false);
+    expect(lease.record?.holderIdentity).toBe('standby');
+    await restarted.shutdown('SIGTERM');
+    await standby.sup.shutdown('SIGTERM');
+    await Promise.all(runs);
   });
 
   it('exits 1 at once when the Lease cannot be renewed', async () => {
