@@ -152,11 +152,15 @@ describe('shared authentication', () => {
     await clients.core.createNamespacedSecret({ namespace: 'ns', body: {} }).catch(() => undefined);
     token = 'new';
     await clients.json.create('/api/v1/namespaces/ns/secrets', {});
-    expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer old', 'Bearer old', 'Bearer old']);
+    // Only this test's calls: on a loaded machine the server may record a request of the test
+    // before (aborted by its client after 50 ms, token t1) only now (a CI flake of 2026-12-07).
+    const mine = (): string[] =>
+      seen.map((s) => String(s.headers.authorization)).filter((a) => a !== 'Bearer t1');
+    expect(mine()).toEqual(['Bearer old', 'Bearer old', 'Bearer old']);
     const appliedBefore = applied;
     await new Promise((r) => setTimeout(r, AUTH_REUSE_MS + 50));
     await clients.json.create('/api/v1/namespaces/ns/secrets', {});
-    expect(seen.at(-1)!.headers.authorization).toBe('Bearer new');
+    expect(mine().at(-1)).toBe('Bearer new');
     expect(applied).toBeGreaterThan(appliedBefore);
   });
 });
