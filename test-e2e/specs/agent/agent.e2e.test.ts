@@ -110,7 +110,7 @@ describe.each(RUNTIMES)('sandbox agent on the node ($label)', ({ runtimeClassNam
           name,
         })) as SandboxSession,
       predicate(`SandboxSession ${NAMESPACE}/${name} Ready=True with a pod IP`, isReadyWithIp),
-      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1000 },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
     );
     const secret = await kube.core.readNamespacedSecret({ name: secretName(name), namespace: NAMESPACE });
     const encoded = secret.data?.[TOKEN_SECRET_KEY];

@@ -114,7 +114,7 @@ describe('session env on the node', () => {
           name,
         })) as SandboxSession,
       predicate(`SandboxSession ${NAMESPACE}/${name} Ready=True with a pod IP`, isReadyWithIp),
-      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1000 },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
     );
     podIP = session.status?.podIP ?? '';
     const secret = await kube.core.readNamespacedSecret({ name: secretName(name), namespace: NAMESPACE });

@@ -87,7 +87,7 @@ describe.each(RUNTIMES)('api-gateway transports on a real node ($label)', ({ run
         await waitFor(
           () => client.getSession(names[t]),
           predicate<Session>(`session ${names[t]} (${t}) Ready through the gateway`, (s) => s.ready),
-          { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1000 },
+          { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
         );
       }
     },

@@ -99,7 +99,7 @@ describeIf(GVISOR_MISSING)('a session under gVisor', () => {
     await waitFor(
       exists,
       predicate<string>('the pod is gone', (s) => s === 'gone'),
-      { timeoutMs: 120_000, intervalMs: 1000 },
+      { timeoutMs: 120_000, intervalMs: 250 },
     );
   }, 150_000);
 });

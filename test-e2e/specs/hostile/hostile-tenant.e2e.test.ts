@@ -129,7 +129,7 @@ describeOnLocal('a hostile tenant against the in-cluster gateway', () => {
       async () =>
         (await call(key, 'GET', `/v1/sessions/${name}`).then((r) => r.json())) as { ready?: boolean },
       predicate(`session ${name} Ready through the gateway`, (s: { ready?: boolean }) => s.ready === true),
-      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1000 },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
     );
   }
 

@@ -93,7 +93,7 @@ export async function createSession(
       const ready = s.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
       return ready?.status === 'True' && Boolean(s.status?.podIP);
     }),
-    { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1000 },
+    { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
   );
 }
 

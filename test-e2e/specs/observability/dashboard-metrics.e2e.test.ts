@@ -29,7 +29,7 @@ function scrape(url: string): Promise<string> {
   return waitFor(
     () => fetch(url).then((r) => (r.status === 200 ? r.text() : '')),
     predicate(`a 200 from ${url}`, (text: string) => text.includes('# TYPE ')),
-    { timeoutMs: 30_000, intervalMs: 1000 },
+    { timeoutMs: 30_000, intervalMs: 250 },
   );
 }
 

@@ -39,7 +39,7 @@ describeOnLocal('gateway /metrics on its own port', () => {
       predicate('gateway series on the metrics port', (text: string) =>
         text.includes('sandbox_gateway_http_request_duration_seconds_count{'),
       ),
-      { timeoutMs: 30_000, intervalMs: 1000 },
+      { timeoutMs: 30_000, intervalMs: 250 },
     );
     expect(body).toContain('route="/readyz"');
     expect(body).toMatch(/^process_cpu_seconds_total /m);

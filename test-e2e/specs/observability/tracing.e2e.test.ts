@@ -120,8 +120,26 @@ const helm = (...args: string[]): string =>
     stdio: ['ignore', 'pipe', 'pipe'],
   }).toString();
 
-/** Sets the gateway's OTLP endpoint ('' turns tracing off) and waits for the rollout. */
-function setGatewayTracing(endpoint: string): void {
+/** The release's own gateway.extraEnv (user-supplied values), restored when tracing is turned off. */
+function releaseGatewayExtraEnv(): Array<{ name: string; value?: string }> {
+  const values = JSON.parse(helm('get', 'values', RELEASE, '-n', PLATFORM_NS, '-o', 'json') || '{}') as {
+    gateway?: { extraEnv?: Array<{ name: string; value?: string }> };
+  } | null;
+  return values?.gateway?.extraEnv ?? [];
+}
+
+/**
+ * The gateway's span export delay while the spec traces (OTEL_BSP_SCHEDULE_DELAY, read by the
+ * OpenTelemetry SDK's BatchSpanProcessor; 5 s by default): the spans are still exported in
+ * batches, only sooner, so each test waits less for its trace.
+ */
+const EXPORT_DELAY_MS = 500;
+
+/**
+ * Sets the gateway's OTLP endpoint ('' turns tracing off) and waits for the rollout. `extraEnv`
+ * is the gateway's extraEnv to set in the same upgrade (one rollout).
+ */
+function setGatewayTracing(endpoint: string, extraEnv: Array<{ name: string; value?: string }>): void {
   helm(
     'upgrade',
     RELEASE,
@@ -131,6 +149,8 @@ function setGatewayTracing(endpoint: string): void {
     '--reuse-values',
     '--set-string',
     `gateway.tracing.otlpEndpoint=${endpoint}`,
+    '--set-json',
+    `gateway.extraEnv=${JSON.stringify(extraEnv)}`,
     '--wait',
     '--timeout',
     '3m',
@@ -163,6 +183,8 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
   const file = join(dir, 'spans.jsonl');
   let receiver: ChildProcess | undefined;
   let endpoint = '';
+  /** The release's gateway.extraEnv before the spec (undefined until read). */
+  let extraEnvBefore: Array<{ name: string; value?: string }> | undefined;
 
   beforeAll(async () => {
     if (!baseUrl || !apiKey) throw new Error('needs E2E_GATEWAY_URL and E2E_GATEWAY_API_KEY (platform.env)');
@@ -179,24 +201,30 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     await listening(receiver);
-    setGatewayTracing(endpoint);
+    // The session is created while the gateway rolls out (the operator, not the gateway, makes it
+    // Ready); its exec waits for the rollout below.
+    await client.createSession({ name, image: IMAGE, idleTimeoutSeconds: 900 });
+    extraEnvBefore = releaseGatewayExtraEnv().filter((e) => e.name !== 'OTEL_BSP_SCHEDULE_DELAY');
+    setGatewayTracing(endpoint, [
+      ...extraEnvBefore,
+      { name: 'OTEL_BSP_SCHEDULE_DELAY', value: String(EXPORT_DELAY_MS) },
+    ]);
     await waitFor(
       () => kube.core.listNamespacedPod({ namespace: PLATFORM_NS }),
       predicate('every gateway pod traces to the receiver', gatewayRolledOut(endpoint)),
-      { timeoutMs: 120_000, intervalMs: 1000 },
+      { timeoutMs: 120_000, intervalMs: 250 },
     );
-    await client.createSession({ name, image: IMAGE, idleTimeoutSeconds: 900 });
     await waitFor(
       () => client.getSession(name),
       predicate<Session>(`session ${name} Ready`, (s) => s.ready),
-      { timeoutMs: 180_000, intervalMs: 1000 },
+      { timeoutMs: 180_000, intervalMs: 250 },
     );
   }, 480_000);
 
   afterAll(async () => {
     await client.deleteSession(name).catch(() => undefined);
     try {
-      setGatewayTracing('');
+      if (extraEnvBefore !== undefined) setGatewayTracing('', extraEnvBefore);
     } finally {
       receiver?.kill('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
@@ -218,7 +246,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ stdout: 'traced-output\n', exitCode: 3 });
 
-    // The gateway exports in batches (every 5 s).
+    // The gateway exports in batches (every EXPORT_DELAY_MS here; 5 s by default).
     const spans = await waitFor(
       () => Promise.resolve(spansOf(file, traceId)),
       predicate(
@@ -228,7 +256,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
             s.some((x) => x.name === n),
           ) && s.some((x) => x.name.startsWith('k8s ')),
       ),
-      { timeoutMs: 60_000, intervalMs: 1000 },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
     const byName = (n: string): OtlpSpan => spans.find((s) => s.name === n)!;
     const request = byName('POST /v1/sessions/:name/exec');
@@ -253,7 +281,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
     const line = await waitFor(
       () => gatewayLogLine(`"trace_id":"${traceId}"`),
       predicate('a gateway log line with the trace id', (l: string | undefined) => l !== undefined),
-      { timeoutMs: 30_000, intervalMs: 1000 },
+      { timeoutMs: 30_000, intervalMs: 250 },
     );
     expect(JSON.parse(line!)).toMatchObject({ msg: 'exec', session: name, span_id: request.spanId });
   });
@@ -287,7 +315,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
       predicate('the trace has its request, agent call and agent spans', (s: OtlpSpan[]) =>
         names.every((n) => s.some((x) => x.name === n)),
       ),
-      { timeoutMs: 60_000, intervalMs: 1000 },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
     const [request, call, agent] = names.map((n) => spans.find((s) => s.name === n)!);
     expect(request).toMatchObject({ kind: SERVER, parentSpanId: parentId, service: 'sandbox-api-gateway' });
@@ -317,7 +345,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
       predicate('the trace has its agent call', (s: OtlpSpan[]) =>
         s.some((x) => x.name === 'agent POST /v1/exec'),
       ),
-      { timeoutMs: 60_000, intervalMs: 1000 },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
     const call = spans.find((s) => s.name === 'agent POST /v1/exec')!;
     const pods = await kube.core.listNamespacedPod({
@@ -332,7 +360,7 @@ describeOnLocal('traces of an exec through the in-cluster gateway', () => {
           .split('\n')
           .find((l) => l.includes(`"trace_id":"${traceId}"`)),
       predicate('an agent log line with the trace id', (l: string | undefined) => l !== undefined),
-      { timeoutMs: 30_000, intervalMs: 1000 },
+      { timeoutMs: 30_000, intervalMs: 250 },
     );
     expect(JSON.parse(line!)).toMatchObject({ msg: 'command stopped', span_id: call.spanId });
     expect(line).not.toContain('sleep 30');

@@ -145,7 +145,7 @@ describe('a SandboxSession on a real node', () => {
           const ready = x?.status?.conditions?.find((c) => c.type === CONDITIONS.ready);
           return ready?.status === 'True' && Boolean(x?.status?.podIP);
         }),
-        { timeoutMs: READY_TIMEOUT_MS, intervalMs: 1_000 },
+        { timeoutMs: READY_TIMEOUT_MS, intervalMs: 250 },
       );
       const pod = await kube.core.readNamespacedPod({ namespace: NAMESPACE, name: podName(name) });
       expect(pod.status?.phase).toBe('Running');
@@ -229,7 +229,7 @@ describe('a SandboxSession on a real node', () => {
         return pod === undefined && secret === undefined;
       },
       predicate('pod and secret deleted', (gone: boolean) => gone),
-      { timeoutMs: 120_000, intervalMs: 1_000 },
+      { timeoutMs: 120_000, intervalMs: 250 },
     );
   });
 });

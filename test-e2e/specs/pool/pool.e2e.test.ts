@@ -268,7 +268,8 @@ describe('a pool of 3', () => {
   it('collects an idle pooled session like a cold one, and its Pod with it', async () => {
     const name = `pool-${suffix}-idle`;
     await available(trio, 1);
-    await create(name, trio, { idleTimeoutSeconds: 20 });
+    // Short, the wait below is all idle time; long enough that the session is seen Ready first.
+    await create(name, trio, { idleTimeoutSeconds: 8 });
     const s = await readySession(name);
     const podName = s.status!.podName!;
     expect(podName.startsWith('sbs-')).toBe(false);
@@ -277,13 +278,13 @@ describe('a pool of 3', () => {
       predicate('collected', (x) => x === undefined),
       {
         timeoutMs: 120_000,
-        intervalMs: 1000,
+        intervalMs: 250,
       },
     );
     await waitFor(
       async () => (await poolPods(trio)).some((p) => p.metadata?.name === podName),
       predicate('its Pod deleted', (present) => !present),
-      { timeoutMs: 120_000, intervalMs: 1000 },
+      { timeoutMs: 120_000, intervalMs: 250 },
     );
   });
 });
@@ -343,7 +344,7 @@ describe('convergence', () => {
           return orphans;
         },
         predicate('no pool Pod owned by a deleted session', (orphans) => orphans.length === 0),
-        { timeoutMs: 120_000, intervalMs: 1000 },
+        { timeoutMs: 120_000, intervalMs: 250 },
       );
       const bound = (await poolPods()).map((p) => p.metadata?.ownerReferences?.find((o) => o.controller));
       const sessionUids = bound.filter((o) => o?.kind === 'SandboxSession').map((o) => o!.uid);

@@ -16,9 +16,10 @@
  *   Pod not replaced.
  * - delete (while suspended): no Pod, Secret or claim of the session is left.
  *
- * Operator pods whose container died in the last 10 minutes (earlier kills) are replaced first
- * (platform-operator.ts, freshOperator): the kubelet's crash back-off would otherwise hold their
- * restart for up to 5 min, which measures the kubelet's policy, not the operator.
+ * Operator pods whose container died in the last 10 minutes (earlier kills, this spec's own
+ * included) are replaced before each kill (platform-operator.ts, freshOperator): the kubelet's
+ * crash back-off would otherwise hold their restart for 10 s, 20 s, ... up to 5 min, which
+ * measures the kubelet's policy, not the operator.
  *
  * Whether the kill lands before or after a given write of the operator is a race; what was done
  * at the kill is printed, with the time from the kill to convergence. No timing is asserted: each
@@ -220,6 +221,8 @@ describeOnLocal('operator SIGKILLed during suspend and resume', () => {
   it(
     'resume interrupted: converges to Ready with exactly one Pod; the file and the token are the ones from before',
     async () => {
+      // The leader died in the test before: without a fresh pod the kubelet holds its restart.
+      await startFromFreshOperator(kube);
       // The kill as soon as the new Pod exists: the operator then waits for it to become Ready.
       const k = await killWhen(
         'all',
@@ -265,6 +268,8 @@ describeOnLocal('operator SIGKILLed during suspend and resume', () => {
   it(
     'suspend interrupted after the Pod delete: converges the same way, the terminating Pod not replaced',
     async () => {
+      // Every replica died in the test before: without fresh pods the kubelet holds their restart.
+      await startFromFreshOperator(kube);
       // The kill as soon as a watch sees the Pod being deleted: the operator has done its delete,
       // its status write is just before or after; the Pod is still terminating.
       await suspendKilled(

@@ -3,7 +3,7 @@
  *
  * - A file and a tool under ~/.local/bin survive suspend and resume; while suspended the Pod is
  *   gone, the workspace claim Bound and the Secret kept; after the resume the same token works.
- * - idleTimeoutSeconds 20 + shutdownPolicy Suspend: the operator suspends the session when idle;
+ * - idleTimeoutSeconds 10 + shutdownPolicy Suspend: the operator suspends the session when idle;
  *   the next exec through the gateway (REST, and MCP) resumes it and answers in that one call.
  * - The Pod deleted from outside, and evicted: the new Pod has the same workspace.
  * - 10 concurrent execs through the two gateway replicas against one suspended session: one Pod,
@@ -94,6 +94,8 @@ async function waitEvents(name: string, reasons: string[]): Promise<void> {
 }
 
 const persistent = { persistentWorkspace: true } as const;
+/** idleTimeoutSeconds of the Suspend-policy sessions: all of it is waited for, so short. */
+const IDLE_SECONDS = 10;
 
 beforeAll(async () => {
   // A StorageClass whose provisioner nobody runs: its claims never bind.
@@ -115,13 +117,13 @@ beforeAll(async () => {
       name: names.idleRest,
       ...persistent,
       shutdownPolicy: 'Suspend',
-      idleTimeoutSeconds: 20,
+      idleTimeoutSeconds: IDLE_SECONDS,
     }),
     sbx.createSession({
       name: names.idleMcp,
       ...persistent,
       shutdownPolicy: 'Suspend',
-      idleTimeoutSeconds: 20,
+      idleTimeoutSeconds: IDLE_SECONDS,
     }),
   ]);
 }, READY_MS);
@@ -197,7 +199,7 @@ describe('suspend and resume keep the work', () => {
 });
 
 describe('shutdownPolicy Suspend', () => {
-  it('suspends after idleTimeoutSeconds 20; the next exec through REST and through MCP resumes it and answers in one call', async () => {
+  it(`suspends after idleTimeoutSeconds ${IDLE_SECONDS}; the next exec through REST and through MCP resumes it and answers in one call`, async () => {
     await Promise.all(
       [names.idleRest, names.idleMcp].map(async (name) => {
         expect((await exec(name, `echo ${name} > who.txt`)).exitCode).toBe(0);
@@ -218,7 +220,7 @@ describe('shutdownPolicy Suspend', () => {
     );
     console.log(`suspended by the operator ${Math.round((Date.now() - t0) / 1000)} s after the last exec`);
     expect(rest?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.message).toMatch(
-      /^No activity for 20s/,
+      new RegExp(`^No activity for ${IDLE_SECONDS}s`),
     );
     expect(mcp?.status?.phase).toBe('Suspended');
 

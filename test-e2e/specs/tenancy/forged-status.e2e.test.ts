@@ -103,7 +103,7 @@ describe('a forged status.podIP does not reach another tenant Pod', () => {
     await waitFor(
       () => apps.readNamespacedDeployment({ namespace: PLATFORM_NS, name: OPERATOR }),
       predicate('operator replicas ready again', (d) => (d.status?.readyReplicas ?? 0) >= operatorReplicas),
-      { timeoutMs: READY_MS, intervalMs: 1000 },
+      { timeoutMs: READY_MS, intervalMs: 250 },
     );
     await deleteSession(kube, NS_A, A);
     await deleteSession(kube, NS_B, B);

@@ -240,7 +240,7 @@ describe('a tenant with the built-in edit role, through kubectl', () => {
           'requests-only session Ready=True',
           (x) => x?.status?.conditions?.find((c) => c.type === CONDITIONS.ready)?.status === 'True',
         ),
-        { timeoutMs: READY_MS, intervalMs: 1000 },
+        { timeoutMs: READY_MS, intervalMs: 250 },
       );
       const pod = await kube.core.readNamespacedPod({ namespace: NS, name: s!.status!.podName! });
       const r = pod.spec!.containers[0]!.resources!;
