@@ -210,9 +210,21 @@ export async function spawnRole<T>(
 ): Promise<Running & T & { pid: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: target.token };
   if (opts.hostileIp) env[HOSTILE_ENV] = opts.hostileIp;
+  // BENCH_CPU_PROF_DIR=dir BENCH_CPU_PROF_ROLES=gateway,...: V8 CPU profiles of those roles (profiling).
+  const profDir = process.env.BENCH_CPU_PROF_DIR;
+  const profiled = profDir && (process.env.BENCH_CPU_PROF_ROLES ?? '').split(',').includes(role);
   const child = spawn(
     process.execPath,
-    [process.argv[1]!, '--serve', role, '--agent-host', target.host, '--agent-port', String(target.port)],
+    [
+      ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${role}.cpuprofile`] : []),
+      process.argv[1]!,
+      '--serve',
+      role,
+      '--agent-host',
+      target.host,
+      '--agent-port',
+      String(target.port),
+    ],
     { stdio: ['pipe', 'pipe', 'inherit'], env },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

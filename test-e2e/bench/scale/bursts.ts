@@ -129,6 +129,13 @@ async function burst(
   let firstError: string | undefined;
   const t0 = Date.now();
   let next = 0;
+  // A burst of 10,000 takes minutes: say where it is every 30 s (stderr; the report is stdout).
+  const progress = setInterval(() => {
+    const { ready } = tracker.counts();
+    process.stderr.write(
+      `  [${Math.round((Date.now() - t0) / 1000)} s] ${Math.min(next, n)}/${n} created, ${failures} failed, ${ready} Ready\n`,
+    );
+  }, 30_000);
   const worker = async (): Promise<void> => {
     while (next < n) {
       const i = next++;
@@ -152,6 +159,7 @@ async function burst(
   } catch (err) {
     firstError ??= err instanceof Error ? err.message : String(err);
   }
+  clearInterval(progress);
   const latencies: number[] = [];
   let last = t0;
   for (const [name, s] of tracker.seen) {
