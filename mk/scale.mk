@@ -11,6 +11,8 @@ BENCH_SCALE_SIZES ?= 1000,5000,10000
 BENCH_SCALE_WORKERS ?= 32
 BENCH_SCALE_IDLE_SECONDS ?= 600
 BENCH_SCALE_PUSH ?=
+# 0: skip the largest burst's idle GC (about 30 minutes at 10,000), e.g. to re-measure a failover.
+BENCH_SCALE_IDLE_GC ?= 1
 # Extra --set values of the bench's release, separated by spaces (e.g. operator.concurrency=32).
 BENCH_SCALE_SET ?=
 # Simulated nodes the local cluster is restarted with when it has none (right after `make run`).
@@ -28,4 +30,5 @@ bench-scale: node-deps tools $(IMAGES_DIR)/operator.tar $(IMAGES_DIR)/api-gatewa
 	  BENCH_SET_STRING="operator.podAnnotations.sandbox\.dev/image=$(call image_digest,operator) gateway.podAnnotations.sandbox\.dev/image=$(call image_digest,api-gateway)" \
 	  BENCH_SET="$(BENCH_SCALE_SET)" \
 	  nice node test-e2e/bench/scale/run.mjs --sizes $(BENCH_SCALE_SIZES) --workers $(BENCH_SCALE_WORKERS) \
-	  --idle-seconds $(BENCH_SCALE_IDLE_SECONDS) $(if $(BENCH_SCALE_PUSH),--push $(BENCH_SCALE_PUSH))
+	  --idle-seconds $(BENCH_SCALE_IDLE_SECONDS) $(if $(BENCH_SCALE_PUSH),--push $(BENCH_SCALE_PUSH)) \
+	  $(if $(filter 0,$(BENCH_SCALE_IDLE_GC)),--no-idle-gc)

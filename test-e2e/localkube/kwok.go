@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,15 @@ const (
 	// "fast" stages there): Nodes Ready with a Lease heartbeat, Pods Running/Ready at once,
 	// deleted Pods removed at once.
 	kwokStagesFile = "stages.yaml"
+	// kwokMinParallelism is KWOK's own default number of Pods it moves through their stages at
+	// once, for all the simulated nodes together; localkube gives it one worker per simulated node
+	// instead (kwokConfiguration). Each real node's kubelet updates its own Pods' status, so 100
+	// simulated nodes behind 4 workers made the simulated kubelets the bottleneck of a burst: with
+	// the API server busy (a status patch taking 100-600 ms) and a purge's deleted Pods retried
+	// (KWOK's delete stage fails with NotFound on a Pod already gone, 9 times each), 4 workers
+	// marked 2 to 36 Pods Ready a second while thousands waited on their nodes (bench-scale at
+	// 10,000 on 2026-12-07: 7,294 scheduled Pods Pending).
+	kwokMinParallelism = 4
 )
 
 // simulatedPodRange holds the simulated Pods' IPs (RFC 6598 shared address space: never the real
@@ -171,12 +181,36 @@ func kwokArgs(l layout, binary string) []string {
 	return []string{
 		"--kubeconfig=" + l.componentKubeconfig("kwok"),
 		"--config=" + filepath.Join(filepath.Dir(binary), kwokStagesFile),
+		"--config=" + l.kwokConfig(),
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=" + kwokAnnotationValue,
 		"--node-lease-duration-seconds=40",
 		"--server-address=",
 		"--node-port=0",
 		"--v=WARN",
 	}
+}
+
+// kwokConfiguration is KWOK's own configuration for `nodes` simulated nodes: as many Pod stage
+// workers as nodes (at least kwokMinParallelism), and a quarter as many for the nodes' own stages and
+// Lease renewals (KWOK's default 4 renews 100 nodes' 40 s Leases easily; 1,000 need more).
+func kwokConfiguration(nodes int) string {
+	pods := max(nodes, kwokMinParallelism)
+	perNode := max(nodes/4, kwokMinParallelism)
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: %d
+  nodeLeaseParallelism: %d
+`, pods, perNode, perNode)
+}
+
+// writeKwokConfig writes kwokConfiguration(nodes) where kwokArgs points KWOK (config/kwok.yaml).
+func writeKwokConfig(l layout, nodes int) error {
+	if err := os.MkdirAll(filepath.Dir(l.kwokConfig()), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(l.kwokConfig(), []byte(kwokConfiguration(nodes)), 0o644)
 }
 
 // startSimulatedNodes grants KWOK its RBAC, creates the simulated nodes (keeping those a previous
@@ -191,6 +225,9 @@ func (n *node) startSimulatedNodes(ctx context.Context, c *cluster, cs *kubernet
 		return err
 	}
 	if err := ensureSimulatedNodes(ctx, cs, n.opts.kwokNodes); err != nil {
+		return err
+	}
+	if err := writeKwokConfig(n.l, n.opts.kwokNodes); err != nil {
 		return err
 	}
 	if _, err := c.start("kwok", n.opts.kwok, kwokArgs(n.l, n.opts.kwok)...); err != nil {

@@ -79,6 +79,9 @@ func attachKwok(ctx context.Context, l layout, o nodeOptions) error {
 		return err
 	}
 	if !alive {
+		if err := writeKwokConfig(l, o.kwokNodes); err != nil {
+			return err
+		}
 		if pid, err = startDetachedKwok(l, o.kwok); err != nil {
 			return err
 		}

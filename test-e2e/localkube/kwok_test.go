@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
 )
 
 // Every simulated node gets its own /23 inside the simulated range, never overlapping another's
@@ -155,5 +156,41 @@ func TestKwokPidAndParent(t *testing.T) {
 	}
 	if pid, alive := kwokPid(l); alive || pid != os.Getpid() {
 		t.Fatalf("this test process taken for KWOK (pid %d, alive %v)", pid, alive)
+	}
+}
+
+// KWOK gets one Pod stage worker per simulated node (never fewer than its default of 4), through a
+// second --config file it reads next to the stages file.
+func TestKwokConfiguration(t *testing.T) {
+	for _, tc := range []struct{ nodes, pods, perNode int }{{1, 4, 4}, {100, 100, 25}, {1000, 1000, 250}} {
+		var got struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Options    struct {
+				Pods   int `json:"podPlayStageParallelism"`
+				Nodes  int `json:"nodePlayStageParallelism"`
+				Leases int `json:"nodeLeaseParallelism"`
+			} `json:"options"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(kwokConfiguration(tc.nodes)), &got); err != nil {
+			t.Fatalf("%d nodes: %v", tc.nodes, err)
+		}
+		if got.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || got.Kind != "KwokConfiguration" {
+			t.Errorf("%d nodes: %s %s", tc.nodes, got.APIVersion, got.Kind)
+		}
+		if got.Options.Pods != tc.pods || got.Options.Nodes != tc.perNode || got.Options.Leases != tc.perNode {
+			t.Errorf("%d nodes: %+v, want pods %d, nodes and leases %d", tc.nodes, got.Options, tc.pods, tc.perNode)
+		}
+	}
+	l := layout{dir: t.TempDir()}
+	if err := writeKwokConfig(l, 100); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(kwokArgs(l, "/bin/kwok"), " ")
+	if !strings.Contains(args, "--config=/bin/stages.yaml --config="+l.kwokConfig()) {
+		t.Errorf("kwokArgs %q: want the stages file, then %s", args, l.kwokConfig())
+	}
+	if b, err := os.ReadFile(l.kwokConfig()); err != nil || string(b) != kwokConfiguration(100) {
+		t.Errorf("config file: %q, %v", b, err)
 	}
 }

@@ -70,6 +70,7 @@ func (l layout) cniDataDir() string        { return l.path("cni", "networks") }
 func (l layout) kubeletDir() string        { return l.path("kubelet") }
 func (l layout) kubeletConfig() string     { return l.path("config", "kubelet.yaml") }
 func (l layout) kubeProxyConfig() string   { return l.path("config", "kube-proxy.yaml") }
+func (l layout) kwokConfig() string        { return l.path("config", "kwok.yaml") }
 func (l layout) podLogsDir() string        { return l.path("pod-logs") }
 
 // ownedPaths are every path localkube creates under the state dir (reset deletes exactly these).
