@@ -57,7 +57,8 @@ export function installRelease(tools: Tools, set: readonly string[], setString: 
     '-n',
     BENCH.namespace,
     '--create-namespace',
-    '--skip-crds',
+    // No --skip-crds: Helm installs the chart's CRDs only where they are missing (a cluster reset
+    // since `make run`) and never changes existing ones (the platform release's).
     '-f',
     join(REPO_ROOT, 'test-e2e/bench/scale/values.yaml'),
     '--set',
