@@ -148,13 +148,19 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
 
   /**
    * `root` writes the lines; `bindings` (a child's fields, e.g. fastify's reqId) are added to each
-   * of them through a winston child made on the first line actually written: fastify makes a child
-   * per request, and most requests write none.
+   * of them, put before the line's own fields as a winston child puts them: fastify makes a child
+   * per request, and an exec writes its audit line through it, so no winston child is made per
+   * request (one is made only when a level is set on this adapter, or for bindings that winston's
+   * log() would read as the line's message, stack or cause).
    */
   constructor(
     private readonly root: winston.Logger,
     private readonly bindings?: Record<string, unknown>,
-  ) {}
+  ) {
+    if (bindings && ('message' in bindings || 'stack' in bindings || 'cause' in bindings)) {
+      this.bound = root.child(bindings);
+    }
+  }
 
   /** The winston logger of this adapter (the child, made now if it was not yet). */
   private get w(): winston.Logger {
@@ -170,9 +176,15 @@ export class WinstonFastifyLogger implements FastifyBaseLogger {
   }
 
   private write(level: Level, args: unknown[]): void {
-    if (!(this.bound ?? this.root).isLevelEnabled(level)) return;
+    const w = this.bound ?? this.root;
+    if (!w.isLevelEnabled(level)) return;
     const { message, meta } = toEntry(args);
-    this.w.log(level, message, meta);
+    if (this.bound || !this.bindings) w.log(level, message, meta);
+    // winston's log() reads `%` in a message as a format token (and then drops the metadata): such
+    // lines go through the winston child, as they always did.
+    else if (message.includes('%')) this.w.log(level, message, meta);
+    // The same fields in the same order as a winston child's Object.assign({}, bindings, info).
+    else w.log(level, message, { ...this.bindings, ...meta });
   }
 
   fatal = (...args: unknown[]): void => this.write('error', args);

@@ -62,6 +62,40 @@ describe('WinstonFastifyLogger', () => {
     expect(logger.level).toBe('debug');
   });
 
+  // A child writes through the root (no winston child per request: fastify makes a child per
+  // request); its lines are byte for byte what a winston child of the same bindings writes,
+  // including a message with a `%` (winston's format tokens) and bindings winston reads itself.
+  it('writes a child line exactly as a winston child of the same bindings would', () => {
+    const raw = (): { w: winston.Logger; out: string[] } => {
+      const out: string[] = [];
+      const stream = new Writable({
+        write(chunk: Buffer, _enc, cb): void {
+          out.push(chunk.toString());
+          cb();
+        },
+      });
+      const w = winston.createLogger({
+        level: 'debug',
+        format: winston.format.json(),
+        transports: [new winston.transports.Stream({ stream })],
+      });
+      return { w, out };
+    };
+    const cases: Array<[Record<string, unknown>, Record<string, unknown>, string]> = [
+      [{ reqId: 'r1' }, { keyId: 'k', ms: 3 }, 'exec'],
+      [{ reqId: 'r2', keyId: 'outer' }, { keyId: 'inner' }, 'the inner field wins'],
+      [{ reqId: 'r3' }, { a: 1 }, '100% done, %s left'],
+      [{ message: 'bound' }, { a: 1 }, 'line'],
+    ];
+    for (const [bindings, meta, message] of cases) {
+      const ours = raw();
+      new WinstonFastifyLogger(ours.w).child(bindings).info(meta, message);
+      const theirs = raw();
+      theirs.w.child(bindings).info(message, meta);
+      expect(ours.out).toEqual(theirs.out);
+    }
+  });
+
   it('logs only method and url of a request object (no headers, so no API keys)', () => {
     const { logger, lines } = capture();
     logger.info({ req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer secret' } } }, 'req');

@@ -101,7 +101,8 @@ export class AgentTransport implements ExecTransport {
   async exec(target: ExecTarget, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
     const deadlineAt = Date.now() + req.timeoutSeconds * 1000 + this.o.deadlineMarginMs;
     const res = await this.send(target, jsonRequest('/v1/exec', req), deadlineAt, opts);
-    await this.expectOk(res, target, deadlineAt);
+    // (A 2xx takes no promise hop here: this is the hot path.)
+    if (!isOk(res)) await this.expectOk(res, target, deadlineAt);
     const body = await this.read(res, this.maxAnswerBytes, {
       target,
       deadlineAt,
@@ -304,9 +305,14 @@ export class AgentTransport implements ExecTransport {
 
   /** Maps a non-2xx agent answer to a gateway problem (the body is consumed). */
   async expectOk(res: AgentResponse, target: ExecTarget, deadlineAt: number): Promise<void> {
-    if (res.status >= 200 && res.status < 300) return;
+    if (isOk(res)) return;
     throw agentProblem(res.status, await this.read(res, PROBLEM_LIMIT, { target, deadlineAt }));
   }
+}
+
+/** A 2xx answer. */
+function isOk(res: AgentResponse): boolean {
+  return res.status >= 200 && res.status < 300;
 }
 
 function jsonRequest(path: string, req: ExecRequest): AgentRequest {
