@@ -4,7 +4,8 @@ import winston from 'winston';
 
 import { LOG_BATCH_MS, WinstonFastifyLogger, createWinston, flushLogs } from '../../src/logger.js';
 
-function capture(): { logger: WinstonFastifyLogger; lines: () => Array<Record<string, unknown>> } {
+/** A winston logger writing JSON lines into `out`. */
+function rawWinston(): { w: winston.Logger; out: string[] } {
   const out: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb): void {
@@ -17,6 +18,11 @@ function capture(): { logger: WinstonFastifyLogger; lines: () => Array<Record<st
     format: winston.format.json(),
     transports: [new winston.transports.Stream({ stream })],
   });
+  return { w, out };
+}
+
+function capture(): { logger: WinstonFastifyLogger; lines: () => Array<Record<string, unknown>> } {
+  const { w, out } = rawWinston();
   return {
     logger: new WinstonFastifyLogger(w),
     lines: () => out.map((l) => JSON.parse(l) as Record<string, unknown>),
@@ -66,21 +72,6 @@ describe('WinstonFastifyLogger', () => {
   // request); its lines are byte for byte what a winston child of the same bindings writes,
   // including a message with a `%` (winston's format tokens) and bindings winston reads itself.
   it('writes a child line exactly as a winston child of the same bindings would', () => {
-    const raw = (): { w: winston.Logger; out: string[] } => {
-      const out: string[] = [];
-      const stream = new Writable({
-        write(chunk: Buffer, _enc, cb): void {
-          out.push(chunk.toString());
-          cb();
-        },
-      });
-      const w = winston.createLogger({
-        level: 'debug',
-        format: winston.format.json(),
-        transports: [new winston.transports.Stream({ stream })],
-      });
-      return { w, out };
-    };
     const cases: Array<[Record<string, unknown>, Record<string, unknown>, string]> = [
       [{ reqId: 'r1' }, { keyId: 'k', ms: 3 }, 'exec'],
       [{ reqId: 'r2', keyId: 'outer' }, { keyId: 'inner' }, 'the inner field wins'],
@@ -88,9 +79,9 @@ describe('WinstonFastifyLogger', () => {
       [{ message: 'bound' }, { a: 1 }, 'line'],
     ];
     for (const [bindings, meta, message] of cases) {
-      const ours = raw();
+      const ours = rawWinston();
       new WinstonFastifyLogger(ours.w).child(bindings).info(meta, message);
-      const theirs = raw();
+      const theirs = rawWinston();
       theirs.w.child(bindings).info(message, meta);
       expect(ours.out).toEqual(theirs.out);
     }
