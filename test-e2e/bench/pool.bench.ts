@@ -16,7 +16,8 @@
  * Also measured, to show where the time goes: the create call alone, create to Ready as the API
  * server reports it (a watch on the session), an exec of `true` on a session that is Ready
  * already (the gateway and agent floor), the API server's floor (three serial writes, as a warm
- * claim makes, timed right before each warm sample) and the operator's own claim latency
+ * claim makes, timed right before each warm sample), the floor of any controller in the path (a
+ * create, a watcher's patch, the creator's watch seeing it: WatchFloor) and the operator's own claim latency
  * (sandbox_operator_pool_claim_duration_seconds, read through the API server's pod proxy).
  *
  * Needs `make platform-up` (platform.env).
@@ -194,6 +195,79 @@ async function apiWriteFloor(): Promise<{ two: number; three: number }> {
   return { two, three };
 }
 
+/**
+ * The floor of any design in which a controller answers a create (issue 27): the client creates
+ * an object, a controller sees it on its own watch and patches it, and the client sees that patch
+ * on its watch (as the gateway's informer sees Ready). Two writes and two watch deliveries in
+ * series, timed right before each warm sample beside apiWriteFloor; plus the exec floor it is the
+ * least a warm claim can take with the operator in the path. What a warm claim does beyond it: the
+ * gateway's create call and informer, the operator's queue and reconcile, the signed bind (the
+ * status waits for the agent's answer) and the claim patch beside the status write.
+ */
+class WatchFloor {
+  private readonly waiting = new Map<string, () => void>();
+  private readonly aborts: AbortController[] = [];
+  private readonly path = `/api/v1/namespaces/${ns}/configmaps`;
+  private readonly selector = { labelSelector: 'sandbox.dev/bench-floor=watch' };
+
+  async start(): Promise<void> {
+    // The controller's watch: a new object gets its answer patched in.
+    this.aborts.push(
+      await new k8s.Watch(kube.kc).watch(
+        this.path,
+        this.selector,
+        (phase, cm: k8s.V1ConfigMap) => {
+          if (phase !== 'ADDED' || cm.data?.v !== '0') return;
+          void kube.core
+            .patchNamespacedConfigMap(
+              { namespace: ns, name: cm.metadata!.name!, body: { data: { v: '1' } } },
+              k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+            )
+            .catch((err: unknown) => console.error('watch floor: patch failed', err));
+        },
+        () => undefined,
+      ),
+    );
+    // The client's watch (the gateway's informer): the answer arrived.
+    this.aborts.push(
+      await new k8s.Watch(kube.kc).watch(
+        this.path,
+        this.selector,
+        (_phase, cm: k8s.V1ConfigMap) => {
+          if (cm.data?.v === '1') this.waiting.get(cm.metadata?.name ?? '')?.();
+        },
+        () => undefined,
+      ),
+    );
+  }
+
+  /** ms from the create to the client's watch showing the controller's patch; the object is deleted. */
+  async once(): Promise<number> {
+    const name = uniqueName('bench-watch-floor');
+    const seen = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('watch floor: no answer within 30 s')), 30_000);
+      this.waiting.set(name, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    const t0 = now();
+    await kube.core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name, labels: { 'sandbox.dev/bench-floor': 'watch' } }, data: { v: '0' } },
+    });
+    await seen;
+    const ms = since(t0);
+    this.waiting.delete(name);
+    await kube.core.deleteNamespacedConfigMap({ namespace: ns, name });
+    return ms;
+  }
+
+  stop(): void {
+    for (const a of this.aborts) a.abort();
+  }
+}
+
 async function pool(): Promise<SandboxPool> {
   return (await kube.custom.getNamespacedCustomObject({
     group: GROUP,
@@ -310,12 +384,15 @@ async function main(): Promise<void> {
   }
   const watch = new ReadyWatch();
   await watch.start();
+  const watchFloor = new WatchFloor();
+  await watchFloor.start();
   const warm: Sample[] = [];
   const warmEnv: Sample[] = [];
   const cold: Sample[] = [];
   const floor: number[] = [];
   const writes: number[] = [];
   const writesTwo: number[] = [];
+  const watched: number[] = [];
   const loads: number[] = [];
   /** The same writes right after each warm sample (how records before 2026-12-02 04:45 UTC took the floor). */
   const writesAfter: number[] = [];
@@ -349,6 +426,7 @@ async function main(): Promise<void> {
         const floorWrites = await apiWriteFloor();
         writes.push(floorWrites.three);
         writesTwo.push(floorWrites.two);
+        watched.push(await watchFloor.once());
         (withEnv ? warmEnv : warm).push(await sample(name, poolName, watch, withEnv));
         writesAfter.push((await apiWriteFloor()).three);
       }
@@ -402,6 +480,7 @@ async function main(): Promise<void> {
     const api2 = summary('  2 serial API writes before each warm sample', writesTwo);
     const api = summary('  3 serial API writes before each warm sample', writes);
     summary('  the 3 right after each warm sample', writesAfter);
+    const wf = summary('  create, a watcher patches, the creator sees it', watched);
     console.log(
       `    floor of a warm claim since issue 27 (2 API writes + exec): p50 ${(api2.p50 + f.p50).toFixed(1)} ms; ` +
         `warm p50 / floor ${(w.p50 / (api2.p50 + f.p50)).toFixed(2)}x`,
@@ -409,6 +488,10 @@ async function main(): Promise<void> {
     console.log(
       `    the floor before (3 API writes + exec): p50 ${(api.p50 + f.p50).toFixed(1)} ms; ` +
         `warm p50 / that floor ${(w.p50 / (api.p50 + f.p50)).toFixed(2)}x`,
+    );
+    console.log(
+      `    floor of any controller in the path (create -> watch -> patch -> watch, + exec): p50 ${(wf.p50 + f.p50).toFixed(1)} ms; ` +
+        `warm p50 / that floor ${(w.p50 / (wf.p50 + f.p50)).toFixed(2)}x`,
     );
     console.log(`    operator claim (patch + bind): ${await operatorClaimP50()}`);
     summary(
@@ -420,6 +503,7 @@ async function main(): Promise<void> {
     console.log(`  raw cold ms: ${cold.map((s) => s.total.toFixed(1)).join(' ')}`);
   } finally {
     watch.stop();
+    watchFloor.stop();
     await cleanUp();
   }
 }

@@ -59,6 +59,11 @@ export interface BurstContext {
   readonly workers: number;
   /** Longest wait for the last Ready after the creates. */
   readonly timeoutMs: number;
+  /**
+   * Asked every 30 s: a reason to stop waiting (e.g. an operator container restarted: what gave
+   * way in a push), or undefined to go on. The burst then ends with that reason as its error.
+   */
+  readonly giveUp?: () => Promise<string | undefined>;
 }
 
 /** Session spec of the bench: pinned to the simulated nodes, collected after idleSeconds. */
@@ -129,11 +134,16 @@ async function burst(
   let firstError: string | undefined;
   const t0 = Date.now();
   let next = 0;
+  let gaveUp: string | undefined;
   // A burst of 10,000 takes minutes: say where it is every 30 s (stderr; the report is stdout).
   const progress = setInterval(() => {
     const { ready } = tracker.counts();
     process.stderr.write(
       `  [${Math.round((Date.now() - t0) / 1000)} s] ${Math.min(next, n)}/${n} created, ${failures} failed, ${ready} Ready\n`,
+    );
+    void ctx.giveUp?.().then(
+      (reason) => (gaveUp ??= reason),
+      () => undefined,
     );
   }, 30_000);
   const worker = async (): Promise<void> => {
@@ -152,7 +162,7 @@ async function burst(
   const want = n - failures;
   try {
     await tracker.until(
-      () => tracker.counts().ready >= want,
+      () => gaveUp !== undefined || tracker.counts().ready >= want,
       ctx.timeoutMs,
       () => `${want} Ready (${tracker.counts().ready} so far)`,
     );
@@ -160,6 +170,7 @@ async function burst(
     firstError ??= err instanceof Error ? err.message : String(err);
   }
   clearInterval(progress);
+  if (gaveUp !== undefined) firstError ??= `stopped waiting: ${gaveUp}`;
   const latencies: number[] = [];
   let last = t0;
   for (const [name, s] of tracker.seen) {

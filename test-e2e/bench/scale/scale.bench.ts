@@ -117,7 +117,9 @@ async function main(): Promise<void> {
       if (!ok) return;
     }
     for (const n of pushSizes) {
-      if (!(await pushRound(kc, core, http, ctx(BENCH.sandboxNamespace, n), n))) break;
+      // Ready at 5 sessions a second or better (11/s at 10,000 here): slower is a failure too.
+      const c = { ...ctx(BENCH.sandboxNamespace, n), timeoutMs: 120_000 + n * 200 };
+      if (!(await pushRound(kc, core, http, c, n))) break;
     }
   } finally {
     await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace).catch((e: unknown) =>
@@ -177,6 +179,7 @@ async function sizeRound(
   end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
   const leaderIp = (await leader(kc, core)).pod.status!.podIP!;
   const counters = await operatorCounters(leaderIp, 9090);
+  const before = await restarts(core);
   let tracker: Parameters<NonNullable<Parameters<typeof sessionBurst>[4]>>[0] | undefined;
   const sessions = await sessionBurst(sessionsCtx, `s${n}`, n, idle, (t) => (tracker = t));
   console.log(burstLine('sessions', sessions));
@@ -185,6 +188,8 @@ async function sizeRound(
     `  operator, per session: ${countersPerObject(counters, await operatorCounters(leaderIp, 9090), n)}`,
   );
   console.log(compareLine(n, floor, sessions));
+  const restarted = restartedBetween(before, await restarts(core));
+  if (restarted.length > 0) console.log(`  restarted during the burst: ${restarted.join(', ')}`);
   if (sessions.failures > 0 || sessions.latencies.length < n) {
     tracker?.stop();
     console.log(`stopping: the ${n} burst did not complete`);
@@ -232,11 +237,15 @@ async function pushRound(
   await exempt(kc);
   const before = await restarts(core);
   const end = await startWindow(kc, await processes(kc, core), LOCALKUBE_DIR);
-  const b = await sessionBurst(c, `p${n}`, n, 3600);
+  // The first restart of a platform container is what gave way: no need to wait for the rest.
+  const giveUp = async (): Promise<string | undefined> => {
+    const restarted = restartedBetween(before, await restarts(core));
+    return restarted.length > 0 ? `restarted: ${restarted.join(', ')}` : undefined;
+  };
+  const b = await sessionBurst({ ...c, giveUp }, `p${n}`, n, 3600);
   console.log(burstLine('push sessions', b));
   windowLines(await end(), n).forEach((l) => console.log(l));
-  const after = await restarts(core);
-  const restarted = [...after].filter(([pod, r]) => r > (before.get(pod) ?? 0)).map(([pod]) => pod);
+  const restarted = restartedBetween(before, await restarts(core));
   if (restarted.length > 0) console.log(`restarted during the burst: ${restarted.join(', ')}`);
   await purge(http, SESSIONS_PATH, BENCH.sandboxNamespace);
   return b.failures === 0 && b.latencies.length === n && restarted.length === 0;
@@ -299,15 +308,34 @@ async function waitOperatorsReady(core: k8s.CoreV1Api): Promise<void> {
   console.log('  (the operator replicas were not both Ready within 3 min)');
 }
 
-/** Container restarts of the release's pods, by pod name. */
-async function restarts(core: k8s.CoreV1Api): Promise<Map<string, number>> {
+/** Container restarts of the release's pods, by pod name, with the last termination of each. */
+interface Restarts {
+  readonly count: number;
+  /** e.g. "operator: OOMKilled (exit 137) at 22:58:01Z"; empty when none terminated. */
+  readonly last: string[];
+}
+
+async function restarts(core: k8s.CoreV1Api): Promise<Map<string, Restarts>> {
   const list = await core.listNamespacedPod({ namespace: BENCH.namespace });
   return new Map(
-    list.items.map((p) => [
-      p.metadata!.name!,
-      (p.status?.containerStatuses ?? []).reduce((s, c) => s + c.restartCount, 0),
-    ]),
+    list.items.map((p) => {
+      const statuses = p.status?.containerStatuses ?? [];
+      const last = statuses.flatMap((c) => {
+        const t = c.lastState?.terminated;
+        if (!t) return [];
+        const at = t.finishedAt ? ` at ${new Date(t.finishedAt).toISOString().slice(11, 19)}Z` : '';
+        return [`${c.name}: ${t.reason ?? 'terminated'} (exit ${t.exitCode})${at}`];
+      });
+      return [p.metadata!.name!, { count: statuses.reduce((s, c) => s + c.restartCount, 0), last }];
+    }),
   );
+}
+
+/** The pods that restarted between two readings, each with why its container last stopped. */
+function restartedBetween(before: Map<string, Restarts>, after: Map<string, Restarts>): string[] {
+  return [...after]
+    .filter(([pod, r]) => r.count > (before.get(pod)?.count ?? 0))
+    .map(([pod, r]) => `${pod} (${r.count - (before.get(pod)?.count ?? 0)}x; ${r.last.join(', ') || 'no reason recorded'})`);
 }
 
 async function gatewayUrl(core: k8s.CoreV1Api): Promise<URL> {
