@@ -299,7 +299,7 @@ describe('monitoring objects', () => {
     assert.equal(pm.spec.podMetricsEndpoints[0].port, 'metrics');
   });
 
-  it('a PrometheusRule with the six alerts, the thresholds from values and alertLabels on each', () => {
+  it('a PrometheusRule with the seven alerts, the thresholds from values and alertLabels on each', () => {
     const r = render([
       ...ALL,
       'monitoring.prometheusRule.timeToReadyP95Seconds=42',
@@ -315,6 +315,7 @@ describe('monitoring objects', () => {
         'SandboxGatewayHighErrorRate',
         'SandboxAgentErrors',
         'SandboxSessionsStuckNotReady',
+        'SandboxOperatorHeapNearLimit',
       ],
     );
     for (const rule of rules) {

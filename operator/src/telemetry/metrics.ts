@@ -5,6 +5,8 @@
  * (work-queue-metrics.ts). No label holds a session name: label cardinality stays bounded however
  * many sessions exist. docs/observability.md lists every metric.
  */
+import { getHeapStatistics } from 'node:v8';
+
 import { REASONS } from '@sandbox-platform/api';
 import * as prom from 'prom-client';
 
@@ -120,6 +122,16 @@ export class OperatorMetrics implements ReconcileObserver {
         "without one of their own run under it; 0 when it does not exist (they get the node's default " +
         'runtime) or none is set.',
       registers,
+    });
+    new prom.Gauge({
+      name: 'sandbox_operator_heap_limit_bytes',
+      help:
+        "V8's heap size limit of this process (operator.heapLimitMiB, NODE_OPTIONS=--max-old-space-size); " +
+        'alert on nodejs_heap_size_used_bytes approaching it: the process dies when its heap is full.',
+      registers,
+      collect() {
+        this.set(getHeapStatistics().heap_size_limit);
+      },
     });
     new prom.Gauge({
       name: 'sandbox_operator_sessions',

@@ -3,6 +3,8 @@
  * alert), the deadline-to-collect histogram, and the reconcile phases in trace spans when a
  * tracer is given (none otherwise).
  */
+import { getHeapStatistics } from 'node:v8';
+
 import { describe, expect, it } from '@jest/globals';
 
 import { reconcile } from '../../../src/controller/reconcile.js';
@@ -50,6 +52,20 @@ describe('sandbox_operator_session_not_ready_oldest_seconds', () => {
     metrics.readyReason('ns/b', undefined);
     metrics.readyReason('ns/c', undefined);
     expect(await series(metrics, 'sandbox_operator_session_not_ready_oldest_seconds')).toEqual([]);
+  });
+});
+
+describe('sandbox_operator_heap_limit_bytes', () => {
+  it("is V8's heap limit of the process, which nodejs_heap_size_used_bytes approaches before it dies", async () => {
+    const metrics = new OperatorMetrics(new SessionRegistry());
+    const [[labels, limit]] = (await series(metrics, 'sandbox_operator_heap_limit_bytes')) as [
+      [Record<string, unknown>, number],
+    ];
+    expect(labels).toEqual({});
+    expect(limit).toBe(getHeapStatistics().heap_size_limit);
+    const [[, used]] = (await series(metrics, 'nodejs_heap_size_used_bytes')) as [[Record<string, unknown>, number]];
+    expect(used).toBeGreaterThan(0);
+    expect(used).toBeLessThan(limit);
   });
 });
 
