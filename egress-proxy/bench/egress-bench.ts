@@ -13,25 +13,26 @@
  * Goal (issue 30): through the proxy p50 overhead <= 1 ms and throughput >= 0.8x of direct.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { AuditQueue } from '../src/audit/queue.js';
 import { AuditStore } from '../src/audit/store.js';
 import { blockList, filteringLookup } from '../src/dial.js';
 import { EgressProxy } from '../src/proxy.js';
+import type { EgressRule } from '../src/rules.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, def: string): string => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : def;
 };
-/** What load.mjs measures. */
-export type Stats = Record<'p50' | 'p90' | 'p99' | 'rps', number>;
+/** What load.mjs measures (`requests`: all it sent, warm-up included), and the proxy's CPU per request. */
+export type Stats = Record<'p50' | 'p90' | 'p99' | 'rps', number> & { requests?: number; cpuUs?: number };
 
 const LOAD = join(import.meta.dirname, '..', '..', '..', 'egress-proxy', 'bench', 'load.mjs');
 
@@ -62,8 +63,10 @@ function role(name: string): void {
     (err) => console.error(err),
   );
   const session = { namespace: 'bench', name: 'bench', uid: 'u' };
+  // One array while the rules are unchanged, as the session index returns (kube/session-index.ts).
+  const rules: EgressRule[] = [{ host: 'upstream.test', ports: [upstreamPort] }];
   const proxy = new EgressProxy({
-    sessions: { byAddress: () => session, rules: () => [{ host: 'upstream.test', ports: [upstreamPort] }] },
+    sessions: { byAddress: () => session, rules: () => rules },
     audit: (e) => queue.push(e),
     lookup,
     httpAgent: new Agent({ keepAlive: true, maxFreeSockets: 64, lookup }),
@@ -115,6 +118,25 @@ function child(cmd: string, argv: string[]): Promise<{ proc: ChildProcess; line:
     proc.once('error', reject);
     proc.stdout.once('data', (d: Buffer) => resolve({ proc, line: d.toString().trim() }));
   });
+}
+
+/** User + system CPU of a process so far, us (/proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/** load(), with the CPU the proxy process `pid` spent per request meanwhile. */
+async function loadVia(
+  pid: number | undefined,
+  ...a: [url: string, proxy: string, n: number, conc: number, seconds: number]
+): Promise<Stats> {
+  const before = cpuUs(pid);
+  const stats = await load(...a);
+  const used = cpuUs(pid) - before;
+  return { ...stats, cpuUs: stats.requests ? used / stats.requests : NaN };
 }
 
 function load(url: string, proxy: string, n: number, conc: number, seconds: number): Promise<Stats> {
@@ -172,10 +194,20 @@ async function loopback(): Promise<void> {
   const conc = Number(arg('conc', '16'));
   const seconds = Number(arg('seconds', '5'));
   const rounds = Number(arg('rounds', '2'));
+  const paths = new Set(arg('paths', 'direct,egress-proxy,node-floor,squid').split(','));
   const self = process.argv[1]!;
   const up = await child(process.execPath, [self, '--role', 'upstream']);
   const upPort = Number(up.line);
-  const ours = await child(process.execPath, [self, '--role', 'proxy', '--upstream-port', String(upPort)]);
+  // --prof-dir: a CPU profile of our proxy's process (node --cpu-prof), written when it stops.
+  const prof = arg('prof-dir', '');
+  const ours = await child(process.execPath, [
+    ...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []),
+    self,
+    '--role',
+    'proxy',
+    '--upstream-port',
+    String(upPort),
+  ]);
   const floor = await child(process.execPath, [
     self,
     '--role',
@@ -183,31 +215,35 @@ async function loopback(): Promise<void> {
     '--upstream-port',
     String(upPort),
   ]);
-  const squid = await startSquid(upPort);
+  const squid = paths.has('squid') ? await startSquid(upPort) : undefined;
+  const load0 = loadavg();
   const url = `http://upstream.test:${upPort}/`;
   const rows: Array<{ path: string; round: number } & Stats> = [];
   try {
     for (let round = 1; round <= rounds; round++) {
-      rows.push({
-        path: 'direct',
-        round,
-        ...(await load(`http://127.0.0.1:${upPort}/`, '-', n, conc, seconds)),
-      });
-      rows.push({
-        path: 'egress-proxy',
-        round,
-        ...(await load(url, `127.0.0.1:${ours.line}`, n, conc, seconds)),
-      });
-      rows.push({
-        path: 'node-floor',
-        round,
-        ...(await load(url, `127.0.0.1:${floor.line}`, n, conc, seconds)),
-      });
+      if (paths.has('direct'))
+        rows.push({
+          path: 'direct',
+          round,
+          ...(await load(`http://127.0.0.1:${upPort}/`, '-', n, conc, seconds)),
+        });
+      if (paths.has('egress-proxy'))
+        rows.push({
+          path: 'egress-proxy',
+          round,
+          ...(await loadVia(ours.proc.pid, url, `127.0.0.1:${ours.line}`, n, conc, seconds)),
+        });
+      if (paths.has('node-floor'))
+        rows.push({
+          path: 'node-floor',
+          round,
+          ...(await loadVia(floor.proc.pid, url, `127.0.0.1:${floor.line}`, n, conc, seconds)),
+        });
       if (squid)
         rows.push({
           path: 'squid',
           round,
-          ...(await load(url, `127.0.0.1:${squid.port}`, n, conc, seconds)),
+          ...(await loadVia(squid.proc.pid, url, `127.0.0.1:${squid.port}`, n, conc, seconds)),
         });
     }
   } finally {
@@ -217,22 +253,30 @@ async function loopback(): Promise<void> {
     squid?.proc.kill('SIGKILL');
     if (squid) rmSync(squid.dir, { recursive: true, force: true });
   }
+  const load1 = loadavg();
   report(rows);
+  console.log(
+    `load average (1 min) at the start ${load0[0]!.toFixed(2)}, at the end ${load1[0]!.toFixed(2)}`,
+  );
 }
 
 /** Prints every run and the medians per path with their ratios to direct. */
 export function report(rows: Array<{ path: string } & Stats>): void {
   for (const r of rows) {
     console.log(
-      `${r.path.padEnd(13)} p50 ${r.p50.toFixed(3)} ms  p90 ${r.p90.toFixed(3)}  p99 ${r.p99.toFixed(3)}  ${r.rps.toFixed(0)} req/s`,
+      `${r.path.padEnd(13)} p50 ${r.p50.toFixed(3)} ms  p90 ${r.p90.toFixed(3)}  p99 ${r.p99.toFixed(3)}  ${r.rps.toFixed(0)} req/s` +
+        (r.cpuUs === undefined ? '' : `  proxy CPU ${r.cpuUs.toFixed(0)} us/req`),
     );
   }
   const med = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-  const by = (path: string, k: keyof Stats): number =>
+  const by = (path: string, k: 'p50' | 'p90' | 'p99' | 'rps'): number =>
     med(rows.filter((r) => r.path === path).map((r) => r[k]));
   const d50 = by('direct', 'p50');
   const drps = by('direct', 'rps');
   for (const path of [...new Set(rows.map((r) => r.path))].filter((p) => p !== 'direct')) {
+    const cpu = rows.filter((r) => r.path === path && r.cpuUs !== undefined).map((r) => r.cpuUs!);
+    if (cpu.length > 0) console.log(`${path}: proxy CPU per request (median) ${med(cpu).toFixed(0)} us`);
+    if (!rows.some((r) => r.path === 'direct')) continue;
     const over = by(path, 'p50') - d50;
     const ratio = by(path, 'rps') / drps;
     console.log(
@@ -244,8 +288,10 @@ export function report(rows: Array<{ path: string } & Stats>): void {
     const over = by('egress-proxy', 'p50') - by('node-floor', 'p50');
     const ratio = by('egress-proxy', 'rps') / by('node-floor', 'rps');
     console.log(
-      `egress-proxy vs the Node floor: p50 +${over.toFixed(3)} ms, throughput ${ratio.toFixed(2)}x ` +
-        `(the floor itself ${(by('node-floor', 'rps') / drps).toFixed(2)}x direct)`,
+      `egress-proxy vs the Node floor: p50 +${over.toFixed(3)} ms, throughput ${ratio.toFixed(2)}x` +
+        (rows.some((r) => r.path === 'direct')
+          ? ` (the floor itself ${(by('node-floor', 'rps') / drps).toFixed(2)}x direct)`
+          : ''),
     );
   }
 }

@@ -47,7 +47,16 @@ function once() {
     }),
   );
   console.log(
-    JSON.stringify({ p50: q(0.5), p90: q(0.9), p99: q(0.99), n, rps: done / seconds, conc, seconds }),
+    JSON.stringify({
+      p50: q(0.5),
+      p90: q(0.9),
+      p99: q(0.99),
+      n,
+      rps: done / seconds,
+      conc,
+      seconds,
+      requests: warm + n + done,
+    }),
   );
   agent.destroy();
 })().catch((err) => {

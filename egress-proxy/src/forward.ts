@@ -2,13 +2,15 @@
  * One HTTP request forwarded upstream: plain HTTP taken from the proxy's own listener, or a request
  * read inside intercepted TLS. The rule's method and path limits are checked first, its headers
  * injected from Secrets (the sandbox never sees their values), hop-by-hop headers dropped both
- * ways, and the bytes each way counted for the audit record.
+ * ways, and the bytes each way counted for the audit record. Every upstream request is bounded by
+ * an idle timeout on one timer shared by all of them (idle.ts).
  */
 import { request as httpRequest, type Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import type { OutgoingHttpHeaders } from 'node:http';
 
 import { decideRequest, type EgressRule } from './rules.js';
+import { IdleTimeouts } from './idle.js';
 import type { SandboxIdentity, SecretReader } from './sessions.js';
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 7.6.1), and the proxy's own. */
@@ -59,15 +61,20 @@ export interface ForwardDeps {
 
 /** Copies headers minus hop-by-hop ones and those named in Connection. */
 export function endToEnd(headers: IncomingMessage['headers']): OutgoingHttpHeaders {
-  const named = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((h) => h.trim().toLowerCase())
-      .filter(Boolean),
-  );
+  const connection = headers.connection;
+  const named =
+    connection === undefined
+      ? undefined
+      : new Set(
+          String(connection)
+            .split(',')
+            .map((h) => h.trim().toLowerCase())
+            .filter(Boolean),
+        );
   const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !HOP_BY_HOP.has(k) && !named.has(k)) out[k] = v;
+  for (const k of Object.keys(headers)) {
+    const v = headers[k];
+    if (v !== undefined && !HOP_BY_HOP.has(k) && !named?.has(k)) out[k] = v;
   }
   return out;
 }
@@ -103,52 +110,90 @@ async function injected(
   return out;
 }
 
-/** Forwards `req` to `target` under `rule`, answering on `res`; resolves when the exchange ends. */
-export async function forward(
-  { req, res }: Exchange,
-  target: ForwardTarget,
-  ctx: { rule: EgressRule; session: SandboxIdentity },
-  deps: ForwardDeps,
-): Promise<ForwardOutcome> {
-  const method = req.method ?? 'GET';
-  const check = decideRequest(ctx.rule, method, target.path);
-  if (!check.allowed) {
-    refuse(
-      res,
-      403,
-      `${method} ${target.path.split('?')[0]} is not allowed for ${target.host} (${check.reason})`,
-    );
-    return { allowed: false, reason: check.reason, status: 403, bytesUp: 0, bytesDown: 0, injected: 0 };
-  }
-  let extra: Record<string, string>;
-  try {
-    extra = await injected(ctx.rule, ctx.session, deps.secrets);
-  } catch {
-    refuse(res, 502, `a credential for ${target.host} is not available`);
-    return {
-      allowed: false,
-      reason: 'credential-missing',
-      status: 502,
-      bytesUp: 0,
-      bytesDown: 0,
-      injected: 0,
-    };
-  }
-  const headers = { ...endToEnd(req.headers), ...extra };
-  headers.host =
-    target.port === (target.protocol === 'https:' ? 443 : 80) ? target.host : `${target.host}:${target.port}`;
-  return send({ req, res }, target, { method, headers, injected: Object.keys(extra).length }, deps);
+/** What a forwarded request is sent with. */
+interface Outgoing {
+  method: string;
+  headers: OutgoingHttpHeaders;
+  injected: number;
 }
 
-function send(
-  { req, res }: Exchange,
-  target: ForwardTarget,
-  out: { method: string; headers: OutgoingHttpHeaders; injected: number },
-  deps: ForwardDeps,
-): Promise<ForwardOutcome> {
-  return new Promise((resolve) => {
+/**
+ * Forwards requests: the upstream agents, the Secrets of injected headers, and one shared idle
+ * timer (idle.ts) bounding every upstream request by `timeoutMs`.
+ */
+export class Forwarder {
+  readonly timeouts: IdleTimeouts;
+
+  constructor(private readonly deps: ForwardDeps) {
+    this.timeouts = new IdleTimeouts(deps.timeoutMs);
+  }
+
+  /**
+   * Forwards `req` to `target` under `rule`, answering on `res`; calls `done` once, when the
+   * exchange ends. A rule without injected headers is forwarded in the same turn (no Secret read,
+   * no promise).
+   */
+  forward(
+    { req, res }: Exchange,
+    target: ForwardTarget,
+    ctx: { rule: EgressRule; session: SandboxIdentity },
+    done: (out: ForwardOutcome) => void,
+  ): void {
+    const method = req.method ?? 'GET';
+    const check = decideRequest(ctx.rule, method, target.path);
+    if (!check.allowed) {
+      refuse(
+        res,
+        403,
+        `${method} ${target.path.split('?')[0]} is not allowed for ${target.host} (${check.reason})`,
+      );
+      return done({
+        allowed: false,
+        reason: check.reason,
+        status: 403,
+        bytesUp: 0,
+        bytesDown: 0,
+        injected: 0,
+      });
+    }
+    if (!ctx.rule.injectHeaders?.length) {
+      const headers = upstreamHeaders(req, target, undefined);
+      return this.send({ req, res }, target, { method, headers, injected: 0 }, done);
+    }
+    injected(ctx.rule, ctx.session, this.deps.secrets).then(
+      (extra) => {
+        const headers = upstreamHeaders(req, target, extra);
+        this.send({ req, res }, target, { method, headers, injected: Object.keys(extra).length }, done);
+      },
+      () => {
+        refuse(res, 502, `a credential for ${target.host} is not available`);
+        done({
+          allowed: false,
+          reason: 'credential-missing',
+          status: 502,
+          bytesUp: 0,
+          bytesDown: 0,
+          injected: 0,
+        });
+      },
+    );
+  }
+
+  /**
+   * Sends the request upstream and its answer back. The bytes each way are counted by the
+   * handlers that move them (no extra listeners, no pipe): a chunk is written on, and its source
+   * paused until the other side drains when the write was not taken at once.
+   */
+  private send(
+    { req, res }: Exchange,
+    target: ForwardTarget,
+    out: Outgoing,
+    done: (out: ForwardOutcome) => void,
+  ): void {
+    const timeouts = this.timeouts;
     let bytesUp = 0;
     let bytesDown = 0;
+    let finished = false;
     const https = target.protocol === 'https:';
     const upstream = (https ? httpsRequest : httpRequest)({
       host: target.host,
@@ -156,13 +201,16 @@ function send(
       path: target.path,
       method: out.method,
       headers: out.headers,
-      agent: https ? deps.httpsAgent : deps.httpAgent,
+      agent: https ? this.deps.httpsAgent : this.deps.httpAgent,
       servername: https ? target.host : undefined,
-      timeout: deps.timeoutMs,
     });
-    const done = (status: number | undefined, reason?: string): void =>
-      resolve({ allowed: true, reason, status, bytesUp, bytesDown, injected: out.injected });
-    upstream.on('timeout', () => upstream.destroy(new Error('upstream timed out')));
+    const idle = timeouts.add(() => upstream.destroy(new Error('upstream timed out')));
+    const finish = (status: number | undefined, reason?: string): void => {
+      if (finished) return;
+      finished = true;
+      timeouts.delete(idle);
+      done({ allowed: true, reason, status, bytesUp, bytesDown, injected: out.injected });
+    };
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       const blocked = err.code === 'EGRESS_BLOCKED';
       refuse(
@@ -172,22 +220,67 @@ function send(
           ? `${target.host} resolves only to blocked addresses`
           : `upstream ${target.host} failed: ${err.code ?? err.message}`,
       );
-      done(blocked ? 403 : 502, blocked ? 'blocked-address' : 'upstream-error');
+      finish(blocked ? 403 : 502, blocked ? 'blocked-address' : 'upstream-error');
     });
+    // Closed with neither an answer nor an error: still one record.
+    upstream.on('close', () => finish(undefined, 'upstream-closed'));
     upstream.on('response', (up) => {
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, endToEnd(up.headers));
-      up.on('data', (chunk: Buffer) => (bytesDown += chunk.length));
-      up.pipe(res);
-      up.on('end', () => done(up.statusCode));
+      timeouts.touch(idle);
+      const status = up.statusCode;
+      res.writeHead(status ?? 502, up.statusMessage, endToEnd(up.headers));
+      const resume = (): void => void up.resume();
+      up.on('data', (chunk: Buffer) => {
+        bytesDown += chunk.length;
+        timeouts.touch(idle);
+        if (!res.write(chunk)) {
+          up.pause();
+          res.once('drain', resume);
+        }
+      });
+      up.on('end', () => {
+        res.end();
+        finish(status);
+      });
       up.on('error', () => {
         res.destroy();
-        done(up.statusCode, 'upstream-reset');
+        finish(status, 'upstream-reset');
       });
     });
-    req.on('data', (chunk: Buffer) => (bytesUp += chunk.length));
-    req.pipe(upstream);
+    if (bodiless(req)) {
+      upstream.end();
+    } else {
+      const resume = (): void => void req.resume();
+      req.on('data', (chunk: Buffer) => {
+        bytesUp += chunk.length;
+        timeouts.touch(idle);
+        if (!upstream.write(chunk)) {
+          req.pause();
+          upstream.once('drain', resume);
+        }
+      });
+      req.on('end', () => upstream.end());
+    }
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy();
     });
-  });
+  }
+}
+
+/** The request's end-to-end headers, the injected ones over them, and Host for the target. */
+function upstreamHeaders(
+  req: IncomingMessage,
+  target: ForwardTarget,
+  extra: Record<string, string> | undefined,
+): OutgoingHttpHeaders {
+  const headers = endToEnd(req.headers);
+  if (extra) Object.assign(headers, extra);
+  headers.host =
+    target.port === (target.protocol === 'https:' ? 443 : 80) ? target.host : `${target.host}:${target.port}`;
+  return headers;
+}
+
+/** True when the request has no body (RFC 9112 6.3: neither Transfer-Encoding nor a Content-Length above 0). */
+function bodiless(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }

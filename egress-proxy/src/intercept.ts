@@ -16,9 +16,9 @@ import type { AuditEvent } from '@sandbox-platform/api';
 
 import type { CertificateAuthority } from './tls/ca.js';
 import { issueLeaf } from './tls/ca.js';
-import { forward, refuse, type ForwardDeps, type ForwardOutcome } from './forward.js';
+import { Forwarder, refuse, type ForwardDeps, type ForwardOutcome } from './forward.js';
 import type { Interceptor } from './proxy.js';
-import { decideHost } from './rules.js';
+import { DecisionCache } from './rules.js';
 import type { SandboxIdentity, SessionResolver } from './sessions.js';
 
 /** Where the namespaces' CAs come from (kube-ca.ts: a Secret per namespace). */
@@ -49,10 +49,13 @@ export class TlsInterceptor implements Interceptor {
   private readonly http: Server;
   private readonly contexts = new WeakMap<object, TunnelContext>();
   private readonly leaves = new Map<string, { ctx: Promise<SecureContext>; at: number }>();
+  private readonly decisions = new DecisionCache();
+  private readonly forwarder: Forwarder;
 
   constructor(private readonly deps: InterceptorDeps) {
+    this.forwarder = new Forwarder(deps);
     this.http = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 30_000 });
-    this.http.on('request', (req, res) => void this.onRequest(req, res));
+    this.http.on('request', (req, res) => this.onRequest(req, res));
   }
 
   private leaf(namespace: string, host: string): Promise<SecureContext> {
@@ -90,7 +93,7 @@ export class TlsInterceptor implements Interceptor {
     socket.resume();
   }
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const ctx = this.contexts.get(req.socket);
     if (!ctx) return refuse(res, 500, 'no tunnel context');
     const path = req.url ?? '/';
@@ -113,7 +116,7 @@ export class TlsInterceptor implements Interceptor {
       });
       return refuse(res, 400, 'the Host header does not match the tunnel');
     }
-    const decision = decideHost(this.deps.sessions.rules(ctx.session), ctx.host, ctx.port);
+    const decision = this.decisions.decide(this.deps.sessions.rules(ctx.session), ctx.host, ctx.port);
     if (!decision.allowed) {
       this.deps.auditForward(ctx.session, base, {
         allowed: false,
@@ -125,12 +128,11 @@ export class TlsInterceptor implements Interceptor {
       });
       return refuse(res, 403, `${ctx.host}:${ctx.port} is no longer allowed for this session`);
     }
-    const out = await forward(
+    this.forwarder.forward(
       { req, res },
       { protocol: 'https:', host: ctx.host, port: ctx.port, path },
       { rule: decision.rule, session: ctx.session },
-      this.deps,
+      (out) => this.deps.auditForward(ctx.session, base, out),
     );
-    this.deps.auditForward(ctx.session, base, out);
   }
 }

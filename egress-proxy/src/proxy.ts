@@ -11,8 +11,13 @@
  *   namespace's CA (intercept.ts); otherwise the bytes are relayed untouched.
  *
  * Every decision is audited: a refusal at once, an allowed request or tunnel when it ends (with
- * its byte counts). Rules are read per connection and per request, and when a session's rules
- * change its open tunnels are checked again and closed if no longer allowed (`revalidate`).
+ * its byte counts). Rules are read per connection and per request (a host decision is remembered
+ * per rule set: DecisionCache), and when a session's rules change its open tunnels are checked
+ * again and closed if no longer allowed (`revalidate`).
+ *
+ * The plain HTTP path does no more per request than it must (bench-egress): no promise unless a
+ * Secret is read, no URL object for an ordinary absolute URL (`plainUrl`), no pipe and no timer of
+ * its own (forward.ts, idle.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect as netConnect, type LookupFunction, type Socket } from 'node:net';
@@ -20,8 +25,8 @@ import type { Duplex } from 'node:stream';
 
 import { AUDIT_KINDS, type AuditEvent } from '@sandbox-platform/api';
 
-import { forward, refuse, type ForwardDeps, type ForwardOutcome } from './forward.js';
-import { decideHost, type HostDecision } from './rules.js';
+import { Forwarder, refuse, type ForwardDeps, type ForwardOutcome } from './forward.js';
+import { DecisionCache, decideHost, type HostDecision } from './rules.js';
 import { plainAddress, type SandboxIdentity, type SessionResolver } from './sessions.js';
 import { CLIENT_HELLO_MAX_BYTES, parseClientHello } from './tls/client-hello.js';
 
@@ -58,10 +63,14 @@ interface OpenTunnel {
 export class EgressProxy {
   readonly server: Server;
   private readonly tunnels = new Map<string, Set<OpenTunnel>>();
+  /** Host decisions per rule set (invalidated by a rule change: a new rule set). */
+  private readonly decisions = new DecisionCache();
+  private readonly forwarder: Forwarder;
 
   constructor(private readonly deps: ProxyDeps) {
+    this.forwarder = new Forwarder(deps);
     this.server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 30_000 });
-    this.server.on('request', (req, res) => void this.onRequest(req, res));
+    this.server.on('request', (req, res) => this.onRequest(req, res));
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
       this.onConnect(req, socket as Socket, head),
     );
@@ -83,7 +92,7 @@ export class EgressProxy {
     });
   }
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const session = this.deps.sessions.byAddress(plainAddress(req.socket.remoteAddress));
     if (!session) return refuse(res, 403, 'this address is not a sandbox of the platform');
     const target = plainTarget(req);
@@ -95,7 +104,7 @@ export class EgressProxy {
       });
       return refuse(res, 400, target.error);
     }
-    const decision = decideHost(this.deps.sessions.rules(session), target.host, target.port);
+    const decision = this.decisions.decide(this.deps.sessions.rules(session), target.host, target.port);
     const base = {
       host: target.host,
       port: target.port,
@@ -111,13 +120,12 @@ export class EgressProxy {
         `${target.host}:${target.port} is not allowed for this session (${decision.reason})`,
       );
     }
-    const out = await forward(
+    this.forwarder.forward(
       { req, res },
-      { protocol: 'http:', ...target },
+      { protocol: 'http:', host: target.host, port: target.port, path: target.path },
       { rule: decision.rule, session },
-      this.deps,
+      (out) => this.auditForward(session, base, out),
     );
-    this.auditForward(session, base, out);
   }
 
   /** Audits one forwarded request (also called by the interceptor). */
@@ -146,7 +154,7 @@ export class EgressProxy {
       return void socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
     }
     const { host, port } = authority;
-    const decision = decideHost(this.deps.sessions.rules(session), host, port);
+    const decision = this.decisions.decide(this.deps.sessions.rules(session), host, port);
     const base = { host, port, scheme: 'connect' };
     if (!decision.allowed) {
       this.audit(session, 'denied', { ...base, reason: decision.reason });
@@ -278,18 +286,69 @@ export function plainTarget(req: IncomingMessage): PlainTarget {
 type PlainTarget = { host: string; port: number; path: string } | { error: string; host?: string };
 
 function absoluteTarget(raw: string, hostHeader: string): PlainTarget {
+  const url = plainUrl(raw) ?? parsedUrl(raw);
+  if (url === undefined) return { error: 'invalid URL' };
+  if (url.credentials) return { error: 'credentials in the URL are not allowed', host: url.hostname };
+  if (hostHeader && hostHeader !== url.host.toLowerCase()) {
+    return { error: 'the Host header does not match the URL', host: url.hostname };
+  }
+  return { host: url.hostname, port: url.port, path: url.path };
+}
+
+/** The parts of an absolute URL the proxy uses, as the WHATWG URL parser gives them. */
+interface UrlParts {
+  hostname: string;
+  /** `hostname`, and `:port` unless the port is 80. */
+  host: string;
+  port: number;
+  /** pathname + search. */
+  path: string;
+  credentials: boolean;
+}
+
+function parsedUrl(raw: string): UrlParts | undefined {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    return { error: 'invalid URL' };
+    return undefined;
   }
-  if (url.username || url.password)
-    return { error: 'credentials in the URL are not allowed', host: url.hostname };
-  if (hostHeader && hostHeader !== url.host.toLowerCase()) {
-    return { error: 'the Host header does not match the URL', host: url.hostname };
-  }
-  return { host: url.hostname, port: Number(url.port || 80), path: `${url.pathname}${url.search}` };
+  return {
+    hostname: url.hostname,
+    host: url.host,
+    port: Number(url.port || 80),
+    path: `${url.pathname}${url.search}`,
+    credentials: Boolean(url.username || url.password),
+  };
+}
+
+/**
+ * An absolute URL the WHATWG parser keeps exactly as written: a lowercase name whose last label
+ * starts with a letter (so never an IPv4 address in any notation), an optional port, a path and
+ * query of characters no parser re-encodes. Anything else (and a dot segment, an `xn--` label, a
+ * port above 65535) is left to `new URL`: the same result, checked against it in the unit tests.
+ */
+const PLAIN_URL =
+  /^http:\/\/((?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*)(?::([1-9][0-9]{0,4}))?(\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*)(\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?$/;
+/** A path segment the URL parser would resolve: `.`, `..`, or either with encoded dots. */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
+
+/** `parsedUrl` without the URL parser, for the URLs it would keep as written; else undefined. */
+export function plainUrl(raw: string): UrlParts | undefined {
+  const m = PLAIN_URL.exec(raw);
+  if (m === null) return undefined;
+  const hostname = m[1]!;
+  const port = m[2] === undefined ? 80 : Number(m[2]);
+  const pathname = m[3]!;
+  if (port > 65535 || hostname.includes('xn--') || DOT_SEGMENT.test(pathname)) return undefined;
+  const search = m[4] !== undefined && m[4].length > 1 ? m[4] : '';
+  return {
+    hostname,
+    host: port === 80 ? hostname : `${hostname}:${port}`,
+    port,
+    path: pathname + search,
+    credentials: false,
+  };
 }
 
 /** Buffers the first TLS record of a tunnel (bounded in bytes and time). */

@@ -66,6 +66,35 @@ export function decideHost(rules: readonly EgressRule[], host: string, port: num
   return { allowed: true, rule, intercept: needsRequests(rule) };
 }
 
+/** Most host decisions a DecisionCache keeps per rule set (a sandbox may ask for any host). */
+export const DECISIONS_PER_RULE_SET = 1024;
+
+/**
+ * decideHost, remembered per rule set (the array's identity) and host:port. A session's rules are
+ * one array until they change (kube/session-index.ts), so a changed rule set is a new array and
+ * is decided afresh; the old one's decisions go with it (a WeakMap). Each rule set keeps at most
+ * DECISIONS_PER_RULE_SET decisions: past that its cache is emptied and starts again.
+ */
+export class DecisionCache {
+  private readonly byRules = new WeakMap<readonly EgressRule[], Map<string, HostDecision>>();
+
+  decide(rules: readonly EgressRule[], host: string, port: number): HostDecision {
+    let decisions = this.byRules.get(rules);
+    if (decisions === undefined) {
+      decisions = new Map();
+      this.byRules.set(rules, decisions);
+    }
+    const key = `${port} ${host}`;
+    let decision = decisions.get(key);
+    if (decision === undefined) {
+      decision = decideHost(rules, host, port);
+      if (decisions.size >= DECISIONS_PER_RULE_SET) decisions.clear();
+      decisions.set(key, decision);
+    }
+    return decision;
+  }
+}
+
 /** Whether the rule allows a request with this method and path (the path without the query). */
 export function decideRequest(rule: EgressRule, method: string, path: string): RequestDecision {
   if (rule.methods?.length && !rule.methods.includes(method as never)) {

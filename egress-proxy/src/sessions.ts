@@ -17,7 +17,11 @@ export interface SandboxIdentity {
 export interface SessionResolver {
   /** The session whose sandbox Pod has this IP, if any. */
   byAddress(ip: string): SandboxIdentity | undefined;
-  /** The session's effective rules now (its own and the namespace defaults). */
+  /**
+   * The session's effective rules now (its own and the namespace defaults): the same array while
+   * they are unchanged, a new one once they change (the proxy caches decisions per array). The
+   * array is never modified.
+   */
   rules(session: SandboxIdentity): readonly EgressRule[];
 }
 
@@ -29,5 +33,6 @@ export interface SecretReader {
 
 /** An IPv4-mapped IPv6 address (::ffff:10.0.0.1) as its IPv4 form. */
 export function plainAddress(ip: string | undefined): string {
-  return (ip ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  if (ip === undefined) return '';
+  return ip.startsWith('::ffff:') ? ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '') : ip;
 }

@@ -51,6 +51,8 @@ function checkName(value: string, what: string): void {
 export class AuditStore {
   private readonly heads = new Map<string, Head>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Namespace directories made by this store (one mkdir each, not one per append). */
+  private readonly dirs = new Set<string>();
 
   constructor(private readonly opts: AuditStoreOptions) {}
 
@@ -78,7 +80,9 @@ export class AuditStore {
     const bySession = new Map<string, AuditEvent[]>();
     for (const e of events) {
       const id = `${e.namespace}/${e.session}`;
-      bySession.set(id, [...(bySession.get(id) ?? []), e]);
+      const list = bySession.get(id);
+      if (list) list.push(e);
+      else bySession.set(id, [e]);
     }
     return Promise.all(
       [...bySession].map(([id, list]) => this.serial(id, () => this.appendSession(id, list))),
@@ -95,11 +99,25 @@ export class AuditStore {
       records.push(r);
       head = { seq: r.seq, hash: r.hash };
     }
-    await mkdir(p.dir, { recursive: true });
-    await appendFile(p.log, records.map((r) => `${JSON.stringify(r)}\n`).join(''), { mode: 0o600 });
+    await this.appendLines(p, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
     this.heads.set(id, head);
     for (const r of records) this.opts.onRecord?.(r);
     return records;
+  }
+
+  /** Appends to a session's log; its directory is made once (and again if it went away). */
+  private async appendLines(p: { dir: string; log: string }, text: string): Promise<void> {
+    if (!this.dirs.has(p.dir)) {
+      await mkdir(p.dir, { recursive: true });
+      this.dirs.add(p.dir);
+    }
+    try {
+      await appendFile(p.log, text, { mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await mkdir(p.dir, { recursive: true });
+      await appendFile(p.log, text, { mode: 0o600 });
+    }
   }
 
   /** The head from the file's last record, else the anchor, else the genesis. */

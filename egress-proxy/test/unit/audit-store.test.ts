@@ -46,6 +46,14 @@ describe('audit store', () => {
     expect((await store.verify('team-a', 's2')).valid).toBe(true);
   });
 
+  it('appends again after its namespace directory was removed', async () => {
+    await store.append([ev(1)]);
+    await rm(join(dir, 'team-a'), { recursive: true, force: true });
+    await store.append([ev(2)]);
+    const { records } = await store.records('team-a', 's1', 0, 10);
+    expect(records.map((r) => r.seq)).toEqual([2]);
+  });
+
   it('detects one altered record, a removed one and a cut tail', async () => {
     await store.append([ev(1), ev(2), ev(3)]);
     const lines = (await readFile(file(), 'utf8')).trim().split('\n');

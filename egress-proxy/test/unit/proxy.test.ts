@@ -203,3 +203,193 @@ describe('egress proxy', () => {
     ).toBe(true);
   });
 });
+
+/**
+ * Plain HTTP forwarding without pipe or per-request timers: request bodies (sized and chunked)
+ * and large answers arrive whole with their bytes counted, a stalled upstream is cut by the shared
+ * idle timer while a slow but steady one is not, and every request leaves exactly one record.
+ */
+describe('egress proxy: bodies, bytes and upstream timeouts', () => {
+  const TIMEOUT_MS = 300;
+  const BIG = 2 * 1024 * 1024;
+  let upstream: Server;
+  let upPort: number;
+  let proxy: EgressProxy;
+  let proxyPort: number;
+  let rules: EgressRule[] = [];
+  const audit: AuditEvent[] = [];
+  const stalled: Array<() => void> = [];
+
+  beforeAll(async () => {
+    upstream = createServer((req, res) => {
+      if (req.url === '/echo') {
+        let n = 0;
+        req.on('data', (c: Buffer) => (n += c.length));
+        req.on('end', () => res.end(`got ${n}`));
+      } else if (req.url === '/big') {
+        const chunk = Buffer.alloc(64 * 1024, 'b');
+        let sent = 0;
+        const more = (): void => {
+          while (sent < BIG) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', more);
+          }
+          res.end();
+        };
+        more();
+      } else if (req.url === '/stall') {
+        stalled.push(() => res.destroy());
+      } else if (req.url === '/slow') {
+        // 8 chunks, one per 100 ms: 800 ms in all, never idle for TIMEOUT_MS.
+        let left = 8;
+        const timer = setInterval(() => {
+          res.write('s');
+          if (--left === 0) {
+            clearInterval(timer);
+            res.end();
+          }
+        }, 100);
+      } else res.end('ok');
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upPort = (upstream.address() as AddressInfo).port;
+    const lookup = filteringLookup(blockList([]), fakeResolve);
+    proxy = new EgressProxy({
+      sessions: { byAddress: () => SESSION, rules: () => rules },
+      audit: (e) => audit.push(e),
+      lookup,
+      httpAgent: new Agent({ keepAlive: true, lookup }),
+      httpsAgent: new HttpsAgent({ keepAlive: true, lookup }),
+      secrets: { read: () => Promise.reject(new Error('none')) },
+      timeoutMs: TIMEOUT_MS,
+      helloTimeoutMs: 2000,
+      maxTunnelsPerSession: 8,
+    });
+    await new Promise<void>((r) => proxy.server.listen(0, '127.0.0.1', r));
+    proxyPort = (proxy.server.address() as AddressInfo).port;
+    rules = [{ host: 'allowed.test', ports: [upPort] }];
+  });
+  afterAll(async () => {
+    for (const s of stalled) s();
+    proxy.server.closeAllConnections();
+    upstream.closeAllConnections();
+    await Promise.all([new Promise((r) => proxy.server.close(r)), new Promise((r) => upstream.close(r))]);
+  });
+
+  const send = (
+    path: string,
+    opts: { method?: string; body?: Buffer[]; chunked?: boolean; abortAfterMs?: number } = {},
+  ): Promise<{ status: number; bytes: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const url = `http://allowed.test:${upPort}${path}`;
+      const size = (opts.body ?? []).reduce((n, b) => n + b.length, 0);
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: proxyPort,
+          path: url,
+          method: opts.method ?? 'GET',
+          headers: {
+            host: `allowed.test:${upPort}`,
+            ...(opts.body && !opts.chunked ? { 'content-length': String(size) } : {}),
+          },
+          agent: false,
+        },
+        (res) => {
+          let bytes = 0;
+          let body = '';
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            if (body.length < 100) body += c.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, body }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      if (opts.abortAfterMs !== undefined) setTimeout(() => req.destroy(), opts.abortAfterMs);
+      for (const b of opts.body ?? []) req.write(b);
+      req.end();
+    });
+  const records = async (n: number): Promise<AuditEvent[]> => {
+    for (let i = 0; i < 100 && audit.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 30));
+    return audit.splice(0);
+  };
+
+  it('forwards a sized and a chunked request body whole, counting bytesUp', async () => {
+    audit.length = 0;
+    const body = [Buffer.alloc(100_000, 'u'), Buffer.alloc(23, 'v')];
+    expect(await send('/echo', { method: 'POST', body })).toMatchObject({ status: 200, body: 'got 100023' });
+    expect(await send('/echo', { method: 'PUT', body, chunked: true })).toMatchObject({ body: 'got 100023' });
+    expect(await send('/echo', { method: 'POST', body: [] })).toMatchObject({ body: 'got 0' });
+    const r = await records(3);
+    expect(r.map((e) => [e.outcome, e.detail.method, e.detail.bytesUp, e.detail.bytesDown])).toEqual([
+      ['allowed', 'POST', 100_023, 'got 100023'.length],
+      ['allowed', 'PUT', 100_023, 'got 100023'.length],
+      ['allowed', 'POST', 0, 'got 0'.length],
+    ]);
+  });
+
+  it('relays a large answer to a slow reader whole, counting bytesDown', async () => {
+    audit.length = 0;
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: proxyPort,
+          path: `http://allowed.test:${upPort}/big`,
+          headers: { host: `allowed.test:${upPort}` },
+          agent: false,
+        },
+        (res) => {
+          let bytes = 0;
+          res.pause();
+          // Read in bursts so the proxy's writes back up and it must wait for drain.
+          const timer = setInterval(() => res.resume(), 5);
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            res.pause();
+          });
+          res.on('end', () => {
+            clearInterval(timer);
+            resolve(bytes);
+          });
+          res.resume();
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(got).toBe(BIG);
+    const r = await records(1);
+    expect(r.map((e) => [e.outcome, e.detail.status, e.detail.bytesUp, e.detail.bytesDown])).toEqual([
+      ['allowed', 200, 0, BIG],
+    ]);
+  }, 20_000);
+
+  it('cuts an upstream that stalls for the timeout, not one that is slow but steady', async () => {
+    audit.length = 0;
+    const start = Date.now();
+    const stall = await send('/stall');
+    const took = Date.now() - start;
+    expect(stall.status).toBe(502);
+    expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
+    expect(took).toBeLessThan(TIMEOUT_MS * 3);
+    expect(await send('/slow')).toMatchObject({ status: 200, body: 'ssssssss' });
+    const r = await records(2);
+    expect(r.map((e) => [e.outcome, e.detail.status, e.detail.reason, e.detail.bytesDown])).toEqual([
+      ['allowed', 502, 'upstream-error', 0],
+      ['allowed', 200, null, 8],
+    ]);
+  });
+
+  it('leaves one record for a request its client gave up on before the answer', async () => {
+    audit.length = 0;
+    await expect(send('/stall', { abortAfterMs: 50 })).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, TIMEOUT_MS * 2));
+    const r = await records(1);
+    expect(r).toHaveLength(1);
+    expect(r[0]!.detail).toMatchObject({ path: '/stall', reason: 'upstream-error' });
+  });
+});

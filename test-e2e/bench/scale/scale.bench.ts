@@ -335,7 +335,10 @@ async function restarts(core: k8s.CoreV1Api): Promise<Map<string, Restarts>> {
 function restartedBetween(before: Map<string, Restarts>, after: Map<string, Restarts>): string[] {
   return [...after]
     .filter(([pod, r]) => r.count > (before.get(pod)?.count ?? 0))
-    .map(([pod, r]) => `${pod} (${r.count - (before.get(pod)?.count ?? 0)}x; ${r.last.join(', ') || 'no reason recorded'})`);
+    .map(
+      ([pod, r]) =>
+        `${pod} (${r.count - (before.get(pod)?.count ?? 0)}x; ${r.last.join(', ') || 'no reason recorded'})`,
+    );
 }
 
 async function gatewayUrl(core: k8s.CoreV1Api): Promise<URL> {

@@ -63,7 +63,9 @@ describe('sandbox_operator_heap_limit_bytes', () => {
     ];
     expect(labels).toEqual({});
     expect(limit).toBe(getHeapStatistics().heap_size_limit);
-    const [[, used]] = (await series(metrics, 'nodejs_heap_size_used_bytes')) as [[Record<string, unknown>, number]];
+    const [[, used]] = (await series(metrics, 'nodejs_heap_size_used_bytes')) as [
+      [Record<string, unknown>, number],
+    ];
     expect(used).toBeGreaterThan(0);
     expect(used).toBeLessThan(limit);
   });
