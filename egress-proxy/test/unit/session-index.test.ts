@@ -152,8 +152,11 @@ describe('the index on projections', () => {
     // A planted Pod naming the session with another uid or kind maps to nobody.
     upsertPod(podView(pod('planted', '10.0.0.6', { uid: 'forged' }))!);
     upsertPod(podView(pod('planted-kind', '10.0.0.7', { kind: 'Other' }))!);
+    // Exactly the session's reference, but not as the Pod's controller: nobody's either.
+    upsertPod(podView(pod('planted-owner', '10.0.0.8', { controller: false }))!);
     expect(idx.byAddress('10.0.0.6')).toBeUndefined();
     expect(idx.byAddress('10.0.0.7')).toBeUndefined();
+    expect(idx.byAddress('10.0.0.8')).toBeUndefined();
     // Two live Pods on one address: nobody's.
     upsertPod(podView(pod('p2', '10.0.0.5'))!);
     expect(idx.byAddress('10.0.0.5')).toBeUndefined();
