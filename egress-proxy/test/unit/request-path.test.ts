@@ -1,15 +1,11 @@
 /**
  * The pieces of the plain HTTP request path that keep state between requests: host decisions
- * cached per rule set (and dropped when the rules change), the session index's rule sets (one
- * array while unchanged), and the shared idle timer of upstream requests.
+ * cached per rule set (and dropped when the rules change) and the shared idle timer of upstream
+ * requests. The session index's rule sets (one array while unchanged): session-index.test.ts.
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import * as k8s from '@kubernetes/client-node';
-
-import type { SandboxSession } from '@sandbox-platform/api';
 
 import { IdleTimeouts } from '../../src/idle.js';
-import { SessionIndex } from '../../src/kube/session-index.js';
 import { DecisionCache, DECISIONS_PER_RULE_SET, decideHost, type EgressRule } from '../../src/rules.js';
 
 describe('DecisionCache', () => {
@@ -50,58 +46,6 @@ describe('DecisionCache', () => {
     const again = cache.decide(rules, 'h0.example.com', 80);
     expect(again).toEqual(first);
     expect(again).not.toBe(first);
-  });
-});
-
-describe('SessionIndex rule sets', () => {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  const session = (rules: EgressRule[], phase = 'Running'): SandboxSession =>
-    ({
-      apiVersion: 'sandbox.dev/v1alpha1',
-      kind: 'SandboxSession',
-      metadata: { namespace: 'team-a', name: 's1', uid: 'u1' },
-      spec: { egress: { rules } },
-      status: { phase },
-    }) as unknown as SandboxSession;
-  const id = { namespace: 'team-a', name: 's1', uid: 'u1' };
-
-  it('is one array while the rules are unchanged, a new one when they change', () => {
-    const changed = jest.fn();
-    const index = new SessionIndex({
-      kc,
-      namespaces: ['team-a'],
-      defaults: { '*': [{ host: 'default.test' }] },
-      onRulesChanged: changed,
-      log: { info: () => undefined, warn: () => undefined, error: () => undefined } as never,
-    });
-    const upsert = (s: SandboxSession): void =>
-      (index as unknown as { upsertSession(s: SandboxSession): void }).upsertSession(s);
-    upsert(session([{ host: 'pypi.org' }]));
-    const first = index.rules(id);
-    expect(first.map((r) => r.host)).toEqual(['pypi.org', 'default.test']);
-    expect(index.rules(id)).toBe(first);
-    expect(Object.isFrozen(first)).toBe(true);
-    // A status update with the same rules: the same array (cached decisions stay valid).
-    upsert(session([{ host: 'pypi.org' }], 'Suspended'));
-    expect(index.rules(id)).toBe(first);
-    expect(changed).not.toHaveBeenCalled();
-    // Changed rules: a new array, so the proxy's DecisionCache decides again.
-    upsert(session([{ host: 'github.com' }]));
-    const second = index.rules(id);
-    expect(second).not.toBe(first);
-    expect(second.map((r) => r.host)).toEqual(['github.com', 'default.test']);
-    expect(changed).toHaveBeenCalledTimes(1);
-    const cache = new DecisionCache();
-    expect(cache.decide(first, 'pypi.org', 443).allowed).toBe(true);
-    expect(cache.decide(second, 'pypi.org', 443).allowed).toBe(false);
-    // Another uid (the session was recreated): no rules.
-    expect(index.rules({ ...id, uid: 'other' })).toEqual([]);
   });
 });
 

@@ -2,9 +2,10 @@
  * The session index keeps projections, not objects (kube/watch.ts: a proxy that cached whole
  * sessions and Pods of 10,000 sessions, from one unpaged LIST, died of heap exhaustion at start),
  * and the projections keep everything the address check needs: a Pod whose controller reference
- * is not exactly the session's still maps to nobody.
+ * is not exactly the session's still maps to nobody. A session's rules are one array while its
+ * spec.egress is unchanged (the proxy's decisions are cached per array: rules.ts).
  */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 
 import { pagedList, type ListPage } from '../../src/kube/watch.js';
@@ -13,8 +14,10 @@ import {
   SessionIndex,
   sessionView,
   type PodView,
+  type SessionIndexOptions,
   type SessionView,
 } from '../../src/kube/session-index.js';
+import { DecisionCache, type EgressRule } from '../../src/rules.js';
 
 const SESSION_API = 'sandbox.dev/v1alpha1';
 
@@ -77,7 +80,7 @@ interface Fixture {
   readonly removePod: (p: PodView) => void;
 }
 
-function fixture(): Fixture {
+function fixture(opts: Partial<Pick<SessionIndexOptions, 'defaults' | 'onRulesChanged'>> = {}): Fixture {
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
@@ -88,8 +91,8 @@ function fixture(): Fixture {
   const index = new SessionIndex({
     kc,
     namespaces: ['team-a'],
-    defaults: {},
-    onRulesChanged: () => undefined,
+    defaults: opts.defaults ?? {},
+    onRulesChanged: opts.onRulesChanged ?? (() => undefined),
     log: { info: () => undefined, warn: () => undefined },
   });
   // The watch callbacks, as the index's RestartingWatches call them.
@@ -176,6 +179,40 @@ describe('the index on projections', () => {
     upsertPod(podView(pod('p1', '10.0.0.9'))!);
     removePod(podView(pod('p1', '10.0.0.9'))!);
     expect(idx.byAddress('10.0.0.9')).toBeUndefined();
+  });
+});
+
+describe('rule sets', () => {
+  const id = { namespace: 'team-a', name: 's1', uid: 'u1' };
+  const session = (rules: EgressRule[], phase = 'Running'): SessionView =>
+    sessionView({ ...SESSION, spec: { egress: { rules } }, status: { phase } })!;
+
+  it('are one array while the rules are unchanged, a new one when they change', () => {
+    const changed = jest.fn();
+    const { index, upsertSession } = fixture({
+      defaults: { '*': [{ host: 'default.test' }] },
+      onRulesChanged: changed,
+    });
+    upsertSession(session([{ host: 'pypi.org' }]));
+    const first = index.rules(id);
+    expect(first.map((r) => r.host)).toEqual(['pypi.org', 'default.test']);
+    expect(index.rules(id)).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    // A status update with the same rules: the same array (cached decisions stay valid).
+    upsertSession(session([{ host: 'pypi.org' }], 'Suspended'));
+    expect(index.rules(id)).toBe(first);
+    expect(changed).not.toHaveBeenCalled();
+    // Changed rules: a new array, so the proxy's DecisionCache decides again.
+    upsertSession(session([{ host: 'github.com' }]));
+    const second = index.rules(id);
+    expect(second).not.toBe(first);
+    expect(second.map((r) => r.host)).toEqual(['github.com', 'default.test']);
+    expect(changed).toHaveBeenCalledTimes(1);
+    const cache = new DecisionCache();
+    expect(cache.decide(first, 'pypi.org', 443).allowed).toBe(true);
+    expect(cache.decide(second, 'pypi.org', 443).allowed).toBe(false);
+    // Another uid (the session was recreated): no rules.
+    expect(index.rules({ ...id, uid: 'other' })).toEqual([]);
   });
 });
 
