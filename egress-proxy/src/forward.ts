@@ -8,6 +8,7 @@
 import { request as httpRequest, type Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 
 import { decideRequest, type EgressRule } from './rules.js';
 import { IdleTimeouts } from './idle.js';
@@ -228,14 +229,9 @@ export class Forwarder {
       timeouts.touch(idle);
       const status = up.statusCode;
       res.writeHead(status ?? 502, up.statusMessage, endToEnd(up.headers));
-      const resume = (): void => void up.resume();
-      up.on('data', (chunk: Buffer) => {
-        bytesDown += chunk.length;
+      relayChunks(up, res, (n) => {
+        bytesDown += n;
         timeouts.touch(idle);
-        if (!res.write(chunk)) {
-          up.pause();
-          res.once('drain', resume);
-        }
       });
       up.on('end', () => {
         res.end();
@@ -249,14 +245,9 @@ export class Forwarder {
     if (bodiless(req)) {
       upstream.end();
     } else {
-      const resume = (): void => void req.resume();
-      req.on('data', (chunk: Buffer) => {
-        bytesUp += chunk.length;
+      relayChunks(req, upstream, (n) => {
+        bytesUp += n;
         timeouts.touch(idle);
-        if (!upstream.write(chunk)) {
-          req.pause();
-          upstream.once('drain', resume);
-        }
       });
       req.on('end', () => upstream.end());
     }
@@ -283,4 +274,16 @@ function upstreamHeaders(
 function bodiless(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
+
+/** Copies `from` to `to` chunk by chunk with backpressure; `onChunk` is told each chunk's size. */
+function relayChunks(from: Readable, to: Writable, onChunk: (bytes: number) => void): void {
+  const resume = (): void => void from.resume();
+  from.on('data', (chunk: Buffer) => {
+    onChunk(chunk.length);
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', resume);
+    }
+  });
 }
